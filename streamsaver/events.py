@@ -1,0 +1,229 @@
+"""The facts the log records, and their one stored form.
+
+An event is immutable and named in the past tense. Payloads (checkpoint body, channel values,
+write values) arrive here already serialized by the saver's serde as `Blob` (type name, bytes),
+so an `EncryptedSerializer` protects them at rest; ids, namespaces, metadata and channel versions
+stay readable because the views index them.
+
+Stored form: a flat map of binary-safe stream fields. ``type`` and ``v`` (schema version) lead;
+`to_fields` writes the current version and `from_fields` reads any known version, lifting old
+ones through `UPCASTERS` one version at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Union
+
+import orjson
+
+from streamsaver.codec import pack, unpack
+from streamsaver.errors import EventDecodeError
+
+__all__ = [
+    "Blob",
+    "ChannelValue",
+    "CheckpointSaved",
+    "Event",
+    "PendingWrite",
+    "ThreadDeleted",
+    "WritesSaved",
+    "from_fields",
+    "to_fields",
+]
+
+Fields = dict[bytes, bytes]
+Version = Union[str, int, float]
+
+
+@dataclass(frozen=True)
+class Blob:
+    """A value serialized by the saver's serde: its type name and bytes."""
+
+    type: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class ChannelValue:
+    """The value of one channel at one version."""
+
+    channel: str
+    version: Version
+    blob: Blob
+
+
+@dataclass(frozen=True)
+class PendingWrite:
+    """One write of a task; `idx` follows LangGraph's ``WRITES_IDX_MAP`` rule."""
+
+    idx: int
+    channel: str
+    blob: Blob
+
+
+@dataclass(frozen=True)
+class CheckpointSaved:
+    """A checkpoint was saved. `values` holds only the channels whose version is new."""
+
+    TYPE: ClassVar[str] = "CheckpointSaved"
+    VERSION: ClassVar[int] = 1
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    metadata: Mapping[str, Any]
+    channel_versions: Mapping[str, Version]
+    body: Blob
+    values: tuple[ChannelValue, ...]
+
+
+@dataclass(frozen=True)
+class WritesSaved:
+    """A task saved pending writes against a checkpoint."""
+
+    TYPE: ClassVar[str] = "WritesSaved"
+    VERSION: ClassVar[int] = 1
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    task_id: str
+    task_path: str
+    writes: tuple[PendingWrite, ...]
+
+
+@dataclass(frozen=True)
+class ThreadDeleted:
+    """A thread and everything stored for it were deleted."""
+
+    TYPE: ClassVar[str] = "ThreadDeleted"
+    VERSION: ClassVar[int] = 1
+
+    thread_id: str
+
+
+Event = Union[CheckpointSaved, WritesSaved, ThreadDeleted]
+
+
+def _s(value: str) -> bytes:
+    return value.encode("utf-8", "surrogatepass")
+
+
+def _text(fields: Fields, name: bytes) -> str:
+    return fields[name].decode("utf-8", "surrogatepass")
+
+
+def to_fields(event: Event) -> Fields:
+    """The stream fields of `event`, at its type's current schema version."""
+    head: Fields = {b"type": _s(event.TYPE), b"v": b"%d" % event.VERSION, b"thread": _s(event.thread_id)}
+    if isinstance(event, CheckpointSaved):
+        values: list[bytes] = []
+        for cv in event.values:
+            values += [_s(cv.channel), orjson.dumps(cv.version), _s(cv.blob.type), cv.blob.data]
+        return head | {
+            b"ns": _s(event.checkpoint_ns),
+            b"cid": _s(event.checkpoint_id),
+            b"parent": _s(event.parent_checkpoint_id or ""),
+            b"meta": orjson.dumps(event.metadata),
+            b"versions": orjson.dumps(event.channel_versions),
+            b"body": pack([_s(event.body.type), event.body.data]),
+            b"values": pack(values),
+        }
+    if isinstance(event, WritesSaved):
+        writes: list[bytes] = []
+        for w in event.writes:
+            writes += [b"%d" % w.idx, _s(w.channel), _s(w.blob.type), w.blob.data]
+        return head | {
+            b"ns": _s(event.checkpoint_ns),
+            b"cid": _s(event.checkpoint_id),
+            b"task": _s(event.task_id),
+            b"path": _s(event.task_path),
+            b"writes": pack(writes),
+        }
+    return head
+
+
+def _quads(data: bytes) -> list[tuple[bytes, bytes, bytes, bytes]]:
+    parts = unpack(data)
+    if len(parts) % 4:
+        raise ValueError("packed list is not a list of 4-tuples")
+    return [(parts[i], parts[i + 1], parts[i + 2], parts[i + 3]) for i in range(0, len(parts), 4)]
+
+
+def _checkpoint_saved(f: Fields) -> CheckpointSaved:
+    body_type, body_data = unpack(f[b"body"])
+    return CheckpointSaved(
+        thread_id=_text(f, b"thread"),
+        checkpoint_ns=_text(f, b"ns"),
+        checkpoint_id=_text(f, b"cid"),
+        parent_checkpoint_id=_text(f, b"parent") or None,
+        metadata=orjson.loads(f[b"meta"]),
+        channel_versions=orjson.loads(f[b"versions"]),
+        body=Blob(body_type.decode(), body_data),
+        values=tuple(
+            ChannelValue(ch.decode("utf-8", "surrogatepass"), orjson.loads(ver), Blob(t.decode(), d))
+            for ch, ver, t, d in _quads(f[b"values"])
+        ),
+    )
+
+
+def _writes_saved(f: Fields) -> WritesSaved:
+    return WritesSaved(
+        thread_id=_text(f, b"thread"),
+        checkpoint_ns=_text(f, b"ns"),
+        checkpoint_id=_text(f, b"cid"),
+        task_id=_text(f, b"task"),
+        task_path=_text(f, b"path"),
+        writes=tuple(
+            PendingWrite(int(idx), ch.decode("utf-8", "surrogatepass"), Blob(t.decode(), d))
+            for idx, ch, t, d in _quads(f[b"writes"])
+        ),
+    )
+
+
+def _thread_deleted(f: Fields) -> ThreadDeleted:
+    return ThreadDeleted(thread_id=_text(f, b"thread"))
+
+
+_DECODERS: dict[str, tuple[int, Callable[[Fields], Event]]] = {
+    CheckpointSaved.TYPE: (CheckpointSaved.VERSION, _checkpoint_saved),
+    WritesSaved.TYPE: (WritesSaved.VERSION, _writes_saved),
+    ThreadDeleted.TYPE: (ThreadDeleted.VERSION, _thread_deleted),
+}
+
+UPCASTERS: dict[tuple[str, int], Callable[[Fields], Fields]] = {}
+"""``(type, version) -> f`` where ``f`` turns version ``n`` fields into version ``n + 1``
+fields. Empty while every type is at version 1; a new version adds one entry per step."""
+
+
+def from_fields(fields: Mapping[bytes, bytes], event_id: str | None = None) -> Event:
+    """Read an event from its stream fields, upcasting an older schema version.
+
+    Raises:
+        EventDecodeError: unknown type, a version newer than this code, or a malformed field.
+    """
+    f = dict(fields)
+    try:
+        type_name = f[b"type"].decode()
+        version = int(f[b"v"])
+    except (KeyError, ValueError, UnicodeDecodeError) as exc:
+        raise EventDecodeError(f"event without a readable type and version: {exc!r}", event_id=event_id) from exc
+    if type_name not in _DECODERS:
+        raise EventDecodeError(f"unknown event type {type_name!r}", event_id=event_id)
+    current, decode = _DECODERS[type_name]
+    if version > current:
+        raise EventDecodeError(
+            f"{type_name} v{version} is newer than this streamsaver reads (v{current})", event_id=event_id
+        )
+    while version < current:
+        step = UPCASTERS.get((type_name, version))
+        if step is None:
+            raise EventDecodeError(f"no upcaster from {type_name} v{version}", event_id=event_id)
+        f, version = step(f), version + 1
+    try:
+        return decode(f)
+    except (KeyError, ValueError, TypeError, UnicodeDecodeError, orjson.JSONDecodeError) as exc:
+        raise EventDecodeError(f"malformed {type_name} field: {exc!r}", event_id=event_id) from exc

@@ -1,0 +1,144 @@
+"""Every Redis key streamsaver uses is spelled here, and only here.
+
+Layout (``P`` = key prefix, ``T`` = partition hash tag ``{pN}``, ``t`` / ``n`` / ``c`` = escaped
+thread id / namespace / checkpoint id, see `streamsaver.codec.escape`)::
+
+    P:meta                      hash    deployment settings (partition count, schema version)
+    P:log:T:t                   stream  the thread log: every event of one thread (the truth)
+    P:feed:T                    stream  the partition feed: one small pointer per event
+    P:pos:T:t                   hash    view name -> id of the last event applied to that view
+    P:full:cp:T:t:n:c           JSON    full view: one document per checkpoint (indexed)
+    P:full:ids:T:t:n            zset    full view: checkpoint ids of one namespace, by id
+    P:full:blobs:T:t:n          hash    full view: checkpoint bodies and channel values by version
+    P:full:writes:T:t:n:c       hash    full view: pending writes of one checkpoint
+    P:full:ns:T:t               set     full view: escaped namespaces of the thread
+    P:shallow:cp:T:t:n          JSON    shallow view: latest checkpoint of one namespace (indexed)
+    P:shallow:blobs:T:t:n       hash    shallow view: body and latest value of each channel
+    P:shallow:writes:T:t:n      hash    shallow view: writes of the latest checkpoint
+    P:shallow:ns:T:t            set     shallow view: escaped namespaces of the thread
+    P:<view>:idx:vN             index   RediSearch index over ``P:<view>:cp:``
+
+Every key of a thread carries the tag of the thread's partition, so one atomic script can touch
+the log, the feed, the views and the positions of a thread, also on Redis Cluster. Every key
+starts with ``P:``, so an ACL rule on ``P:*`` covers a deployment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from streamsaver.codec import escape
+from streamsaver.errors import ConfigurationError
+
+__all__ = ["DEFAULT_PARTITIONS", "DEFAULT_PREFIX", "Keyspace", "ThreadKeys", "ViewName"]
+
+DEFAULT_PREFIX = "streamsaver"
+DEFAULT_PARTITIONS = 16
+INDEX_SCHEMA_VERSION = 1
+
+ViewName = Literal["full", "shallow"]
+_PREFIX_RULE = re.compile(r"^[A-Za-z0-9._-]+(:[A-Za-z0-9._-]+)*$")
+
+
+def partition_of(thread_id: str, partitions: int) -> int:
+    """The partition of a thread: a stable hash of its id, modulo the partition count."""
+    digest = hashlib.blake2b(thread_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % partitions
+
+
+@dataclass(frozen=True)
+class ThreadKeys:
+    """The keys of one thread in one deployment; built by `Keyspace.thread`."""
+
+    prefix: str
+    slot_tag: str
+    escaped_thread: str
+
+    @property
+    def log(self) -> str:
+        """The thread log stream."""
+        return f"{self.prefix}:log:{self.slot_tag}:{self.escaped_thread}"
+
+    @property
+    def feed(self) -> str:
+        """The feed of the thread's partition."""
+        return f"{self.prefix}:feed:{self.slot_tag}"
+
+    @property
+    def positions(self) -> str:
+        """The hash of last applied event id per view."""
+        return f"{self.prefix}:pos:{self.slot_tag}:{self.escaped_thread}"
+
+    def base(self, view: ViewName, kind: str) -> str:
+        """``P:view:kind:T:t``, the stem that per-namespace keys of one kind extend."""
+        return f"{self.prefix}:{view}:{kind}:{self.slot_tag}:{self.escaped_thread}"
+
+    def namespaces(self, view: ViewName) -> str:
+        """The set of escaped namespaces the view holds for this thread."""
+        return self.base(view, "ns")
+
+    def in_ns(self, view: ViewName, kind: str, checkpoint_ns: str) -> str:
+        """A per-namespace key, e.g. ``P:full:ids:T:t:n``."""
+        return f"{self.base(view, kind)}:{escape(checkpoint_ns)}"
+
+    def doc_prefix(self, view: ViewName, kind: str, checkpoint_ns: str) -> str:
+        """The stem of per-checkpoint keys; scripts append the escaped checkpoint id."""
+        return f"{self.in_ns(view, kind, checkpoint_ns)}:"
+
+    def per_checkpoint(self, view: ViewName, kind: str, checkpoint_ns: str, checkpoint_id: str) -> str:
+        """A per-checkpoint key, e.g. ``P:full:cp:T:t:n:c``."""
+        return self.doc_prefix(view, kind, checkpoint_ns) + escape(checkpoint_id)
+
+
+@dataclass(frozen=True)
+class Keyspace:
+    """The keys of one deployment: a prefix and a fixed partition count.
+
+    Raises:
+        ConfigurationError: for a prefix outside ``[A-Za-z0-9._-]`` words joined by ``:``, or a
+            partition count outside 1..16384.
+    """
+
+    prefix: str = DEFAULT_PREFIX
+    partitions: int = DEFAULT_PARTITIONS
+
+    def __post_init__(self) -> None:
+        if not _PREFIX_RULE.match(self.prefix):
+            raise ConfigurationError(
+                f"key prefix {self.prefix!r} must be words of [A-Za-z0-9._-] joined by ':'"
+            )
+        if not 1 <= self.partitions <= 16384:
+            raise ConfigurationError(f"partitions must be 1..16384, not {self.partitions}")
+
+    @property
+    def meta(self) -> str:
+        """The deployment settings hash."""
+        return f"{self.prefix}:meta"
+
+    def slot_tag(self, partition: int) -> str:
+        """The hash tag shared by every key of one partition."""
+        return "{p%d}" % partition
+
+    def feed(self, partition: int) -> str:
+        """The feed stream of one partition."""
+        return f"{self.prefix}:feed:{self.slot_tag(partition)}"
+
+    def thread(self, thread_id: str) -> ThreadKeys:
+        """The keys of one thread."""
+        partition = partition_of(thread_id, self.partitions)
+        return ThreadKeys(self.prefix, self.slot_tag(partition), escape(thread_id))
+
+    def index(self, view: ViewName) -> str:
+        """The RediSearch index name of a view, versioned by its schema."""
+        return f"{self.prefix}:{view}:idx:v{INDEX_SCHEMA_VERSION}"
+
+    def document_prefix(self, view: ViewName) -> str:
+        """The key prefix the view's index covers."""
+        return f"{self.prefix}:{view}:cp:"
+
+    def view_pattern(self, view: ViewName) -> str:
+        """A SCAN pattern matching every key of a view."""
+        return f"{self.prefix}:{view}:*"

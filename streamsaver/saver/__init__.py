@@ -1,0 +1,1 @@
+"""The savers: `StreamSaver` (sync) and `AsyncStreamSaver` (asyncio) over one `SaverCore`."""

@@ -1,0 +1,190 @@
+"""`AsyncStreamSaver`: the asyncio saver. Only I/O; every decision is in `SaverCore`."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from redis.asyncio import Redis
+from redis.exceptions import NoScriptError
+
+from streamsaver.keys import DEFAULT_PREFIX
+from streamsaver.saver.core import LOAD_SCRIPTS, Command, SaverCore, check_client, failed_reply
+
+__all__ = ["AsyncStreamSaver"]
+
+T = TypeVar("T")
+
+
+class AsyncStreamSaver(BaseCheckpointSaver[str]):
+    """The asyncio twin of `StreamSaver`; same arguments, with a ``redis.asyncio.Redis`` client.
+
+    Its sync methods (`get_tuple`, `put`, ...) work from threads other than the event loop's,
+    as LangGraph's sync graph APIs need; called on the loop's own thread they raise
+    `asyncio.InvalidStateError` instead of deadlocking.
+    """
+
+    def __init__(
+        self,
+        redis_client: Redis,
+        *,
+        view: str = "full",
+        projections: Iterable[str] = ("full", "shallow"),
+        prefix: str = DEFAULT_PREFIX,
+        partitions: int | None = None,
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        check_client(redis_client)
+        self.redis = redis_client
+        self.core = SaverCore.configure(
+            self.serde, view=view, projections=projections, prefix=prefix, partitions=partitions
+        )
+        self._setup_lock = asyncio.Lock()
+        try:
+            self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self.loop = None
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(cls, url: str, **options: Any) -> AsyncIterator[AsyncStreamSaver]:
+        """A saver on a new client for `url`, closed on exit."""
+        client = Redis.from_url(url)
+        try:
+            yield cls(client, **options)
+        finally:
+            await client.aclose()
+
+    async def _send(self, commands: Sequence[Command]) -> builtins.list[Any]:
+        """One round trip; on NOSCRIPT (a flushed or restarted server) load scripts and resend."""
+        try:
+            return await self._send_once(commands)
+        except NoScriptError:
+            await self._send_raw(LOAD_SCRIPTS)
+            return await self._send_once(commands)
+
+    async def _send_once(self, commands: Sequence[Command]) -> builtins.list[Any]:
+        if len(commands) == 1:
+            return [await self.redis.execute_command(*commands[0])]
+        replies = await self._send_raw(commands)
+        if (error := failed_reply(replies)) is not None:
+            raise error
+        return replies
+
+    async def _send_raw(self, commands: Sequence[Command]) -> builtins.list[Any]:
+        pipe = self.redis.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        return await pipe.execute(raise_on_error=False)
+
+    async def setup(self) -> None:
+        """Check the modules, fix the partition count, create indexes. Idempotent."""
+        self.loop = asyncio.get_running_loop()
+        second = self.core.read_probe(await self._send_raw(self.core.probe_request()))
+        self.core.read_created(await self._send_raw(second))
+
+    async def _ready(self) -> SaverCore:
+        if self.core.keyspace is None:
+            async with self._setup_lock:
+                if self.core.keyspace is None:
+                    await self.setup()
+        return self.core
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        core = await self._ready()
+        return core.read_get((await self._send([core.get_request(config)]))[0])
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        pager = (await self._ready()).list_pager(config, filter, before, limit)
+        while (request := pager.next_request()) is not None:
+            for item in pager.feed(await self._send(request)):
+                yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        command, saved = (await self._ready()).put_request(config, checkpoint, metadata, new_versions)
+        await self._send([command])
+        return saved
+
+    async def aput_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        await self._send([(await self._ready()).put_writes_request(config, writes, task_id, task_path)])
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._send([(await self._ready()).delete_request(thread_id)])
+
+    def get_next_version(self, current: str | None, channel: None = None) -> str:
+        return SaverCore.next_version(current)
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        try:
+            on_loop = asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            on_loop = False
+        if self.loop is None or on_loop:
+            coro.close()
+            raise asyncio.InvalidStateError(
+                "AsyncStreamSaver's sync methods must be called from a thread other than the event "
+                "loop's, after the saver was created or set up inside a running loop; inside the "
+                "loop, await the a-methods (aget_tuple, aput, ...) instead"
+            )
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._run(self.aget_tuple(config))
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        async def collect() -> builtins.list[CheckpointTuple]:
+            return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
+
+        yield from self._run(collect())
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self._run(self.aput(config, checkpoint, metadata, new_versions))
+
+    def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        self._run(self.aput_writes(config, writes, task_id, task_path))
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._run(self.adelete_thread(thread_id))

@@ -1,0 +1,210 @@
+"""The write side, without I/O: LangGraph inputs -> validated event -> one append call.
+
+Everything that can reject an input (a missing thread id, a value the serde cannot serialize,
+metadata that is not JSON) happens here, before anything is sent, so a rejected call writes
+nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+from uuid import UUID
+
+import orjson
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from projectors import PROJECTORS
+from projectors.commands import Command
+from streamsaver.errors import InvalidInputError
+from streamsaver.events import (
+    Blob,
+    ChannelValue,
+    CheckpointSaved,
+    Event,
+    PendingWrite,
+    ThreadDeleted,
+    WritesSaved,
+    to_fields,
+)
+from streamsaver.keys import Keyspace, ViewName
+from streamsaver.scripts import APPEND
+
+__all__ = ["append_call", "checkpoint_saved", "thread_deleted", "thread_id_of", "writes_saved"]
+
+EMPTY = Blob("empty", b"")
+"""Stands for a channel with a new version but no value (LangGraph's convention)."""
+
+
+def _as_id(value: Any, what: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, UUID)) and not isinstance(value, bool):
+        return str(value)
+    raise InvalidInputError(f"{what} must be a string, not {type(value).__name__}")
+
+
+def thread_id_of(config: RunnableConfig | None) -> str:
+    """The thread id of `config`.
+
+    Raises:
+        InvalidInputError: (a ValueError) when the config names no thread.
+    """
+    configurable = (config or {}).get("configurable") or {}
+    if configurable.get("thread_id") is None:
+        raise InvalidInputError(
+            "config must carry configurable.thread_id, e.g. "
+            '{"configurable": {"thread_id": "my-thread"}}'
+        )
+    return _as_id(configurable["thread_id"], "thread_id")
+
+
+def namespace_of(config: RunnableConfig) -> str:
+    """The checkpoint namespace of `config` ("" for the root graph)."""
+    return _as_id(config["configurable"].get("checkpoint_ns") or "", "checkpoint_ns")
+
+
+def _dump(serde: SerializerProtocol, value: Any, what: str) -> Blob:
+    try:
+        type_, data = serde.dumps_typed(value)
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        raise InvalidInputError(f"cannot serialize {what}: {exc}") from exc
+    return Blob(type_, data)
+
+
+def checkpoint_saved(
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    new_versions: ChannelVersions,
+) -> CheckpointSaved:
+    """The event of a `put`.
+
+    Raises:
+        InvalidInputError: no thread id, an unserializable value, or non-JSON metadata.
+    """
+    thread_id = thread_id_of(config)
+    parent = config["configurable"].get("checkpoint_id")
+    body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+    values = checkpoint.get("channel_values", {})
+    md = dict(get_serializable_checkpoint_metadata(config, metadata))
+    try:
+        orjson.dumps(md)
+    except TypeError as exc:
+        raise InvalidInputError(f"checkpoint metadata must be JSON-serializable: {exc}") from exc
+    return CheckpointSaved(
+        thread_id=thread_id,
+        checkpoint_ns=namespace_of(config),
+        checkpoint_id=_as_id(checkpoint["id"], "checkpoint id"),
+        parent_checkpoint_id=_as_id(parent, "parent checkpoint id") if parent else None,
+        metadata=md,
+        channel_versions=dict(checkpoint.get("channel_versions", {})),
+        body=_dump(serde, body, "the checkpoint"),
+        values=tuple(
+            ChannelValue(ch, v, _dump(serde, values[ch], f"channel {ch!r}") if ch in values else EMPTY)
+            for ch, v in new_versions.items()
+        ),
+    )
+
+
+def writes_saved(
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+) -> WritesSaved:
+    """The event of a `put_writes`; indexes follow ``WRITES_IDX_MAP``.
+
+    Raises:
+        InvalidInputError: no thread id or checkpoint id, or an unserializable value.
+    """
+    thread_id = thread_id_of(config)
+    checkpoint_id = config["configurable"].get("checkpoint_id")
+    if not checkpoint_id:
+        raise InvalidInputError("put_writes needs configurable.checkpoint_id (the config put returned)")
+    return WritesSaved(
+        thread_id=thread_id,
+        checkpoint_ns=namespace_of(config),
+        checkpoint_id=_as_id(checkpoint_id, "checkpoint_id"),
+        task_id=_as_id(task_id, "task_id"),
+        task_path=task_path or "",
+        writes=tuple(
+            PendingWrite(WRITES_IDX_MAP.get(ch, i), ch, _dump(serde, value, f"the write to {ch!r}"))
+            for i, (ch, value) in enumerate(writes)
+        ),
+    )
+
+
+def thread_deleted(thread_id: Any) -> ThreadDeleted:
+    """The event of a `delete_thread`."""
+    return ThreadDeleted(_as_id(thread_id, "thread_id"))
+
+
+def _flat(commands: Iterable[Command]) -> list[str | bytes | int]:
+    out: list[str | bytes | int] = []
+    for command in commands:
+        out.append(len(command))
+        out.extend(command)
+    return out
+
+
+def _pointer(event: Event) -> list[str | bytes | int]:
+    fields: list[str | bytes | int] = ["type", event.TYPE, "thread", event.thread_id]
+    if isinstance(event, (CheckpointSaved, WritesSaved)):
+        fields += ["ns", event.checkpoint_ns, "cid", event.checkpoint_id]
+    return fields
+
+
+def append_call(event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> list[str | bytes | int]:
+    """The EVALSHA arguments that append `event` and project it into `views`, atomically."""
+    keys = keyspace.thread(event.thread_id)
+    fields = [x for pair in to_fields(event).items() for x in pair]
+    pointer = _pointer(event)
+    args: list[str | bytes | int] = [len(fields), *fields, len(pointer), *pointer]
+    args += ["1" if isinstance(event, ThreadDeleted) else "0", len(views)]
+    for view in views:
+        commands = PROJECTORS[view](event, keyspace)
+        args += [view, len(commands), *_flat(commands)]
+    return APPEND.evalsha_args([keys.log, keys.feed, keys.positions], args)
+
+
+def version_after(current: str | int | float | None, random_part: float) -> str:
+    """The channel version after `current`: a zero-padded counter and a random tie-breaker, so
+    versions sort as strings and branches forked from one checkpoint never reuse a version."""
+    if current is None:
+        counter = 0
+    elif isinstance(current, (int, float)):
+        counter = int(current)
+    else:
+        counter = int(str(current).split(".")[0])
+    return f"{counter + 1:032}.{random_part:016}"
+
+
+def view_of(value: str) -> ViewName:
+    """Validate a view name.
+
+    Raises:
+        InvalidInputError: for anything but "full" or "shallow".
+    """
+    if value not in PROJECTORS:
+        raise InvalidInputError(f"view must be 'full' or 'shallow', not {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def projections_of(values: Iterable[str], read_view: ViewName) -> tuple[ViewName, ...]:
+    """Validate the views an append keeps current; the read view must be one of them."""
+    views = tuple(dict.fromkeys(view_of(v) for v in values))
+    if read_view not in views:
+        raise InvalidInputError(f"the saver reads the {read_view!r} view, so projections must include it")
+    return views
+

@@ -1,0 +1,151 @@
+"""`SaverCore`: every decision of a saver, shared by `StreamSaver` and `AsyncStreamSaver`.
+
+The twins only move bytes: they send the commands the core builds (one command, or several in
+one pipelined round trip) and hand the replies back to it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from redis.exceptions import NoScriptError
+
+from streamsaver.errors import ConfigurationError
+from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
+from streamsaver.saver import append, reads, setup
+from streamsaver.scripts import ALL
+
+__all__ = ["Command", "SaverCore", "check_client", "failed_reply"]
+
+Command = list[str | bytes | int]
+
+
+def check_client(client: Any) -> None:
+    """Reject a client that decodes replies: payloads are binary.
+
+    Raises:
+        ConfigurationError: the client was made with ``decode_responses=True``.
+    """
+    if client.get_connection_kwargs().get("decode_responses"):
+        raise ConfigurationError("streamsaver needs a Redis client with decode_responses=False")
+
+
+def failed_reply(replies: Sequence[Any]) -> Exception | None:
+    """The first error among pipelined replies, NOSCRIPT first (it means: load and resend)."""
+    errors = [r for r in replies if isinstance(r, Exception)]
+    return next((e for e in errors if isinstance(e, NoScriptError)), errors[0] if errors else None)
+
+
+LOAD_SCRIPTS: list[Command] = [["SCRIPT", "LOAD", s.source] for s in ALL]
+
+
+@dataclass
+class SaverCore:
+    """Options of one saver and the pure logic behind each of its methods."""
+
+    serde: SerializerProtocol
+    view: ViewName = "full"
+    projections: tuple[ViewName, ...] = ("full", "shallow")
+    prefix: str = DEFAULT_PREFIX
+    partitions: int | None = None
+    keyspace: Keyspace | None = None
+
+    @classmethod
+    def configure(
+        cls,
+        serde: SerializerProtocol,
+        *,
+        view: str,
+        projections: Iterable[str],
+        prefix: str,
+        partitions: int | None,
+    ) -> SaverCore:
+        """Validate saver options.
+
+        Raises:
+            InvalidInputError: an unknown view, or a read view that is not projected.
+            ConfigurationError: a bad prefix or partition count.
+        """
+        read_view = append.view_of(view)
+        Keyspace(prefix, partitions or 1)
+        return cls(serde, read_view, append.projections_of(projections, read_view), prefix, partitions)
+
+    @property
+    def keys(self) -> Keyspace:
+        """The deployment's keyspace, known once `setup` has run."""
+        if self.keyspace is None:
+            raise ConfigurationError("the saver is not set up yet; call setup()")
+        return self.keyspace
+
+    # setup -------------------------------------------------------------------------------
+    def probe_request(self) -> list[Command]:
+        return setup.probe_request(self.prefix, self.partitions)
+
+    def read_probe(self, replies: Sequence[Any]) -> list[Command]:
+        """Remember the keyspace; returns the second setup round trip."""
+        self.keyspace, existing = setup.read_probe(self.prefix, self.partitions, replies)
+        return setup.create_requests(self.keyspace, self.projections, existing)
+
+    read_created = staticmethod(setup.read_created)
+
+    # writes ------------------------------------------------------------------------------
+    def put_request(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> tuple[Command, RunnableConfig]:
+        """The append of a `put`, and the config `put` returns."""
+        event = append.checkpoint_saved(self.serde, config, checkpoint, metadata, new_versions)
+        saved: RunnableConfig = {
+            "configurable": {
+                "thread_id": event.thread_id,
+                "checkpoint_ns": event.checkpoint_ns,
+                "checkpoint_id": event.checkpoint_id,
+            }
+        }
+        return append.append_call(event, self.keys, self.projections), saved
+
+    def put_writes_request(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+    ) -> Command:
+        """The append of a `put_writes`."""
+        event = append.writes_saved(self.serde, config, writes, task_id, task_path)
+        return append.append_call(event, self.keys, self.projections)
+
+    def delete_request(self, thread_id: str) -> Command:
+        """The append of a `delete_thread`: a tombstone on the feed, nothing left of the thread."""
+        return append.append_call(append.thread_deleted(thread_id), self.keys, self.projections)
+
+    # reads -------------------------------------------------------------------------------
+    def get_request(self, config: RunnableConfig) -> Command:
+        """The one script call of a `get_tuple`."""
+        return reads.get_request(self.keys, self.view, config)
+
+    def read_get(self, reply: Sequence[Any]) -> CheckpointTuple | None:
+        """The tuple a `get_tuple` returns."""
+        tuples = reads.decode_rows(self.serde, self.view, reply)
+        return tuples[0] if tuples else None
+
+    def list_pager(
+        self,
+        config: RunnableConfig | None,
+        filter: Mapping[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> reads.ListPager:
+        """The plan of a `list` call."""
+        return reads.ListPager.plan(self.keys, self.view, self.serde, config, filter, before, limit)
+
+    @staticmethod
+    def next_version(current: str | int | float | None) -> str:
+        """The next channel version (see `append.version_after`)."""
+        return append.version_after(current, random.random())
+

@@ -1,0 +1,263 @@
+"""The read side, without I/O: what to send for `get_tuple` and `list`, and how to read replies.
+
+A request is a list of commands that the saver sends in one round trip (a pipeline when there is
+more than one). `ListPager` plans a whole `list` call page by page: for one thread and namespace
+of the full view it walks the id index with one script call per page; otherwise it queries the
+RediSearch index and fetches the page's checkpoints in one pipelined round trip.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple, PendingWrite, writes_sort_key
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from projectors.documents import (
+    CURRENT_CHECKPOINT_FIELD,
+    channel_field,
+    decode_blob,
+    decode_versioned_blob,
+    decode_write,
+    versioned_field,
+)
+from streamsaver.codec import canonical_json, metadata_tags, tag
+from streamsaver.errors import InvalidInputError
+from streamsaver.events import Blob
+from streamsaver.keys import Keyspace, ViewName
+from streamsaver.saver.append import namespace_of, thread_id_of
+from streamsaver.scripts import READ_FULL, READ_SHALLOW
+
+__all__ = ["ListPager", "Request", "decode_rows", "get_request"]
+
+Command = list[str | bytes | int]
+Request = list[Command]
+PAGE = 100
+_SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]*$")
+
+
+def _read_one(keyspace: Keyspace, view: ViewName, thread_id: str, ns: str, checkpoint_id: str) -> Command:
+    keys = keyspace.thread(thread_id)
+    if view == "full":
+        return READ_FULL.evalsha_args(
+            [keys.in_ns(view, "ids", ns), keys.in_ns(view, "blobs", ns)],
+            [keys.doc_prefix(view, "cp", ns), keys.doc_prefix(view, "writes", ns), "id", checkpoint_id, 0],
+        )
+    return READ_SHALLOW.evalsha_args(
+        [keys.in_ns(view, "cp", ns), keys.in_ns(view, "blobs", ns), keys.in_ns(view, "writes", ns)],
+        [checkpoint_id],
+    )
+
+
+def _read_page(keyspace: Keyspace, thread_id: str, ns: str, before: str, limit: int) -> Command:
+    keys = keyspace.thread(thread_id)
+    return READ_FULL.evalsha_args(
+        [keys.in_ns("full", "ids", ns), keys.in_ns("full", "blobs", ns)],
+        [keys.doc_prefix("full", "cp", ns), keys.doc_prefix("full", "writes", ns), "page", before, limit],
+    )
+
+
+def get_request(keyspace: Keyspace, view: ViewName, config: RunnableConfig) -> Command:
+    """The one script call that reads the checkpoint `config` names (or the latest)."""
+    thread_id, ns = thread_id_of(config), namespace_of(config)
+    checkpoint_id = config["configurable"].get("checkpoint_id") or ""
+    if view == "full" and not checkpoint_id:
+        return _read_page(keyspace, thread_id, ns, "", 1)
+    return _read_one(keyspace, view, thread_id, ns, checkpoint_id)
+
+
+def _loads(serde: SerializerProtocol, blob: Blob) -> Any:
+    return serde.loads_typed((blob.type, blob.data))
+
+
+def _pending_writes(serde: SerializerProtocol, flat: Sequence[bytes]) -> list[PendingWrite]:
+    keyed: list[tuple[tuple[str, str, int], PendingWrite]] = []
+    for i in range(0, len(flat), 2):
+        name = flat[i].decode()
+        if name == CURRENT_CHECKPOINT_FIELD:
+            continue
+        task_id, task_path, channel, blob = decode_write(flat[i + 1])
+        idx = int(name.rsplit(":", 1)[1])
+        keyed.append((writes_sort_key(task_path, task_id, idx), (task_id, channel, _loads(serde, blob))))
+    keyed.sort(key=lambda item: item[0])
+    return [write for _, write in keyed]
+
+
+def _channel_values(
+    serde: SerializerProtocol, view: ViewName, versions: Mapping[str, Any], by_ref: Mapping[str, bytes | None]
+) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for channel, version in versions.items():
+        if view == "full":
+            raw = by_ref.get(versioned_field(channel, version))
+            blob = decode_blob(raw) if raw is not None else None
+        else:
+            raw = by_ref.get(channel_field(channel))
+            stored_version, blob = decode_versioned_blob(raw) if raw is not None else (None, None)
+            blob = blob if stored_version == version else None
+        if blob is not None and blob.type != "empty":
+            values[channel] = _loads(serde, blob)
+    return values
+
+
+def decode_rows(serde: SerializerProtocol, view: ViewName, rows: Sequence[Any]) -> list[CheckpointTuple]:
+    """Checkpoint tuples from the rows a read script returns."""
+    tuples: list[CheckpointTuple] = []
+    for raw_doc, values, writes in rows:
+        doc = orjson.loads(raw_doc)
+        by_ref = dict(zip(doc["refs"], values))
+        body = _loads(serde, decode_blob(values[0]))
+        body["channel_values"] = _channel_values(serde, view, body.get("channel_versions", {}), by_ref)
+        identity = {"thread_id": doc["thread_id"], "checkpoint_ns": doc["checkpoint_ns"]}
+        parent = doc.get("parent_checkpoint_id")
+        tuples.append(
+            CheckpointTuple(
+                config={"configurable": {**identity, "checkpoint_id": doc["checkpoint_id"]}},
+                checkpoint=body,
+                metadata=doc["metadata"],
+                parent_config={"configurable": {**identity, "checkpoint_id": parent}} if parent else None,
+                pending_writes=_pending_writes(serde, writes),
+            )
+        )
+    return tuples
+
+
+def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    return all(k in metadata and canonical_json(metadata[k]) == canonical_json(v) for k, v in wanted.items())
+
+
+def _search_rows(reply: Any) -> list[tuple[str, str]]:
+    """``(thread_id, checkpoint_ns)`` and the id of each FT.AGGREGATE row (RESP2 or RESP3)."""
+    if isinstance(reply, dict):
+        rows = [r.get(b"extra_attributes", r.get("extra_attributes", {})) for r in reply.get(b"results", reply.get("results", []))]
+        items = [{_text(k): v for k, v in row.items()} for row in rows]
+    else:
+        items = [{_text(row[i]): row[i + 1] for i in range(0, len(row), 2)} for row in reply[1:]]
+    return [(_text(i["t"]), _text(i["n"]), _text(i["checkpoint_id"])) for i in items]  # type: ignore[misc]
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+@dataclass
+class ListPager:
+    """Plans one `list` call. Use: ``while (req := pager.next_request()) is not None:
+    tuples = pager.feed(send(req))``.
+
+    For one thread and namespace of the full view, with no metadata filter, it walks the id
+    index newest first (one script call per page). Otherwise each page is one index query and
+    one pipelined fetch of the checkpoints it found. Metadata matches are re-checked exactly.
+    """
+
+    keyspace: Keyspace
+    view: ViewName
+    serde: SerializerProtocol
+    thread_id: str | None
+    checkpoint_ns: str | None
+    filter: Mapping[str, Any]
+    before: str
+    limit: int | None
+    cursor: str = ""
+    _emitted: int = 0
+    _offset: int = 0
+    _done: bool = False
+    _found: list[tuple[str, str, str]] = field(default_factory=list)
+
+    @classmethod
+    def plan(
+        cls,
+        keyspace: Keyspace,
+        view: ViewName,
+        serde: SerializerProtocol,
+        config: RunnableConfig | None,
+        filter: Mapping[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> ListPager:
+        """Validate the arguments of `list` and plan it.
+
+        Raises:
+            InvalidInputError: a config without a thread id, or a negative limit.
+        """
+        if limit is not None and limit < 0:
+            raise InvalidInputError(f"limit must be >= 0, not {limit}")
+        thread_id = thread_id_of(config) if config else None
+        has_ns = config is not None and config["configurable"].get("checkpoint_ns") is not None
+        ns = namespace_of(config) if config is not None and has_ns else None
+        before_id = str(((before or {}).get("configurable") or {}).get("checkpoint_id") or "")
+        return cls(keyspace, view, serde, thread_id, ns, dict(filter or {}), before_id, limit, before_id)
+
+    @property
+    def _want(self) -> int:
+        left = PAGE if self.limit is None else min(PAGE, self.limit - self._emitted)
+        return max(left, 0)
+
+    @property
+    def _walks_ids(self) -> bool:
+        return self.view == "full" and not self.filter and self.thread_id is not None and self.checkpoint_ns is not None
+
+    def next_request(self) -> Request | None:
+        """The next round trip to make, or None when the listing is complete."""
+        if self._found:
+            return [_read_one(self.keyspace, self.view, *row) for row in self._found]
+        if self._done or self._want == 0:
+            return None
+        if self._walks_ids:
+            assert self.thread_id is not None and self.checkpoint_ns is not None
+            return [_read_page(self.keyspace, self.thread_id, self.checkpoint_ns, self.cursor, self._want)]
+        return [self._search()]
+
+    def _search(self) -> Command:
+        parts = []
+        if self.thread_id is not None:
+            parts.append("@th:{%s}" % tag(self.thread_id))
+        if self.checkpoint_ns is not None:
+            parts.append("@nh:{%s}" % tag(self.checkpoint_ns))
+        parts += ["@mt:{%s}" % t for t in metadata_tags(sorted(self.filter.items()))]
+        command: Command = [
+            "FT.AGGREGATE", self.keyspace.index(self.view), " ".join(parts) or "*",
+            "LOAD", 6, "$.thread_id", "AS", "t", "$.checkpoint_ns", "AS", "n",
+        ]
+        if self.before:
+            if not _SAFE_ID.match(self.before):
+                raise InvalidInputError(
+                    f"before={self.before!r}: listing across namespaces or threads compares ids in "
+                    "the index, which takes ids of [A-Za-z0-9._:-] only"
+                )
+            command += ["FILTER", f"@checkpoint_id < '{self.before}'"]
+        return command + ["SORTBY", 2, "@checkpoint_id", "DESC", "LIMIT", self._offset, self._want, "DIALECT", 2]
+
+    def feed(self, replies: Sequence[Any]) -> list[CheckpointTuple]:
+        """Read the replies to the last request; returns the tuples to yield, in order."""
+        if self._found:
+            self._found = []
+            return self._keep(decode_rows(self.serde, self.view, [row for reply in replies for row in reply]))
+        if self._walks_ids:
+            rows = replies[0]
+            self._done = len(rows) < self._want
+            tuples = decode_rows(self.serde, self.view, rows)
+            if tuples:
+                self.cursor = tuples[-1].config["configurable"]["checkpoint_id"]
+            return self._keep(tuples)
+        self._found = _search_rows(replies[0])
+        self._offset += len(self._found)
+        self._done = len(self._found) < self._want
+        return []
+
+    def _keep(self, tuples: list[CheckpointTuple]) -> list[CheckpointTuple]:
+        kept = [
+            t
+            for t in tuples
+            if _matches(t.metadata, self.filter)
+            and (not self.before or t.config["configurable"]["checkpoint_id"] < self.before)
+        ]
+        if self.limit is not None:
+            kept = kept[: self.limit - self._emitted]
+        self._emitted += len(kept)
+        return kept

@@ -1,0 +1,172 @@
+"""`StreamSaver`: the synchronous saver. Only I/O; every decision is in `SaverCore`."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from redis import Redis
+from redis.exceptions import NoScriptError
+
+from streamsaver.keys import DEFAULT_PREFIX
+from streamsaver.saver.core import LOAD_SCRIPTS, Command, SaverCore, check_client, failed_reply
+
+__all__ = ["StreamSaver"]
+
+
+class StreamSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer whose history is a Redis Stream per thread.
+
+    Args:
+        redis_client: a ``redis.Redis`` made with ``decode_responses=False``.
+        view: the view reads use: ``"full"`` (every checkpoint) or ``"shallow"`` (latest only).
+        projections: the views each append keeps current (must include `view`).
+        prefix: the key prefix; deployments with different prefixes share a Redis safely.
+        partitions: the partition count of a new deployment (an existing one keeps its own).
+        serde: the serializer of checkpoint bodies, channel values and writes.
+
+    `put`, `put_writes` and `get_tuple` make one round trip each; `list` makes one per page of
+    a thread's history, or one query and one fetch per page across threads or with a filter.
+    The async methods run the sync ones in a worker thread; prefer `AsyncStreamSaver` there.
+    """
+
+    def __init__(
+        self,
+        redis_client: Redis,
+        *,
+        view: str = "full",
+        projections: Iterable[str] = ("full", "shallow"),
+        prefix: str = DEFAULT_PREFIX,
+        partitions: int | None = None,
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        check_client(redis_client)
+        self.redis = redis_client
+        self.core = SaverCore.configure(
+            self.serde, view=view, projections=projections, prefix=prefix, partitions=partitions
+        )
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, url: str, **options: Any) -> Iterator[StreamSaver]:
+        """A saver on a new client for `url` (``redis://``, ``rediss://``, ``unix://``), closed on exit."""
+        client = Redis.from_url(url)
+        try:
+            yield cls(client, **options)
+        finally:
+            client.close()
+
+    def _send(self, commands: Sequence[Command]) -> builtins.list[Any]:
+        """One round trip; on NOSCRIPT (a flushed or restarted server) load scripts and resend."""
+        try:
+            return self._send_once(commands)
+        except NoScriptError:
+            self._send_raw(LOAD_SCRIPTS)
+            return self._send_once(commands)
+
+    def _send_once(self, commands: Sequence[Command]) -> builtins.list[Any]:
+        if len(commands) == 1:
+            return [self.redis.execute_command(*commands[0])]
+        replies = self._send_raw(commands)
+        if (error := failed_reply(replies)) is not None:
+            raise error
+        return replies
+
+    def _send_raw(self, commands: Sequence[Command]) -> builtins.list[Any]:
+        pipe = self.redis.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        return pipe.execute(raise_on_error=False)
+
+    def setup(self) -> None:
+        """Check the modules, fix the partition count, create indexes. Idempotent."""
+        second = self.core.read_probe(self._send_raw(self.core.probe_request()))
+        self.core.read_created(self._send_raw(second))
+
+    def _ready(self) -> SaverCore:
+        if self.core.keyspace is None:
+            self.setup()
+        return self.core
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        core = self._ready()
+        return core.read_get(self._send([core.get_request(config)])[0])
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        pager = self._ready().list_pager(config, filter, before, limit)
+        while (request := pager.next_request()) is not None:
+            yield from pager.feed(self._send(request))
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        command, saved = self._ready().put_request(config, checkpoint, metadata, new_versions)
+        self._send([command])
+        return saved
+
+    def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        self._send([self._ready().put_writes_request(config, writes, task_id, task_path)])
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._send([self._ready().delete_request(thread_id)])
+
+    def get_next_version(self, current: str | None, channel: None = None) -> str:
+        return SaverCore.next_version(current)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        items = await asyncio.to_thread(lambda: list(self.list(config, filter=filter, before=before, limit=limit)))
+        for item in items:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)

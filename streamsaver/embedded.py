@@ -64,6 +64,8 @@ class EmbeddedRedis:
         data_dir: where AOF and RDB files go; a temporary directory (removed on stop) if None.
         port: the port to listen on; a free one if None.
         extra_args: more ``redis-server`` arguments, e.g. ``["--maxmemory", "100mb"]``.
+        modules: load RediSearch and RedisJSON (False gives a bare server, for tests of the
+            missing-module error).
         startup_timeout: seconds to wait for the server to answer PING.
     """
 
@@ -74,12 +76,14 @@ class EmbeddedRedis:
         port: int | None = None,
         extra_args: list[str] | None = None,
         startup_timeout: float = 20.0,
+        modules: bool = True,
     ) -> None:
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="streamsaver-redis-"))
         self.port = port or free_port()
         self.extra_args = list(extra_args or [])
         self.startup_timeout = startup_timeout
+        self.modules = modules
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -98,7 +102,7 @@ class EmbeddedRedis:
         args = [str(server), "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.data_dir),
                 "--appendonly", "yes", "--save", "", "--protected-mode", "yes",
                 "--logfile", str(self.data_dir / "redis.log")]
-        for module in modules:
+        for module in modules if self.modules else []:
             args += ["--loadmodule", str(module)]
         self.process = subprocess.Popen(args + self.extra_args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self._wait_ready()

@@ -1,0 +1,68 @@
+"""Fixtures: one real Redis 8 (search + JSON) for the session, a fresh key prefix per test.
+
+The server is, in order: ``REDIS_URL`` if set; a ``redis:8`` container via testcontainers when
+``STREAMSAVER_TEST_SERVER=docker``; otherwise the embedded server (``streamsaver[embedded]``).
+Tests never flush the server: each one owns a unique key prefix, so a shared server is safe.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import redis
+import redis.asyncio
+
+from streamsaver import AsyncStreamSaver, StreamSaver
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    if url := os.environ.get("REDIS_URL"):
+        yield url
+    elif os.environ.get("STREAMSAVER_TEST_SERVER") == "docker":
+        from testcontainers.redis import RedisContainer
+
+        with RedisContainer("redis:8") as container:
+            host, port = container.get_container_host_ip(), container.get_exposed_port(6379)
+            yield f"redis://{host}:{port}/0"
+    else:
+        from streamsaver.embedded import EmbeddedRedis
+
+        with EmbeddedRedis() as server:
+            yield server.url
+
+
+@pytest.fixture
+def prefix() -> str:
+    return f"t{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[redis.Redis]:
+    c = redis.Redis.from_url(redis_url)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+async def aclient(redis_url: str) -> AsyncIterator[redis.asyncio.Redis]:
+    c = redis.asyncio.Redis.from_url(redis_url)
+    yield c
+    await c.aclose()
+
+
+@pytest.fixture
+def sync_saver(client: redis.Redis, prefix: str) -> StreamSaver:
+    saver = StreamSaver(client, prefix=prefix)
+    saver.setup()
+    return saver
+
+
+@pytest.fixture
+async def async_saver(aclient: redis.asyncio.Redis, prefix: str) -> AsyncStreamSaver:
+    saver = AsyncStreamSaver(aclient, prefix=prefix)
+    await saver.setup()
+    return saver

@@ -1,0 +1,51 @@
+"""Binary packing, key escaping, tags and canonical JSON behave as their contracts say."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamsaver.codec import canonical_json, escape, metadata_tags, pack, tag, unpack
+
+
+@given(st.lists(st.binary(max_size=64), max_size=20))
+def test_pack_then_unpack_gives_back_the_parts(parts: list[bytes]) -> None:
+    assert unpack(pack(parts)) == parts
+
+
+@pytest.mark.parametrize("bad", [b"\x00\x00", b"\x00\x00\x00\x05abc"])
+def test_unpack_rejects_truncated_input(bad: bytes) -> None:
+    with pytest.raises(ValueError):
+        unpack(bad)
+
+
+@given(st.text(), st.text())
+def test_escape_is_injective_and_uses_only_safe_characters(a: str, b: str) -> None:
+    assert re.fullmatch(r"[A-Za-z0-9._%-]*", escape(a))
+    assert (escape(a) == escape(b)) == (a == b)
+
+
+def test_escape_keeps_ordinary_ids_readable_and_hides_separators() -> None:
+    assert escape("1ef-abc_9.x") == "1ef-abc_9.x"
+    assert escape("a:b{c}") == "a%3Ab%7Bc%7D"
+    assert escape("é") == "%C3%A9"
+
+
+def test_tag_is_a_fixed_length_hex_digest() -> None:
+    assert re.fullmatch(r"[0-9a-f]{20}", tag("@th:{x} | *"))
+    assert tag("a") != tag("b")
+    assert tag("") == tag(b"")
+
+
+def test_canonical_json_ignores_key_order_and_integral_float_spelling() -> None:
+    assert canonical_json({"b": 2.0, "a": [1.0]}) == canonical_json({"a": [1], "b": 2})
+    assert canonical_json(True) != canonical_json(1)
+    assert canonical_json(2.5) != canonical_json(2)
+
+
+def test_metadata_tags_differ_by_key_and_by_value() -> None:
+    tags = metadata_tags([("step", 1), ("step", "1"), ("stage", 1)])
+    assert len(set(tags)) == 3

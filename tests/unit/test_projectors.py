@@ -1,0 +1,99 @@
+"""Projectors are pure: an event gives an exact list of commands, and no redis import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import orjson
+
+from projectors import PROJECTORS, full, shallow
+from projectors.documents import encode_blob, encode_versioned_blob, encode_write
+from streamsaver.codec import metadata_tags, tag
+from streamsaver.events import Blob, ChannelValue, CheckpointSaved, PendingWrite, ThreadDeleted, WritesSaved
+from streamsaver.keys import Keyspace
+
+KS = Keyspace("p", 1)
+T = "p:{kind}:{{p0}}:t"
+BODY = Blob("msgpack", b"body")
+SAVED = CheckpointSaved(
+    thread_id="t",
+    checkpoint_ns="ns",
+    checkpoint_id="c2",
+    parent_checkpoint_id="c1",
+    metadata={"source": "loop", "step": 1, "run_id": "r"},
+    channel_versions={"a": 2, "b": 1},
+    body=BODY,
+    values=(ChannelValue("a", 2, Blob("msgpack", b"A")),),
+)
+WRITES = WritesSaved(
+    "t", "ns", "c2", "task", "path",
+    (PendingWrite(0, "a", Blob("msgpack", b"0")), PendingWrite(-1, "__error__", Blob("msgpack", b"E"))),
+)
+
+
+def _key(kind: str, *rest: str) -> str:
+    return ":".join([T.format(kind=f"{kind}"), *rest])
+
+
+def _doc(refs: list[str]) -> dict[str, object]:
+    return {
+        "thread_id": "t", "checkpoint_ns": "ns", "checkpoint_id": "c2", "parent_checkpoint_id": "c1",
+        "th": tag("t"), "nh": tag("ns"), "ph": tag("c1"),
+        "mt": metadata_tags(sorted(SAVED.metadata.items())),
+        "metadata": dict(SAVED.metadata), "refs": refs, "source": "loop", "step": 1, "rh": tag("r"),
+    }
+
+
+def test_full_view_stores_a_document_the_body_and_only_new_channel_versions() -> None:
+    commands = full.project(SAVED, KS)
+    assert [c[0] for c in commands] == ["JSON.SET", "HSET", "HSETNX", "ZADD", "SADD"]
+    assert commands[0][:3] == ("JSON.SET", _key("full:cp", "ns", "c2"), "$")
+    assert orjson.loads(commands[0][3]) == _doc(["@body:c2", "a:2", "b:1"])
+    assert commands[1:] == [
+        ("HSET", _key("full:blobs", "ns"), "@body:c2", encode_blob(BODY)),
+        ("HSETNX", _key("full:blobs", "ns"), "a:2", encode_blob(Blob("msgpack", b"A"))),
+        ("ZADD", _key("full:ids", "ns"), "0", "c2"),
+        ("SADD", _key("full:ns"), "ns"),
+    ]
+
+
+def test_writes_keep_the_first_ordinary_write_and_overwrite_special_ones() -> None:
+    key = _key("full:writes", "ns", "c2")
+    assert full.project(WRITES, KS) == [
+        ("HSETNX", key, "task:0", encode_write("task", "path", WRITES.writes[0])),
+        ("HSET", key, "task:-1", encode_write("task", "path", WRITES.writes[1])),
+    ]
+
+
+def test_shallow_view_replaces_the_latest_checkpoint_only_with_a_newer_one() -> None:
+    writes = _key("shallow:writes", "ns")
+    commands = shallow.project(SAVED, KS)
+    assert commands[:3] == [("SS.IFNEWER", writes, "@cid", "c2"), ("DEL", writes), ("HSET", writes, "@cid", "c2")]
+    assert orjson.loads(commands[3][3]) == _doc(["@body", "a", "b"])
+    assert commands[4] == (
+        "HSET", _key("shallow:blobs", "ns"), "@body", encode_blob(BODY), "a",
+        encode_versioned_blob(2, Blob("msgpack", b"A")),
+    )
+
+
+def test_shallow_view_keeps_writes_of_the_checkpoint_it_holds_only() -> None:
+    assert shallow.project(WRITES, KS)[0] == ("SS.IFEQ", _key("shallow:writes", "ns"), "@cid", "c2")
+
+
+def test_thread_deleted_purges_every_key_family_of_each_view() -> None:
+    assert full.project(ThreadDeleted("t"), KS) == [
+        ("SS.PURGE", _key("full:ns"), _key("full:cp"), _key("full:ids"), _key("full:blobs"), _key("full:writes"))
+    ]
+    assert shallow.project(ThreadDeleted("t"), KS)[0][3] == ""
+
+
+def test_projecting_twice_gives_the_same_commands() -> None:
+    for project in PROJECTORS.values():
+        assert project(SAVED, KS) == project(SAVED, KS)
+
+
+def test_projectors_never_import_redis() -> None:
+    code = "import sys, projectors, projectors.full, projectors.shallow; print('redis' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,28 @@
+"""The public surface is pinned: changing it is a decision, not an accident."""
+
+from __future__ import annotations
+
+import streamsaver
+import streamsaver.errors
+import streamsaver.events
+
+
+def test_package_exports() -> None:
+    assert sorted(streamsaver.__all__) == ["AsyncStreamSaver", "StreamSaver", "__version__"]
+    for name in streamsaver.__all__:
+        assert getattr(streamsaver, name) is not None
+
+
+def test_error_tree() -> None:
+    e = streamsaver.errors
+    assert sorted(e.__all__) == sorted(
+        ["ConfigurationError", "EmbeddedServerError", "EventDecodeError", "InvalidInputError",
+         "MissingModuleError", "StreamSaverError"]
+    )
+    assert issubclass(e.InvalidInputError, ValueError)
+    assert issubclass(e.MissingModuleError, e.ConfigurationError)
+    assert all(issubclass(getattr(e, n), e.StreamSaverError) for n in e.__all__)
+
+
+def test_event_types() -> None:
+    assert {"CheckpointSaved", "WritesSaved", "ThreadDeleted"} <= set(streamsaver.events.__all__)

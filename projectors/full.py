@@ -8,16 +8,18 @@ Stored history never changes: a value already stored for a (channel, version) is
 
 from __future__ import annotations
 
+from typing import Final
+
 from projectors.commands import PURGE, Command
 from projectors._writes import store_writes
 from projectors.documents import body_field, checkpoint_document, encode_blob, versioned_field
 from streamsaver.codec import escape
 from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, WritesSaved
-from streamsaver.keys import Keyspace
+from streamsaver.keys import Keyspace, ViewName
 
 __all__ = ["VIEW", "project"]
 
-VIEW = "full"
+VIEW: Final[ViewName] = "full"
 
 
 def project(event: Event, keyspace: Keyspace) -> list[Command]:

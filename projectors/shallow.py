@@ -8,6 +8,8 @@ but the one held are ignored.
 
 from __future__ import annotations
 
+from typing import Final
+
 from projectors.commands import IF_EQUAL, IF_NEWER, PURGE, Command
 from projectors._writes import store_writes
 from projectors.documents import (
@@ -20,11 +22,11 @@ from projectors.documents import (
 )
 from streamsaver.codec import escape
 from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, WritesSaved
-from streamsaver.keys import Keyspace
+from streamsaver.keys import Keyspace, ViewName
 
 __all__ = ["VIEW", "project"]
 
-VIEW = "shallow"
+VIEW: Final[ViewName] = "shallow"
 
 
 def project(event: Event, keyspace: Keyspace) -> list[Command]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -21,7 +21,7 @@ from redis.asyncio import Redis
 from redis.exceptions import NoScriptError
 
 from streamsaver.keys import DEFAULT_PREFIX
-from streamsaver.saver.core import LOAD_SCRIPTS, Command, SaverCore, check_client, failed_reply
+from streamsaver.saver.core import LOAD_SCRIPTS, Command, SaverCore, check_client, enqueue, failed_reply
 
 __all__ = ["AsyncStreamSaver"]
 
@@ -49,6 +49,7 @@ class AsyncStreamSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         check_client(redis_client)
         self.redis = redis_client
+        self._execute: Callable[..., Any] = redis_client.execute_command
         self.core = SaverCore.configure(
             self.serde, view=view, projections=projections, prefix=prefix, partitions=partitions
         )
@@ -78,7 +79,7 @@ class AsyncStreamSaver(BaseCheckpointSaver[str]):
 
     async def _send_once(self, commands: Sequence[Command]) -> builtins.list[Any]:
         if len(commands) == 1:
-            return [await self.redis.execute_command(*commands[0])]
+            return [await self._execute(*commands[0])]
         replies = await self._send_raw(commands)
         if (error := failed_reply(replies)) is not None:
             raise error
@@ -86,8 +87,7 @@ class AsyncStreamSaver(BaseCheckpointSaver[str]):
 
     async def _send_raw(self, commands: Sequence[Command]) -> builtins.list[Any]:
         pipe = self.redis.pipeline(transaction=False)
-        for command in commands:
-            pipe.execute_command(*command)
+        enqueue(pipe, commands)
         return await pipe.execute(raise_on_error=False)
 
     async def setup(self) -> None:

@@ -21,7 +21,7 @@ from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
 from streamsaver.saver import append, reads, setup
 from streamsaver.scripts import ALL
 
-__all__ = ["Command", "SaverCore", "check_client", "failed_reply"]
+__all__ = ["Command", "SaverCore", "check_client", "enqueue", "failed_reply"]
 
 Command = list[str | bytes | int]
 
@@ -40,6 +40,12 @@ def failed_reply(replies: Sequence[Any]) -> Exception | None:
     """The first error among pipelined replies, NOSCRIPT first (it means: load and resend)."""
     errors = [r for r in replies if isinstance(r, Exception)]
     return next((e for e in errors if isinstance(e, NoScriptError)), errors[0] if errors else None)
+
+
+def enqueue(pipe: Any, commands: Sequence[Command]) -> None:
+    """Queue commands on a non-transactional pipeline; queuing is synchronous in both clients."""
+    for command in commands:
+        pipe.execute_command(*command)
 
 
 LOAD_SCRIPTS: list[Command] = [["SCRIPT", "LOAD", s.source] for s in ALL]

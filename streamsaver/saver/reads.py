@@ -131,14 +131,15 @@ def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     return all(k in metadata and canonical_json(metadata[k]) == canonical_json(v) for k, v in wanted.items())
 
 
-def _search_rows(reply: Any) -> list[tuple[str, str]]:
-    """``(thread_id, checkpoint_ns)`` and the id of each FT.AGGREGATE row (RESP2 or RESP3)."""
+def _search_rows(reply: Any) -> list[tuple[str, str, str]]:
+    """``(thread_id, checkpoint_ns, checkpoint_id)`` of each FT.AGGREGATE row (RESP2 or RESP3)."""
     if isinstance(reply, dict):
-        rows = [r.get(b"extra_attributes", r.get("extra_attributes", {})) for r in reply.get(b"results", reply.get("results", []))]
+        results = reply.get(b"results", reply.get("results")) or []
+        rows = [r.get(b"extra_attributes", r.get("extra_attributes")) or {} for r in results]
         items = [{_text(k): v for k, v in row.items()} for row in rows]
     else:
         items = [{_text(row[i]): row[i + 1] for i in range(0, len(row), 2)} for row in reply[1:]]
-    return [(_text(i["t"]), _text(i["n"]), _text(i["checkpoint_id"])) for i in items]  # type: ignore[misc]
+    return [(_text(i["t"]), _text(i["n"]), _text(i["checkpoint_id"])) for i in items]
 
 
 def _text(value: Any) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,7 +21,7 @@ from redis import Redis
 from redis.exceptions import NoScriptError
 
 from streamsaver.keys import DEFAULT_PREFIX
-from streamsaver.saver.core import LOAD_SCRIPTS, Command, SaverCore, check_client, failed_reply
+from streamsaver.saver.core import LOAD_SCRIPTS, Command, SaverCore, check_client, enqueue, failed_reply
 
 __all__ = ["StreamSaver"]
 
@@ -55,6 +55,7 @@ class StreamSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         check_client(redis_client)
         self.redis = redis_client
+        self._execute: Callable[..., Any] = redis_client.execute_command
         self.core = SaverCore.configure(
             self.serde, view=view, projections=projections, prefix=prefix, partitions=partitions
         )
@@ -79,7 +80,7 @@ class StreamSaver(BaseCheckpointSaver[str]):
 
     def _send_once(self, commands: Sequence[Command]) -> builtins.list[Any]:
         if len(commands) == 1:
-            return [self.redis.execute_command(*commands[0])]
+            return [self._execute(*commands[0])]
         replies = self._send_raw(commands)
         if (error := failed_reply(replies)) is not None:
             raise error
@@ -87,8 +88,7 @@ class StreamSaver(BaseCheckpointSaver[str]):
 
     def _send_raw(self, commands: Sequence[Command]) -> builtins.list[Any]:
         pipe = self.redis.pipeline(transaction=False)
-        for command in commands:
-            pipe.execute_command(*command)
+        enqueue(pipe, commands)
         return pipe.execute(raise_on_error=False)
 
     def setup(self) -> None:

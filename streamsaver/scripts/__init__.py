@@ -19,11 +19,13 @@ __all__ = ["APPEND", "READ_FULL", "READ_SHALLOW", "Script"]
 Arg = str | bytes | int
 
 
+def _read(filename: str) -> str:
+    return resources.files(__package__).joinpath(filename).read_text()
+
+
 def _source(name: str) -> str:
-    folder = resources.files(__package__)
-    lib = folder.joinpath("_lib.lua").read_text()
-    shebang, _, body = folder.joinpath(f"{name}.lua").read_text().partition("\n")
-    return f"{shebang}\n{lib}\n{body}"
+    shebang, _, body = _read(f"{name}.lua").partition("\n")
+    return f"{shebang}\n{_read('_lib.lua')}\n{body}"
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,11 @@ class Script:
     def load(cls, name: str) -> Script:
         """The script in ``<name>.lua``."""
         return cls(name, _source(name))
+
+    @classmethod
+    def with_library(cls, name: str, body: str, shebang: str = "#!lua") -> Script:
+        """A script from inline Lua with the shared prelude spliced in (for tools and tests)."""
+        return cls(name, f"{shebang}\n{_read('_lib.lua')}\n{body}")
 
     @property
     def sha(self) -> str:

@@ -21,14 +21,14 @@ from redis.asyncio import Redis
 from redis.exceptions import NoScriptError
 
 from streamsaver.keys import DEFAULT_PREFIX
-from streamsaver.saver.core import LOAD_SCRIPTS, Command, SaverCore, check_client, enqueue, failed_reply
+from streamsaver.saver.core import LOAD_SCRIPTS, Command, CoreBinding, SaverCore, check_client, enqueue, failed_reply
 
 __all__ = ["AsyncStreamSaver"]
 
 T = TypeVar("T")
 
 
-class AsyncStreamSaver(BaseCheckpointSaver[str]):
+class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     """The asyncio twin of `StreamSaver`; same arguments, with a ``redis.asyncio.Redis`` client.
 
     Its sync methods (`get_tuple`, `put`, ...) work from threads other than the event loop's,

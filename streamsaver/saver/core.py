@@ -6,6 +6,7 @@ one pipelined round trip) and hand the replies back to it.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from redis.exceptions import NoScriptError
 
 from streamsaver.errors import ConfigurationError
@@ -21,7 +23,7 @@ from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
 from streamsaver.saver import append, reads, setup
 from streamsaver.scripts import ALL
 
-__all__ = ["Command", "SaverCore", "check_client", "enqueue", "failed_reply"]
+__all__ = ["Command", "CoreBinding", "SaverCore", "check_client", "enqueue", "failed_reply"]
 
 Command = list[str | bytes | int]
 
@@ -155,3 +157,24 @@ class SaverCore:
         """The next channel version (see `append.version_after`)."""
         return append.version_after(current, random.random())
 
+
+
+class CoreBinding:
+    """Keeps a saver's `core` on the saver's current `serde`.
+
+    `BaseCheckpointSaver.with_allowlist` (which `graph.compile` calls) shallow-copies the saver
+    and assigns a new `serde`; the copy must then decode with it, and the original must not.
+    """
+
+    core: SaverCore
+    _serde: SerializerProtocol = JsonPlusSerializer()
+
+    @property
+    def serde(self) -> SerializerProtocol:
+        return self._serde
+
+    @serde.setter
+    def serde(self, value: SerializerProtocol) -> None:
+        self._serde = value
+        if "core" in self.__dict__:
+            self.core = dataclasses.replace(self.core, serde=value)

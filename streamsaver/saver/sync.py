@@ -21,12 +21,12 @@ from redis import Redis
 from redis.exceptions import NoScriptError
 
 from streamsaver.keys import DEFAULT_PREFIX
-from streamsaver.saver.core import LOAD_SCRIPTS, Command, SaverCore, check_client, enqueue, failed_reply
+from streamsaver.saver.core import LOAD_SCRIPTS, Command, CoreBinding, SaverCore, check_client, enqueue, failed_reply
 
 __all__ = ["StreamSaver"]
 
 
-class StreamSaver(BaseCheckpointSaver[str]):
+class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     """A LangGraph checkpointer whose history is a Redis Stream per thread.
 
     Args:

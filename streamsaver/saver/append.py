@@ -45,11 +45,16 @@ EMPTY = Blob("empty", b"")
 
 
 def _as_id(value: Any, what: str) -> str:
-    if isinstance(value, str):
-        return value
     if isinstance(value, (int, UUID)) and not isinstance(value, bool):
         return str(value)
-    raise InvalidInputError(f"{what} must be a string, not {type(value).__name__}")
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be a string, not {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # Ids are stored in JSON documents, which hold valid Unicode only (no lone surrogates).
+        raise InvalidInputError(f"{what} must be valid Unicode: {exc}") from exc
+    return value
 
 
 def thread_id_of(config: RunnableConfig | None) -> str:
@@ -90,7 +95,8 @@ def checkpoint_saved(
     """The event of a `put`.
 
     Raises:
-        InvalidInputError: no thread id, an unserializable value, or non-JSON metadata.
+        InvalidInputError: no thread id, an id that is not valid Unicode, an unserializable
+            value, or non-JSON metadata or channel versions.
     """
     thread_id = thread_id_of(config)
     parent = config["configurable"].get("checkpoint_id")
@@ -101,13 +107,18 @@ def checkpoint_saved(
         orjson.dumps(md)
     except TypeError as exc:
         raise InvalidInputError(f"checkpoint metadata must be JSON-serializable: {exc}") from exc
+    channel_versions = dict(checkpoint.get("channel_versions", {}))
+    try:
+        orjson.dumps(channel_versions)
+    except TypeError as exc:
+        raise InvalidInputError(f"channel names and versions must be JSON-serializable: {exc}") from exc
     return CheckpointSaved(
         thread_id=thread_id,
         checkpoint_ns=namespace_of(config),
         checkpoint_id=_as_id(checkpoint["id"], "checkpoint id"),
         parent_checkpoint_id=_as_id(parent, "parent checkpoint id") if parent else None,
         metadata=md,
-        channel_versions=dict(checkpoint.get("channel_versions", {})),
+        channel_versions=channel_versions,
         body=_dump(serde, body, "the checkpoint"),
         values=tuple(
             ChannelValue(ch, v, _dump(serde, values[ch], f"channel {ch!r}") if ch in values else EMPTY)

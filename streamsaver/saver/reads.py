@@ -184,10 +184,15 @@ class ListPager:
         """Validate the arguments of `list` and plan it.
 
         Raises:
-            InvalidInputError: a config without a thread id, or a negative limit.
+            InvalidInputError: a config without a thread id, a negative limit, or a filter
+                that is not JSON.
         """
         if limit is not None and limit < 0:
             raise InvalidInputError(f"limit must be >= 0, not {limit}")
+        try:
+            metadata_tags(sorted((filter or {}).items()))
+        except TypeError as exc:
+            raise InvalidInputError(f"a filter must map metadata keys to JSON values: {exc}") from exc
         thread_id = thread_id_of(config) if config else None
         has_ns = config is not None and config["configurable"].get("checkpoint_ns") is not None
         ns = namespace_of(config) if config is not None and has_ns else None

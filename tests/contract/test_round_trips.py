@@ -1,0 +1,169 @@
+"""Invariant 8: `put`, `put_writes` and `get_tuple` each make exactly one round trip to Redis.
+
+A round trip is one send on the connection followed by its replies: a pipeline of N commands is
+one. The client's connection class is replaced by a subclass that counts calls of
+``send_packed_command`` (every command and every pipeline goes through it exactly once), so the
+count is what went over the wire, not what the saver believes it sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio
+from helpers import KINDS, VARIANT_IDS, VARIANTS, SaverAdapter, config, new_checkpoint
+
+from streamsaver import AsyncStreamSaver, StreamSaver
+
+
+class TripCounter:
+    """How many times a client sent something to the server since the last `reset`."""
+
+    def __init__(self) -> None:
+        self.trips = 0
+
+    def reset(self) -> None:
+        self.trips = 0
+
+
+def counting_sync_client(url: str, counter: TripCounter) -> redis.Redis:
+    class CountingConnection(redis.Connection):
+        def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+            counter.trips += 1
+            super().send_packed_command(command, check_health)
+
+    return redis.Redis.from_url(url, connection_class=CountingConnection)
+
+
+def counting_async_client(url: str, counter: TripCounter) -> redis.asyncio.Redis:
+    class CountingConnection(redis.asyncio.Connection):
+        async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+            counter.trips += 1
+            await super().send_packed_command(command, check_health)
+
+    return redis.asyncio.Redis.from_url(url, connection_class=CountingConnection)
+
+
+@pytest.fixture
+async def counted(
+    request: pytest.FixtureRequest, redis_url: str, prefix: str
+) -> AsyncIterator[tuple[SaverAdapter, TripCounter]]:
+    """A set-up saver on a counting client, warmed up (connection open, scripts loaded)."""
+    kind, view = request.param
+    counter = TripCounter()
+    if kind == "sync":
+        client = counting_sync_client(redis_url, counter)
+        adapter = SaverAdapter(StreamSaver(client, view=view, prefix=prefix), kind, view)
+    else:
+        aclient = counting_async_client(redis_url, counter)
+        adapter = SaverAdapter(AsyncStreamSaver(aclient, view=view, prefix=prefix), kind, view)
+    await adapter.setup()
+    warm, _ = await adapter.save("warm-up", {"a": 1})
+    await adapter.put_writes(warm, [("a", 2)], "task")
+    await adapter.get_tuple(warm)
+    counter.reset()
+    yield adapter, counter
+    if kind == "sync":
+        client.close()
+    else:
+        await aclient.aclose()
+
+
+every_variant = pytest.mark.parametrize("counted", VARIANTS, ids=VARIANT_IDS, indirect=True)
+full_view = pytest.mark.parametrize(
+    "counted", [(kind, "full") for kind in KINDS], ids=[f"{k}-full" for k in KINDS], indirect=True
+)
+
+
+@every_variant
+async def test_put_is_one_round_trip(counted: tuple[SaverAdapter, TripCounter]) -> None:
+    saver, counter = counted
+    checkpoint, versions = new_checkpoint({"a": "x" * 1000, "b": [1, 2, 3], "c": {"d": None}})
+
+    await saver.put(
+        config("t1", "ns"), checkpoint, {"source": "loop", "step": 1, "k": "v"}, versions
+    )
+
+    assert counter.trips == 1
+
+
+@every_variant
+async def test_put_writes_is_one_round_trip(counted: tuple[SaverAdapter, TripCounter]) -> None:
+    saver, counter = counted
+    saved, _ = await saver.save("t1", {"a": 1})
+    counter.reset()
+
+    await saver.put_writes(saved, [("a", 1), ("b", 2), ("__error__", "boom")], "task1", "~1")
+
+    assert counter.trips == 1
+
+
+@every_variant
+async def test_get_tuple_is_one_round_trip_for_the_latest_and_by_id(
+    counted: tuple[SaverAdapter, TripCounter],
+) -> None:
+    saver, counter = counted
+    first, cp = await saver.save("t1", {"a": 1, "b": 2})
+    second, _ = await saver.save("t1", {"a": 3}, parent=first, previous=cp)
+    await saver.put_writes(second, [("a", 4)], "task1")
+    counter.reset()
+
+    latest = await saver.get_tuple(config("t1"))
+    assert counter.trips == 1
+    counter.reset()
+    by_id = await saver.get_tuple(second)
+    assert counter.trips == 1
+
+    assert latest is not None and by_id is not None and latest.config == by_id.config == second
+
+
+@full_view
+async def test_listing_one_thread_and_namespace_is_one_round_trip(
+    counted: tuple[SaverAdapter, TripCounter],
+) -> None:
+    saver, counter = counted
+    parent, previous = None, None
+    for step in range(12):
+        parent, previous = await saver.save("t1", {"step": step}, parent=parent, previous=previous)
+    counter.reset()
+
+    listed = await saver.list(config("t1", ""), limit=10)
+
+    assert len(listed) == 10
+    assert counter.trips == 1
+
+
+@every_variant
+async def test_a_filtered_listing_is_two_round_trips(
+    counted: tuple[SaverAdapter, TripCounter],
+) -> None:
+    saver, counter = counted
+    for i in range(12):
+        await saver.save(f"t{i}", {"i": i}, metadata={"batch": "b"})
+    counter.reset()
+
+    listed = await saver.list(None, filter={"batch": "b"}, limit=10)
+
+    assert len(listed) == 10
+    assert counter.trips == 2
+
+
+@full_view
+async def test_a_filtered_listing_of_one_thread_is_two_round_trips(
+    counted: tuple[SaverAdapter, TripCounter],
+) -> None:
+    saver, counter = counted
+    parent, previous = None, None
+    for step in range(5):
+        parent, previous = await saver.save(
+            "t1", {"s": step}, metadata={"even": step % 2 == 0}, parent=parent, previous=previous
+        )
+    counter.reset()
+
+    listed = await saver.list(config("t1", ""), filter={"even": True}, limit=10)
+
+    assert len(listed) == 3
+    assert counter.trips == 2

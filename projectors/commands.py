@@ -1,11 +1,13 @@
 """The command language projectors speak: plain Redis commands plus three script-side ops.
 
 A `Command` is a tuple of arguments exactly as sent to Redis. Three pseudo-commands are
-interpreted by ``streamsaver/scripts/_lib.lua`` because they depend on stored state:
+interpreted by ``streamsaver/scripts/_lib.lua`` because they depend on stored state; the two
+guards each gate the commands between them and the next guard (or the end of the list):
 
-* ``SS.IFNEWER key field id``: run the rest of this view's commands only when ``HGET key field``
-  is missing or sorts before ``id`` (a newer checkpoint replaces an older one, never the reverse).
-* ``SS.IFEQ key field id``: run the rest only when ``HGET key field`` equals ``id``.
+* ``SS.IFNEWER key field id``: run the commands that follow, up to the next guard, only when
+  ``HGET key field`` is missing or sorts before ``id`` (a newer checkpoint replaces an older
+  one, never the reverse).
+* ``SS.IFEQ key field id``: a guard likewise, passing when ``HGET key field`` equals ``id``.
 * ``SS.PURGE nsset cp ids blobs writes``: delete every key of one view of one thread, found
   through the set of escaped namespaces ``nsset`` and the key stems ``cp``, ``ids``, ``blobs``,
   ``writes`` (``ids`` empty when the view keeps one document per namespace).

@@ -1,9 +1,16 @@
 """The shallow view: only the latest checkpoint of each (thread, namespace), with its writes.
 
-Per namespace one JSON document (indexed), one blobs hash (body and the latest value of each
-channel, stored with its version) and one writes hash whose ``@cid`` field names the checkpoint
-the writes belong to. A checkpoint older than the one held is ignored; writes for any checkpoint
-but the one held are ignored.
+Per namespace one JSON document (indexed), one blobs hash (body, the latest value of each
+channel stored with its version, and ``@cid``: the checkpoint held) and one writes hash whose
+``@cid`` names the checkpoint its writes belong to.
+
+LangGraph saves a step's writes concurrently with the step's checkpoint, so the log may hold
+writes before the checkpoint they belong to. The writes hash therefore follows the newest
+checkpoint id seen in either event: writes for a newer checkpoint start a fresh hash, and that
+checkpoint, arriving later, keeps them. A checkpoint older than the one held is ignored, and so
+are writes older than the newest checkpoint seen. Reads return the writes only while the hash
+belongs to the checkpoint held (between the two events the held one shows none; the full view
+keeps every checkpoint's writes).
 """
 
 from __future__ import annotations
@@ -29,6 +36,15 @@ __all__ = ["VIEW", "project"]
 VIEW: Final[ViewName] = "shallow"
 
 
+def _follow(writes: str, checkpoint_id: str) -> list[Command]:
+    """Start a fresh writes hash when `checkpoint_id` is newer than the one it belongs to."""
+    return [
+        (IF_NEWER, writes, CURRENT_CHECKPOINT_FIELD, checkpoint_id),
+        ("DEL", writes),
+        ("HSET", writes, CURRENT_CHECKPOINT_FIELD, checkpoint_id),
+    ]
+
+
 def project(event: Event, keyspace: Keyspace) -> list[Command]:
     """The commands that apply `event` to the shallow view."""
     keys = keyspace.thread(event.thread_id)
@@ -39,16 +55,17 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
         values: list[str | bytes] = [BODY_FIELD, encode_blob(event.body)]
         for cv in event.values:
             values += [channel_field(cv.channel), encode_versioned_blob(cv.version, cv.blob)]
+        blobs = keys.in_ns(VIEW, "blobs", ns)
         return [
-            (IF_NEWER, writes, CURRENT_CHECKPOINT_FIELD, cid),
-            ("DEL", writes),
-            ("HSET", writes, CURRENT_CHECKPOINT_FIELD, cid),
+            *_follow(writes, cid),
+            (IF_NEWER, blobs, CURRENT_CHECKPOINT_FIELD, cid),
             ("JSON.SET", keys.in_ns(VIEW, "cp", ns), "$", checkpoint_document(event, refs)),
-            ("HSET", keys.in_ns(VIEW, "blobs", ns), *values),
+            ("HSET", blobs, CURRENT_CHECKPOINT_FIELD, cid, *values),
             ("SADD", keys.namespaces(VIEW), escape(ns)),
         ]
     if isinstance(event, WritesSaved):
         writes = keys.in_ns(VIEW, "writes", event.checkpoint_ns)
-        return [(IF_EQUAL, writes, CURRENT_CHECKPOINT_FIELD, event.checkpoint_id), *store_writes(writes, event)]
+        cid = event.checkpoint_id
+        return [*_follow(writes, cid), (IF_EQUAL, writes, CURRENT_CHECKPOINT_FIELD, cid), *store_writes(writes, event)]
     assert isinstance(event, ThreadDeleted)
     return [(PURGE, keys.namespaces(VIEW), keys.base(VIEW, "cp"), "", keys.base(VIEW, "blobs"), keys.base(VIEW, "writes"))]

@@ -13,8 +13,8 @@ thread id / namespace / checkpoint id, see `streamsaver.codec.escape`)::
     P:full:writes:T:t:n:c       hash    full view: pending writes of one checkpoint
     P:full:ns:T:t               set     full view: escaped namespaces of the thread
     P:shallow:cp:T:t:n          JSON    shallow view: latest checkpoint of one namespace (indexed)
-    P:shallow:blobs:T:t:n       hash    shallow view: body and latest value of each channel
-    P:shallow:writes:T:t:n      hash    shallow view: writes of the latest checkpoint
+    P:shallow:blobs:T:t:n       hash    shallow view: body, latest value of each channel, @cid held
+    P:shallow:writes:T:t:n      hash    shallow view: writes of the newest checkpoint seen
     P:shallow:ns:T:t            set     shallow view: escaped namespaces of the thread
     P:<view>:idx:vN             index   RediSearch index over ``P:<view>:cp:``
 

@@ -23,19 +23,20 @@ local function purge(nsset, cp, ids, blobs, writes)
 end
 
 -- Applies `count` ops encoded in ARGV from index `i` (each op: argc, then argc arguments).
--- A failed guard skips the remaining ops of the block. Returns the index after the block.
+-- A guard (SS.IFNEWER, SS.IFEQ) gates the ops after it up to the next guard; every guard is
+-- evaluated, whatever the previous one decided. Returns the index after the block.
 local function apply_ops(i, count)
   local live = true
   for _ = 1, count do
     local argc = tonumber(ARGV[i])
     local op = ARGV[i + 1]
-    if live then
-      if op == 'SS.IFNEWER' then
-        local cur = redis.call('HGET', ARGV[i + 2], ARGV[i + 3])
-        live = (not cur) or cur < ARGV[i + 4]
-      elseif op == 'SS.IFEQ' then
-        live = redis.call('HGET', ARGV[i + 2], ARGV[i + 3]) == ARGV[i + 4]
-      elseif op == 'SS.PURGE' then
+    if op == 'SS.IFNEWER' then
+      local cur = redis.call('HGET', ARGV[i + 2], ARGV[i + 3])
+      live = (not cur) or cur < ARGV[i + 4]
+    elseif op == 'SS.IFEQ' then
+      live = redis.call('HGET', ARGV[i + 2], ARGV[i + 3]) == ARGV[i + 4]
+    elseif live then
+      if op == 'SS.PURGE' then
         purge(ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])
       else
         redis.call(unpack(ARGV, i + 1, i + argc))

@@ -67,18 +67,28 @@ def test_writes_keep_the_first_ordinary_write_and_overwrite_special_ones() -> No
 
 
 def test_shallow_view_replaces_the_latest_checkpoint_only_with_a_newer_one() -> None:
-    writes = _key("shallow:writes", "ns")
+    writes, blobs = _key("shallow:writes", "ns"), _key("shallow:blobs", "ns")
     commands = shallow.project(SAVED, KS)
-    assert commands[:3] == [("SS.IFNEWER", writes, "@cid", "c2"), ("DEL", writes), ("HSET", writes, "@cid", "c2")]
-    assert orjson.loads(commands[3][3]) == _doc(["@body", "a", "b"])
-    assert commands[4] == (
-        "HSET", _key("shallow:blobs", "ns"), "@body", encode_blob(BODY), "a",
-        encode_versioned_blob(2, Blob("msgpack", b"A")),
-    )
+    assert commands[:4] == [
+        ("SS.IFNEWER", writes, "@cid", "c2"), ("DEL", writes), ("HSET", writes, "@cid", "c2"),
+        ("SS.IFNEWER", blobs, "@cid", "c2"),
+    ]
+    assert commands[4][:3] == ("JSON.SET", _key("shallow:cp", "ns"), "$")
+    assert orjson.loads(commands[4][3]) == _doc(["@body", "a", "b"])
+    assert commands[5:] == [
+        ("HSET", blobs, "@cid", "c2", "@body", encode_blob(BODY), "a", encode_versioned_blob(2, Blob("msgpack", b"A"))),
+        ("SADD", _key("shallow:ns"), "ns"),
+    ]
 
 
-def test_shallow_view_keeps_writes_of_the_checkpoint_it_holds_only() -> None:
-    assert shallow.project(WRITES, KS)[0] == ("SS.IFEQ", _key("shallow:writes", "ns"), "@cid", "c2")
+def test_shallow_view_keeps_writes_of_the_newest_checkpoint_even_saved_before_it() -> None:
+    writes = _key("shallow:writes", "ns")
+    assert shallow.project(WRITES, KS) == [
+        ("SS.IFNEWER", writes, "@cid", "c2"), ("DEL", writes), ("HSET", writes, "@cid", "c2"),
+        ("SS.IFEQ", writes, "@cid", "c2"),
+        ("HSETNX", writes, "task:0", encode_write("task", "path", WRITES.writes[0])),
+        ("HSET", writes, "task:-1", encode_write("task", "path", WRITES.writes[1])),
+    ]
 
 
 def test_thread_deleted_purges_every_key_family_of_each_view() -> None:

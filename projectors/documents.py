@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from streamsaver.codec import escape, metadata_tags, pack, tag, unpack
+from streamsaver.codec import escape, metadata_tags, pack, strict_json, tag, unpack
 from streamsaver.events import Blob, CheckpointSaved, PendingWrite
 
 __all__ = [
@@ -71,7 +71,7 @@ def checkpoint_document(event: CheckpointSaved, refs: Sequence[str]) -> bytes:
         doc["step"] = step
     if isinstance(run_id, str):
         doc["rh"] = tag(run_id)
-    return orjson.dumps(doc)
+    return strict_json(doc)
 
 
 def write_field(task_id: str, idx: int) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["canonical_json", "escape", "metadata_tags", "pack", "tag", "unpack"]
+__all__ = ["canonical_json", "escape", "metadata_tags", "pack", "strict_json", "tag", "unpack"]
 
 _LEN = struct.Struct(">I")
 _UNSAFE = re.compile(rb"[^A-Za-z0-9._-]")
@@ -79,13 +79,26 @@ def _normalize(value: Any) -> Any:
     return value
 
 
+_STRICT = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
+def strict_json(value: Any) -> bytes:
+    """JSON of `value`, refusing what would not read back as the same type (datetimes,
+    dataclasses, str/int subclasses such as enums); tuples become lists, as in every saver.
+
+    Raises:
+        TypeError: when `value` holds such a value or anything else that is not JSON.
+    """
+    return orjson.dumps(value, option=_STRICT)
+
+
 def canonical_json(value: Any) -> bytes:
     """One spelling per value: sorted keys, integral floats as ints (``2.0`` equals ``2``).
 
     Raises:
         TypeError: when `value` is not JSON-serializable.
     """
-    return orjson.dumps(_normalize(value), option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    return orjson.dumps(_normalize(value), option=_STRICT | orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
 
 
 def metadata_tags(items: Sequence[tuple[str, Any]]) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Union
 
 import orjson
 
-from streamsaver.codec import pack, unpack
+from streamsaver.codec import pack, strict_json, unpack
 from streamsaver.errors import EventDecodeError
 
 __all__ = [
@@ -127,8 +127,8 @@ def to_fields(event: Event) -> Fields:
             b"ns": _s(event.checkpoint_ns),
             b"cid": _s(event.checkpoint_id),
             b"parent": _s(event.parent_checkpoint_id or ""),
-            b"meta": orjson.dumps(event.metadata),
-            b"versions": orjson.dumps(event.channel_versions),
+            b"meta": strict_json(event.metadata),
+            b"versions": strict_json(event.channel_versions),
             b"body": pack([_s(event.body.type), event.body.data]),
             b"values": pack(values),
         }

@@ -11,7 +11,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from uuid import UUID
 
-import orjson
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -24,6 +23,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from projectors import PROJECTORS
 from projectors.commands import Command
+from streamsaver.codec import strict_json
 from streamsaver.errors import InvalidInputError
 from streamsaver.events import (
     Blob,
@@ -104,12 +104,12 @@ def checkpoint_saved(
     values = checkpoint.get("channel_values", {})
     md = dict(get_serializable_checkpoint_metadata(config, metadata))
     try:
-        orjson.dumps(md)
+        strict_json(md)
     except TypeError as exc:
         raise InvalidInputError(f"checkpoint metadata must be JSON-serializable: {exc}") from exc
     channel_versions = dict(checkpoint.get("channel_versions", {}))
     try:
-        orjson.dumps(channel_versions)
+        strict_json(channel_versions)
     except TypeError as exc:
         raise InvalidInputError(f"channel names and versions must be JSON-serializable: {exc}") from exc
     return CheckpointSaved(

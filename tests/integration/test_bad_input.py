@@ -4,6 +4,8 @@ reach another (invariant 6); a server or client that cannot work is refused at s
 
 from __future__ import annotations
 
+import datetime
+
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -314,6 +316,7 @@ async def test_a_filter_that_is_not_json_is_rejected_as_invalid_input(
 
 # -- values and metadata the saver cannot store ------------------------------------------------
 
+
 UNSERIALIZABLE: dict[str, Any] = {"object": object(), "lambda": lambda x: x, "huge-int": 2**70}
 NOT_JSON_METADATA: dict[str, Any] = {
     "object": {"x": object()},
@@ -321,6 +324,7 @@ NOT_JSON_METADATA: dict[str, Any] = {
     "set": {"x": {1, 2}},
     "non-str-key": {1: "one"},
     "nested-object": {"x": {"y": [object()]}},
+    "datetime": {"x": datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)},
 }
 
 

@@ -49,3 +49,23 @@ def test_canonical_json_ignores_key_order_and_integral_float_spelling() -> None:
 def test_metadata_tags_differ_by_key_and_by_value() -> None:
     tags = metadata_tags([("step", 1), ("step", "1"), ("stage", 1)])
     assert len(set(tags)) == 3
+
+
+def test_strict_json_refuses_values_that_would_read_back_as_another_type() -> None:
+    import dataclasses
+    import datetime
+    import enum
+
+    from streamsaver.codec import strict_json
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
+    class Color(str, enum.Enum):
+        RED = "red"
+
+    for value in (datetime.datetime(2026, 1, 1), Point(1), Color.RED):
+        with pytest.raises(TypeError):
+            strict_json({"k": value})
+    assert strict_json({"pair": (1, 2)}) == b'{"pair":[1,2]}'

@@ -83,8 +83,8 @@ _STRICT = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | o
 
 
 def strict_json(value: Any) -> bytes:
-    """JSON of `value`, refusing what would not read back as the same type (datetimes,
-    dataclasses, str/int subclasses such as enums); tuples become lists, as in every saver.
+    """JSON of `value`, refusing datetimes, dataclasses and builtin subclasses, which would read
+    back as another type; tuples become lists, as in every saver.
 
     Raises:
         TypeError: when `value` holds such a value or anything else that is not JSON.

@@ -54,7 +54,6 @@ def test_metadata_tags_differ_by_key_and_by_value() -> None:
 def test_strict_json_refuses_values_that_would_read_back_as_another_type() -> None:
     import dataclasses
     import datetime
-    import enum
 
     from streamsaver.codec import strict_json
 
@@ -62,10 +61,10 @@ def test_strict_json_refuses_values_that_would_read_back_as_another_type() -> No
     class Point:
         x: int
 
-    class Color(str, enum.Enum):
-        RED = "red"
+    class Name(str):
+        pass
 
-    for value in (datetime.datetime(2026, 1, 1), Point(1), Color.RED):
+    for value in (datetime.datetime(2026, 1, 1), Point(1), Name("n")):
         with pytest.raises(TypeError):
             strict_json({"k": value})
     assert strict_json({"pair": (1, 2)}) == b'{"pair":[1,2]}'

@@ -1,0 +1,1 @@
+"""Benchmarks of streamsaver against peer checkpointers; not part of the test suite."""

@@ -1,0 +1,211 @@
+"""The savers under test: one table of factories, and drivers that time one call of either kind.
+
+Every Redis-based saver gets its own `EmbeddedRedis` with the same settings, so no saver reads
+another's keys or shares its server's CPU time. A factory opens its saver inside an `ExitStack`
+that closes clients and stops servers at the end of the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from contextlib import ExitStack, closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from time import perf_counter
+from typing import Any, Protocol
+
+import redis
+import redis.asyncio
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.redis import RedisSaver
+from langgraph.checkpoint.redis.shallow import ShallowRedisSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from streamsaver import AsyncStreamSaver, StreamSaver
+from streamsaver.embedded import EmbeddedRedis
+
+__all__ = [
+    "EXTRA_SAVERS",
+    "SAVERS",
+    "AsyncDriver",
+    "Driver",
+    "Environment",
+    "Opened",
+    "SaverSpec",
+    "SyncDriver",
+]
+
+
+class Driver(Protocol):
+    """Calls one saver method by its sync name and times it."""
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> tuple[Any, float]:
+        """The method's result (a list for ``list``) and its wall time in seconds."""
+        ...
+
+
+@dataclass(frozen=True)
+class SyncDriver:
+    saver: BaseCheckpointSaver[Any]
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> tuple[Any, float]:
+        start = perf_counter()
+        result = getattr(self.saver, method)(*args, **kwargs)
+        if method == "list":
+            result = list(result)
+        return result, perf_counter() - start
+
+
+@dataclass(frozen=True)
+class AsyncDriver:
+    """Runs the ``a``-twin of each method on one event loop; the clock runs inside the loop."""
+
+    saver: BaseCheckpointSaver[Any]
+    loop: asyncio.AbstractEventLoop
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> tuple[Any, float]:
+        return self.loop.run_until_complete(self._timed(method, args, kwargs))
+
+    async def _timed(
+        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, float]:
+        start = perf_counter()
+        if method == "list":
+            result: Any = [t async for t in self.saver.alist(*args, **kwargs)]
+        else:
+            result = await getattr(self.saver, "a" + method)(*args, **kwargs)
+        return result, perf_counter() - start
+
+
+@dataclass
+class Environment:
+    """What factories share: the exit stack, a temp dir and the event loop."""
+
+    stack: ExitStack
+    tmp: Path
+    loop: asyncio.AbstractEventLoop
+    servers: list[EmbeddedRedis] = field(default_factory=list)
+
+    def redis_server(self) -> EmbeddedRedis:
+        """A new server, stopped when the run ends."""
+        self.servers.append(self.stack.enter_context(EmbeddedRedis()))
+        return self.servers[-1]
+
+    def redis_client(self, server: EmbeddedRedis) -> redis.Redis:
+        return self.stack.enter_context(closing(redis.Redis.from_url(server.url)))
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A saver ready to measure, its driver, and how to weigh what it stored."""
+
+    saver: BaseCheckpointSaver[Any]
+    driver: Driver
+    stored_bytes: Callable[[], int | None]
+
+
+Factory = Callable[[Environment], Opened]
+
+
+@dataclass(frozen=True)
+class SaverSpec:
+    """One saver under test.
+
+    Args:
+        key: its name on the command line.
+        name: its name in the report.
+        open: the factory.
+        keeps_history: False for savers that keep only the latest checkpoint of a thread.
+    """
+
+    key: str
+    name: str
+    open: Factory
+    keeps_history: bool = True
+
+
+def _redis_bytes(server: EmbeddedRedis) -> Callable[[], int | None]:
+    def measure() -> int | None:
+        with closing(redis.Redis.from_url(server.url)) as client:
+            return int(client.info("memory")["used_memory_dataset"])
+
+    return measure
+
+
+def _stream_saver(view: str, projections: tuple[str, ...]) -> Factory:
+    def open_(env: Environment) -> Opened:
+        server = env.redis_server()
+        saver = StreamSaver(env.redis_client(server), view=view, projections=projections)
+        saver.setup()
+        return Opened(saver, SyncDriver(saver), _redis_bytes(server))
+
+    return open_
+
+
+def _async_stream_saver(env: Environment) -> Opened:
+    server = env.redis_server()
+
+    async def open_() -> AsyncStreamSaver:
+        client = redis.asyncio.Redis.from_url(server.url)
+        env.stack.callback(lambda: env.loop.run_until_complete(client.aclose()))
+        saver = AsyncStreamSaver(client)
+        await saver.setup()
+        return saver
+
+    saver = env.loop.run_until_complete(open_())
+    return Opened(saver, AsyncDriver(saver, env.loop), _redis_bytes(server))
+
+
+def _peer(cls: type[RedisSaver | ShallowRedisSaver]) -> Factory:
+    def open_(env: Environment) -> Opened:
+        server = env.redis_server()
+        saver = cls(redis_client=env.redis_client(server))
+        saver.setup()
+        return Opened(saver, SyncDriver(saver), _redis_bytes(server))
+
+    return open_
+
+
+def _sqlite(env: Environment) -> Opened:
+    path = env.tmp / "checkpoints.sqlite"
+    conn = env.stack.enter_context(closing(sqlite3.connect(path, check_same_thread=False)))
+    saver = SqliteSaver(conn)
+    saver.setup()
+    files = [path, path.with_name(path.name + "-wal")]
+    return Opened(
+        saver, SyncDriver(saver), lambda: sum(f.stat().st_size for f in files if f.exists())
+    )
+
+
+def _memory(env: Environment) -> Opened:
+    saver = InMemorySaver()
+    return Opened(saver, SyncDriver(saver), lambda: None)
+
+
+SAVERS: tuple[SaverSpec, ...] = (
+    SaverSpec("ss-full", "StreamSaver full", _stream_saver("full", ("full", "shallow"))),
+    SaverSpec(
+        "ss-shallow",
+        "StreamSaver shallow",
+        _stream_saver("shallow", ("shallow",)),
+        keeps_history=False,
+    ),
+    SaverSpec("ss-async", "AsyncStreamSaver full", _async_stream_saver),
+    SaverSpec("redis", "RedisSaver 0.5.2", _peer(RedisSaver)),
+    SaverSpec(
+        "redis-shallow", "ShallowRedisSaver 0.5.2", _peer(ShallowRedisSaver), keeps_history=False
+    ),
+    SaverSpec("sqlite", "SqliteSaver (file)", _sqlite),
+    SaverSpec("memory", "InMemorySaver", _memory),
+)
+"""The default line-up, in report order; the first is the baseline of every ratio."""
+
+EXTRA_SAVERS: tuple[SaverSpec, ...] = (
+    SaverSpec(
+        "ss-full-only", "StreamSaver full (full view only)", _stream_saver("full", ("full",))
+    ),
+)
+"""Variants measured only on request (``--savers``)."""

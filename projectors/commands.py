@@ -1,4 +1,4 @@
-"""The command language projectors speak: plain Redis commands plus three script-side ops.
+"""The command language projectors speak: plain Redis commands plus five script-side ops.
 
 A `Command` is a tuple of arguments exactly as sent to Redis. Three pseudo-commands are
 interpreted by ``streamsaver/scripts/_lib.lua`` because they depend on stored state; the two
@@ -8,8 +8,11 @@ guards each gate the commands between them and the next guard (or the end of the
   ``HGET key field`` is missing or sorts before ``id`` (a newer checkpoint replaces an older
   one, never the reverse).
 * ``SS.IFEQ key field id``: a guard likewise, passing when ``HGET key field`` equals ``id``.
-* ``SS.PURGE nsset cp ids blobs writes``: delete every key of one view of one thread, found
-  through the set of escaped namespaces ``nsset`` and the key stems ``cp``, ``ids``, ``blobs``,
+* ``SS.PTR key field...``: ``HSET key field <id>`` for each field, where ``<id>`` is the stream
+  id of the event being applied: the fields point at the log entry that holds their payload.
+* ``SS.PTRNX key field``: the same with ``HSETNX``: keep the first pointer.
+* ``SS.PURGE nsset cp ids ptrs writes``: delete every key of one view of one thread, found
+  through the set of escaped namespaces ``nsset`` and the key stems ``cp``, ``ids``, ``ptrs``,
   ``writes`` (``ids`` empty when the view keeps one document per namespace).
 """
 
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 from typing import Union
 
-__all__ = ["Arg", "Command", "IF_EQUAL", "IF_NEWER", "PURGE"]
+__all__ = ["Arg", "Command", "IF_EQUAL", "IF_NEWER", "POINT", "POINT_IF_NEW", "PURGE"]
 
 Arg = Union[str, bytes]
 Command = tuple[Arg, ...]
@@ -25,3 +28,5 @@ Command = tuple[Arg, ...]
 IF_NEWER = "SS.IFNEWER"
 IF_EQUAL = "SS.IFEQ"
 PURGE = "SS.PURGE"
+POINT = "SS.PTR"
+POINT_IF_NEW = "SS.PTRNX"

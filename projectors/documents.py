@@ -1,8 +1,15 @@
-"""The shape of a checkpoint document and of view hash entries, written and read in one place.
+"""The shape of a checkpoint document and of the pointer hashes, written and read in one place.
 
-A checkpoint document (RedisJSON) holds what the index needs and the names (`refs`) of the
-binary entries that complete it in the view's blobs hash: the serialized checkpoint body first,
-then one entry per channel of ``channel_versions``. Binary payloads stay out of JSON (no base64).
+Views hold no payloads: every value lives once, in the thread log. A checkpoint document
+(RedisJSON) holds what the index needs and `refs`, the names of its entries in the view's
+pointer hash, each pointing at the log entry holding the payload (its stream id). Body first,
+then one entry per channel of ``channel_versions``. The writes hash maps ``task:idx`` to the
+entry of the write. ``streamsaver/scripts/_lib.lua`` follows the pointers with the same naming:
+
+* ``@body...`` -> stream field ``body``;
+* ``<escaped channel>:<escaped version>`` (full) or ``<escaped channel>`` (shallow) -> field
+  ``c:<escaped channel>``;
+* writes-hash field ``<escaped task id>:<idx>`` -> fields ``task``, ``path``, ``w:<idx>``.
 """
 
 from __future__ import annotations
@@ -12,37 +19,43 @@ from typing import Any
 
 import orjson
 
-from streamsaver.codec import escape, metadata_tags, pack, strict_json, tag, unpack
-from streamsaver.events import Blob, CheckpointSaved, PendingWrite
+from streamsaver.codec import escape, metadata_tags, strict_json, tag
+from streamsaver.events import CheckpointSaved
 
 __all__ = [
     "BODY_FIELD",
     "CURRENT_CHECKPOINT_FIELD",
+    "body_field",
+    "channel_field",
     "checkpoint_document",
-    "decode_write",
-    "encode_write",
+    "versioned_field",
     "write_field",
 ]
 
 BODY_FIELD = "@body"
-"""Blobs-hash field of the latest body in the shallow view (full view: `body_field`)."""
+"""Shallow pointer-hash field of the latest body (full view: `body_field`)."""
 CURRENT_CHECKPOINT_FIELD = "@cid"
-"""Shallow writes-hash field naming the checkpoint its writes belong to."""
+"""Shallow pointer- and writes-hash field naming the checkpoint the hash belongs to."""
 
 
 def body_field(checkpoint_id: str) -> str:
-    """Full-view blobs-hash field of one checkpoint's body."""
+    """Full-view pointer-hash field of one checkpoint's body."""
     return f"@body:{escape(checkpoint_id)}"
 
 
 def versioned_field(channel: str, version: object) -> str:
-    """Full-view blobs-hash field of one channel at one version."""
+    """Full-view pointer-hash field of one channel at one version."""
     return f"{escape(channel)}:{escape(orjson.dumps(version).decode())}"
 
 
 def channel_field(channel: str) -> str:
-    """Shallow-view blobs-hash field of one channel's latest value."""
+    """Shallow-view pointer-hash field of one channel's latest value."""
     return escape(channel)
+
+
+def write_field(task_id: str, idx: int) -> str:
+    """Writes-hash field of one write: unique per task and index."""
+    return f"{escape(task_id)}:{idx}"
 
 
 def checkpoint_document(event: CheckpointSaved, refs: Sequence[str]) -> bytes:
@@ -72,43 +85,3 @@ def checkpoint_document(event: CheckpointSaved, refs: Sequence[str]) -> bytes:
     if isinstance(run_id, str):
         doc["rh"] = tag(run_id)
     return strict_json(doc)
-
-
-def write_field(task_id: str, idx: int) -> str:
-    """Writes-hash field of one write: unique per task and index."""
-    return f"{escape(task_id)}:{idx}"
-
-
-def encode_write(task_id: str, task_path: str, write: PendingWrite) -> bytes:
-    """Writes-hash value of one write."""
-    parts = [task_id, task_path, write.channel]
-    return pack([*(p.encode("utf-8", "surrogatepass") for p in parts), write.blob.type.encode(), write.blob.data])
-
-
-def decode_write(value: bytes) -> tuple[str, str, str, Blob]:
-    """``(task_id, task_path, channel, blob)`` from a writes-hash value."""
-    task_id, task_path, channel, type_, data = unpack(value)
-    text = [p.decode("utf-8", "surrogatepass") for p in (task_id, task_path, channel)]
-    return text[0], text[1], text[2], Blob(type_.decode(), data)
-
-
-def encode_blob(blob: Blob) -> bytes:
-    """Blobs-hash value of a serialized value."""
-    return pack([blob.type.encode(), blob.data])
-
-
-def decode_blob(value: bytes) -> Blob:
-    """A serialized value from a blobs-hash value."""
-    type_, data = unpack(value)
-    return Blob(type_.decode(), data)
-
-
-def encode_versioned_blob(version: object, blob: Blob) -> bytes:
-    """Shallow blobs-hash value: the channel version with the value, checked on read."""
-    return pack([orjson.dumps(version), blob.type.encode(), blob.data])
-
-
-def decode_versioned_blob(value: bytes) -> tuple[object, Blob]:
-    """``(version, blob)`` from a shallow blobs-hash value."""
-    version, type_, data = unpack(value)
-    return orjson.loads(version), Blob(type_.decode(), data)

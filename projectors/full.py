@@ -1,18 +1,19 @@
 """The full-history view: every checkpoint of every namespace, with its pending writes.
 
 Per checkpoint one JSON document (indexed) and one writes hash; per namespace a sorted set of
-checkpoint ids (lexical order = LangGraph's order) and a blobs hash holding each checkpoint body
-and each channel value once per version, so a channel that did not change is not stored again.
-Stored history never changes: a value already stored for a (channel, version) is kept.
+checkpoint ids (lexical order = LangGraph's order) and a pointer hash naming, for each checkpoint
+body and each (channel, version), the log entry that holds it. Payloads stay in the log, once;
+a channel that did not change costs nothing. Stored history never changes: the first pointer to
+a (channel, version) is kept.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from projectors.commands import PURGE, Command
+from projectors.commands import POINT, POINT_IF_NEW, PURGE, Command
 from projectors._writes import store_writes
-from projectors.documents import body_field, checkpoint_document, encode_blob, versioned_field
+from projectors.documents import body_field, checkpoint_document, versioned_field
 from streamsaver.codec import escape
 from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, WritesSaved
 from streamsaver.keys import Keyspace, ViewName
@@ -27,16 +28,13 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
     keys = keyspace.thread(event.thread_id)
     if isinstance(event, CheckpointSaved):
         ns, cid = event.checkpoint_ns, event.checkpoint_id
-        blobs = keys.in_ns(VIEW, "blobs", ns)
+        ptrs = keys.in_ns(VIEW, "ptrs", ns)
         refs = [body_field(cid)] + [versioned_field(ch, v) for ch, v in event.channel_versions.items()]
         commands: list[Command] = [
             ("JSON.SET", keys.per_checkpoint(VIEW, "cp", ns, cid), "$", checkpoint_document(event, refs)),
-            ("HSET", blobs, body_field(cid), encode_blob(event.body)),
+            (POINT, ptrs, body_field(cid)),
         ]
-        commands += [
-            ("HSETNX", blobs, versioned_field(cv.channel, cv.version), encode_blob(cv.blob))
-            for cv in event.values
-        ]
+        commands += [(POINT_IF_NEW, ptrs, versioned_field(cv.channel, cv.version)) for cv in event.values]
         commands += [
             ("ZADD", keys.in_ns(VIEW, "ids", ns), "0", cid),
             ("SADD", keys.namespaces(VIEW), escape(ns)),
@@ -52,7 +50,7 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
             keys.namespaces(VIEW),
             keys.base(VIEW, "cp"),
             keys.base(VIEW, "ids"),
-            keys.base(VIEW, "blobs"),
+            keys.base(VIEW, "ptrs"),
             keys.base(VIEW, "writes"),
         )
     ]

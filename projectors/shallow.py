@@ -1,8 +1,8 @@
 """The shallow view: only the latest checkpoint of each (thread, namespace), with its writes.
 
-Per namespace one JSON document (indexed), one blobs hash (body, the latest value of each
-channel stored with its version, and ``@cid``: the checkpoint held) and one writes hash whose
-``@cid`` names the checkpoint its writes belong to.
+Per namespace one JSON document (indexed), one pointer hash (``@cid``: the checkpoint held, and
+for its body and each channel the log entry holding the latest value; reads check the version
+stored there) and one writes hash whose ``@cid`` names the checkpoint its writes belong to.
 
 LangGraph saves a step's writes concurrently with the step's checkpoint, so the log may hold
 writes before the checkpoint they belong to. The writes hash therefore follows the newest
@@ -17,15 +17,13 @@ from __future__ import annotations
 
 from typing import Final
 
-from projectors.commands import IF_EQUAL, IF_NEWER, PURGE, Command
+from projectors.commands import IF_EQUAL, IF_NEWER, POINT, PURGE, Command
 from projectors._writes import store_writes
 from projectors.documents import (
     BODY_FIELD,
     CURRENT_CHECKPOINT_FIELD,
     channel_field,
     checkpoint_document,
-    encode_blob,
-    encode_versioned_blob,
 )
 from streamsaver.codec import escape
 from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, WritesSaved
@@ -52,15 +50,13 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
         ns, cid = event.checkpoint_ns, event.checkpoint_id
         writes = keys.in_ns(VIEW, "writes", ns)
         refs = [BODY_FIELD] + [channel_field(ch) for ch in event.channel_versions]
-        values: list[str | bytes] = [BODY_FIELD, encode_blob(event.body)]
-        for cv in event.values:
-            values += [channel_field(cv.channel), encode_versioned_blob(cv.version, cv.blob)]
-        blobs = keys.in_ns(VIEW, "blobs", ns)
+        ptrs = keys.in_ns(VIEW, "ptrs", ns)
         return [
             *_follow(writes, cid),
-            (IF_NEWER, blobs, CURRENT_CHECKPOINT_FIELD, cid),
+            (IF_NEWER, ptrs, CURRENT_CHECKPOINT_FIELD, cid),
             ("JSON.SET", keys.in_ns(VIEW, "cp", ns), "$", checkpoint_document(event, refs)),
-            ("HSET", blobs, CURRENT_CHECKPOINT_FIELD, cid, *values),
+            ("HSET", ptrs, CURRENT_CHECKPOINT_FIELD, cid),
+            (POINT, ptrs, BODY_FIELD, *(channel_field(cv.channel) for cv in event.values)),
             ("SADD", keys.namespaces(VIEW), escape(ns)),
         ]
     if isinstance(event, WritesSaved):
@@ -68,4 +64,4 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
         cid = event.checkpoint_id
         return [*_follow(writes, cid), (IF_EQUAL, writes, CURRENT_CHECKPOINT_FIELD, cid), *store_writes(writes, event)]
     assert isinstance(event, ThreadDeleted)
-    return [(PURGE, keys.namespaces(VIEW), keys.base(VIEW, "cp"), "", keys.base(VIEW, "blobs"), keys.base(VIEW, "writes"))]
+    return [(PURGE, keys.namespaces(VIEW), keys.base(VIEW, "cp"), "", keys.base(VIEW, "ptrs"), keys.base(VIEW, "writes"))]

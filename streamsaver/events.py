@@ -7,7 +7,12 @@ stay readable because the views index them.
 
 Stored form: a flat map of binary-safe stream fields. ``type`` and ``v`` (schema version) lead;
 `to_fields` writes the current version and `from_fields` reads any known version, lifting old
-ones through `UPCASTERS` one version at a time.
+ones through `UPCASTERS` one version at a time. Each payload has a field of its own, which the
+views point at (``streamsaver/scripts/_lib.lua`` reads them there):
+
+* ``body``: the checkpoint body, packed ``(type, bytes)``;
+* ``c:<escaped channel>``: one new channel value, packed ``(channel, version JSON, type, bytes)``;
+* ``w:<idx>``: one write, packed ``(channel, type, bytes)``.
 """
 
 from __future__ import annotations
@@ -18,11 +23,16 @@ from typing import Any, ClassVar, Union
 
 import orjson
 
-from streamsaver.codec import pack, strict_json, unpack
+from streamsaver.codec import escape, pack, strict_json, unpack
 from streamsaver.errors import EventDecodeError
 
 __all__ = [
     "Blob",
+    "channel_field",
+    "decode_channel_value",
+    "decode_write",
+    "encode_channel_value",
+    "write_field",
     "ChannelValue",
     "CheckpointSaved",
     "Event",
@@ -120,9 +130,6 @@ def to_fields(event: Event) -> Fields:
     """The stream fields of `event`, at its type's current schema version."""
     head: Fields = {b"type": _s(event.TYPE), b"v": b"%d" % event.VERSION, b"thread": _s(event.thread_id)}
     if isinstance(event, CheckpointSaved):
-        values: list[bytes] = []
-        for cv in event.values:
-            values += [_s(cv.channel), orjson.dumps(cv.version), _s(cv.blob.type), cv.blob.data]
         return head | {
             b"ns": _s(event.checkpoint_ns),
             b"cid": _s(event.checkpoint_id),
@@ -130,27 +137,46 @@ def to_fields(event: Event) -> Fields:
             b"meta": strict_json(event.metadata),
             b"versions": strict_json(event.channel_versions),
             b"body": pack([_s(event.body.type), event.body.data]),
-            b"values": pack(values),
-        }
+        } | {channel_field(cv.channel): encode_channel_value(cv) for cv in event.values}
     if isinstance(event, WritesSaved):
-        writes: list[bytes] = []
-        for w in event.writes:
-            writes += [b"%d" % w.idx, _s(w.channel), _s(w.blob.type), w.blob.data]
         return head | {
             b"ns": _s(event.checkpoint_ns),
             b"cid": _s(event.checkpoint_id),
             b"task": _s(event.task_id),
             b"path": _s(event.task_path),
-            b"writes": pack(writes),
-        }
+        } | {write_field(w.idx): pack([_s(w.channel), _s(w.blob.type), w.blob.data]) for w in event.writes}
     return head
 
 
-def _quads(data: bytes) -> list[tuple[bytes, bytes, bytes, bytes]]:
-    parts = unpack(data)
-    if len(parts) % 4:
-        raise ValueError("packed list is not a list of 4-tuples")
-    return [(parts[i], parts[i + 1], parts[i + 2], parts[i + 3]) for i in range(0, len(parts), 4)]
+def channel_field(channel: str) -> bytes:
+    """The stream field of a channel value in a `CheckpointSaved` entry."""
+    return b"c:" + escape(channel).encode()
+
+
+def write_field(idx: int) -> bytes:
+    """The stream field of one write in a `WritesSaved` entry."""
+    return b"w:%d" % idx
+
+
+def encode_channel_value(cv: ChannelValue) -> bytes:
+    """A channel value's stream field content."""
+    return pack([_s(cv.channel), orjson.dumps(cv.version), _s(cv.blob.type), cv.blob.data])
+
+
+def decode_channel_value(data: bytes) -> ChannelValue:
+    """A channel value from its stream field content.
+
+    Raises:
+        ValueError: a malformed packing.
+    """
+    channel, version, type_, blob = unpack(data)
+    return ChannelValue(channel.decode("utf-8", "surrogatepass"), orjson.loads(version), Blob(type_.decode(), blob))
+
+
+def decode_write(idx: int, data: bytes) -> PendingWrite:
+    """A write from its stream field content (the index comes from the field name)."""
+    channel, type_, blob = unpack(data)
+    return PendingWrite(idx, channel.decode("utf-8", "surrogatepass"), Blob(type_.decode(), blob))
 
 
 def _checkpoint_saved(f: Fields) -> CheckpointSaved:
@@ -163,10 +189,7 @@ def _checkpoint_saved(f: Fields) -> CheckpointSaved:
         metadata=orjson.loads(f[b"meta"]),
         channel_versions=orjson.loads(f[b"versions"]),
         body=Blob(body_type.decode(), body_data),
-        values=tuple(
-            ChannelValue(ch.decode("utf-8", "surrogatepass"), orjson.loads(ver), Blob(t.decode(), d))
-            for ch, ver, t, d in _quads(f[b"values"])
-        ),
+        values=tuple(decode_channel_value(v) for k, v in f.items() if k.startswith(b"c:")),
     )
 
 
@@ -177,10 +200,7 @@ def _writes_saved(f: Fields) -> WritesSaved:
         checkpoint_id=_text(f, b"cid"),
         task_id=_text(f, b"task"),
         task_path=_text(f, b"path"),
-        writes=tuple(
-            PendingWrite(int(idx), ch.decode("utf-8", "surrogatepass"), Blob(t.decode(), d))
-            for idx, ch, t, d in _quads(f[b"writes"])
-        ),
+        writes=tuple(decode_write(int(k[2:]), v) for k, v in f.items() if k.startswith(b"w:")),
     )
 
 

@@ -9,12 +9,12 @@ thread id / namespace / checkpoint id, see `streamsaver.codec.escape`)::
     P:pos:T:t                   hash    view name -> id of the last event applied to that view
     P:full:cp:T:t:n:c           JSON    full view: one document per checkpoint (indexed)
     P:full:ids:T:t:n            zset    full view: checkpoint ids of one namespace, by id
-    P:full:blobs:T:t:n          hash    full view: checkpoint bodies and channel values by version
-    P:full:writes:T:t:n:c       hash    full view: pending writes of one checkpoint
+    P:full:ptrs:T:t:n           hash    full view: log entry of each checkpoint body and channel version
+    P:full:writes:T:t:n:c       hash    full view: log entry of each pending write of one checkpoint
     P:full:ns:T:t               set     full view: escaped namespaces of the thread
     P:shallow:cp:T:t:n          JSON    shallow view: latest checkpoint of one namespace (indexed)
-    P:shallow:blobs:T:t:n       hash    shallow view: body, latest value of each channel, @cid held
-    P:shallow:writes:T:t:n      hash    shallow view: writes of the newest checkpoint seen
+    P:shallow:ptrs:T:t:n        hash    shallow view: @cid held; log entry of its body and each channel
+    P:shallow:writes:T:t:n      hash    shallow view: @cid; log entry of each write of that checkpoint
     P:shallow:ns:T:t            set     shallow view: escaped namespaces of the thread
     P:<view>:idx:vN             index   RediSearch index over ``P:<view>:cp:``
 

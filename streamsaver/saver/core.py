@@ -139,7 +139,7 @@ class SaverCore:
 
     def read_get(self, reply: Sequence[Any]) -> CheckpointTuple | None:
         """The tuple a `get_tuple` returns."""
-        tuples = reads.decode_rows(self.serde, self.view, reply)
+        tuples = reads.decode_rows(self.serde, reply)
         return tuples[0] if tuples else None
 
     def list_pager(

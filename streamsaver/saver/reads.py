@@ -18,17 +18,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple, PendingWrite, writes_sort_key
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from projectors.documents import (
-    CURRENT_CHECKPOINT_FIELD,
-    channel_field,
-    decode_blob,
-    decode_versioned_blob,
-    decode_write,
-    versioned_field,
-)
-from streamsaver.codec import canonical_json, metadata_tags, tag
+from streamsaver.codec import canonical_json, metadata_tags, tag, unpack
 from streamsaver.errors import InvalidInputError
-from streamsaver.events import Blob
+from streamsaver.events import Blob, decode_channel_value
 from streamsaver.keys import Keyspace, ViewName
 from streamsaver.saver.append import namespace_of, thread_id_of
 from streamsaver.scripts import READ_FULL, READ_SHALLOW
@@ -45,11 +37,11 @@ def _read_one(keyspace: Keyspace, view: ViewName, thread_id: str, ns: str, check
     keys = keyspace.thread(thread_id)
     if view == "full":
         return READ_FULL.evalsha_args(
-            [keys.in_ns(view, "ids", ns), keys.in_ns(view, "blobs", ns)],
+            [keys.in_ns(view, "ids", ns), keys.in_ns(view, "ptrs", ns), keys.log],
             [keys.doc_prefix(view, "cp", ns), keys.doc_prefix(view, "writes", ns), "id", checkpoint_id, 0],
         )
     return READ_SHALLOW.evalsha_args(
-        [keys.in_ns(view, "cp", ns), keys.in_ns(view, "blobs", ns), keys.in_ns(view, "writes", ns)],
+        [keys.in_ns(view, "cp", ns), keys.in_ns(view, "ptrs", ns), keys.in_ns(view, "writes", ns), keys.log],
         [checkpoint_id],
     )
 
@@ -57,7 +49,7 @@ def _read_one(keyspace: Keyspace, view: ViewName, thread_id: str, ns: str, check
 def _read_page(keyspace: Keyspace, thread_id: str, ns: str, before: str, limit: int) -> Command:
     keys = keyspace.thread(thread_id)
     return READ_FULL.evalsha_args(
-        [keys.in_ns("full", "ids", ns), keys.in_ns("full", "blobs", ns)],
+        [keys.in_ns("full", "ids", ns), keys.in_ns("full", "ptrs", ns), keys.log],
         [keys.doc_prefix("full", "cp", ns), keys.doc_prefix("full", "writes", ns), "page", before, limit],
     )
 
@@ -76,43 +68,41 @@ def _loads(serde: SerializerProtocol, blob: Blob) -> Any:
 
 
 def _pending_writes(serde: SerializerProtocol, flat: Sequence[bytes]) -> list[PendingWrite]:
+    """Writes from a read script's flat ``field, task id, task path, write`` groups, in
+    ``writes_sort_key`` order."""
     keyed: list[tuple[tuple[str, str, int], PendingWrite]] = []
-    for i in range(0, len(flat), 2):
-        name = flat[i].decode()
-        if name == CURRENT_CHECKPOINT_FIELD:
-            continue
-        task_id, task_path, channel, blob = decode_write(flat[i + 1])
-        idx = int(name.rsplit(":", 1)[1])
-        keyed.append((writes_sort_key(task_path, task_id, idx), (task_id, channel, _loads(serde, blob))))
+    for i in range(0, len(flat), 4):
+        field, task_id, task_path, packed = flat[i : i + 4]
+        channel, type_, data = unpack(packed)
+        idx = int(field.rsplit(b":", 1)[1])
+        task = task_id.decode("utf-8", "surrogatepass")
+        value = _loads(serde, Blob(type_.decode(), data))
+        keyed.append((writes_sort_key(task_path.decode("utf-8", "surrogatepass"), task, idx), (task, channel.decode("utf-8", "surrogatepass"), value)))
     keyed.sort(key=lambda item: item[0])
     return [write for _, write in keyed]
 
 
-def _channel_values(
-    serde: SerializerProtocol, view: ViewName, versions: Mapping[str, Any], by_ref: Mapping[str, bytes | None]
-) -> dict[str, Any]:
+def _channel_values(serde: SerializerProtocol, versions: Mapping[str, Any], payloads: Sequence[bytes | None]) -> dict[str, Any]:
+    """Channel values from the payloads the refs point at; a payload of another version than
+    the checkpoint names (possible only in the shallow view) is not this checkpoint's value."""
     values: dict[str, Any] = {}
-    for channel, version in versions.items():
-        if view == "full":
-            raw = by_ref.get(versioned_field(channel, version))
-            blob = decode_blob(raw) if raw is not None else None
-        else:
-            raw = by_ref.get(channel_field(channel))
-            stored_version, blob = decode_versioned_blob(raw) if raw is not None else (None, None)
-            blob = blob if stored_version == version else None
-        if blob is not None and blob.type != "empty":
-            values[channel] = _loads(serde, blob)
+    for payload in payloads:
+        if payload is None:
+            continue
+        cv = decode_channel_value(payload)
+        if cv.channel in versions and versions[cv.channel] == cv.version and cv.blob.type != "empty":
+            values[cv.channel] = _loads(serde, cv.blob)
     return values
 
 
-def decode_rows(serde: SerializerProtocol, view: ViewName, rows: Sequence[Any]) -> list[CheckpointTuple]:
+def decode_rows(serde: SerializerProtocol, rows: Sequence[Any]) -> list[CheckpointTuple]:
     """Checkpoint tuples from the rows a read script returns."""
     tuples: list[CheckpointTuple] = []
-    for raw_doc, values, writes in rows:
+    for raw_doc, payloads, writes in rows:
         doc = orjson.loads(raw_doc)
-        by_ref = dict(zip(doc["refs"], values))
-        body = _loads(serde, decode_blob(values[0]))
-        body["channel_values"] = _channel_values(serde, view, body.get("channel_versions", {}), by_ref)
+        body_type, body_data = unpack(payloads[0])
+        body = _loads(serde, Blob(body_type.decode(), body_data))
+        body["channel_values"] = _channel_values(serde, body.get("channel_versions", {}), payloads[1:])
         identity = {"thread_id": doc["thread_id"], "checkpoint_ns": doc["checkpoint_ns"]}
         parent = doc.get("parent_checkpoint_id")
         tuples.append(
@@ -226,10 +216,7 @@ class ListPager:
         if self.checkpoint_ns is not None:
             parts.append("@nh:{%s}" % tag(self.checkpoint_ns))
         parts += ["@mt:{%s}" % t for t in metadata_tags(sorted(self.filter.items()))]
-        command: Command = [
-            "FT.AGGREGATE", self.keyspace.index(self.view), " ".join(parts) or "*",
-            "LOAD", 6, "$.thread_id", "AS", "t", "$.checkpoint_ns", "AS", "n",
-        ]
+        command: Command = ["FT.AGGREGATE", self.keyspace.index(self.view), " ".join(parts) or "*"]
         if self.before:
             if not _SAFE_ID.match(self.before):
                 raise InvalidInputError(
@@ -237,17 +224,21 @@ class ListPager:
                     "the index, which takes ids of [A-Za-z0-9._:-] only"
                 )
             command += ["FILTER", f"@checkpoint_id < '{self.before}'"]
-        return command + ["SORTBY", 2, "@checkpoint_id", "DESC", "LIMIT", self._offset, self._want, "DIALECT", 2]
+        # LOAD after SORTBY and LIMIT: only the page's documents are read, not every match.
+        return command + [
+            "SORTBY", 2, "@checkpoint_id", "DESC", "LIMIT", self._offset, self._want,
+            "LOAD", 6, "$.thread_id", "AS", "t", "$.checkpoint_ns", "AS", "n", "DIALECT", 2,
+        ]
 
     def feed(self, replies: Sequence[Any]) -> list[CheckpointTuple]:
         """Read the replies to the last request; returns the tuples to yield, in order."""
         if self._found:
             self._found = []
-            return self._keep(decode_rows(self.serde, self.view, [row for reply in replies for row in reply]))
+            return self._keep(decode_rows(self.serde, [row for reply in replies for row in reply]))
         if self._walks_ids:
             rows = replies[0]
             self._done = len(rows) < self._want
-            tuples = decode_rows(self.serde, self.view, rows)
+            tuples = decode_rows(self.serde, rows)
             if tuples:
                 self.cursor = tuples[-1].config["configurable"]["checkpoint_id"]
             return self._keep(tuples)

@@ -1,12 +1,13 @@
 -- Shared prelude, prepended to every streamsaver script (after its shebang line).
--- Holds the op interpreter for projector commands (see projectors/commands.py) and the key
--- escaping rule of streamsaver/codec.py `escape`.
+-- Holds the op interpreter for projector commands (see projectors/commands.py), the key
+-- escaping rule of streamsaver/codec.py `escape`, and the pointer rules of
+-- projectors/documents.py (views point at the log entries that hold payloads).
 
 local function esc(s)
   return (string.gsub(s, '[^%w%._%-]', function(c) return string.format('%%%02X', string.byte(c)) end))
 end
 
-local function purge(nsset, cp, ids, blobs, writes)
+local function purge(nsset, cp, ids, ptrs, writes)
   for _, ns in ipairs(redis.call('SMEMBERS', nsset)) do
     if ids ~= '' then
       local idkey = ids .. ':' .. ns
@@ -17,15 +18,15 @@ local function purge(nsset, cp, ids, blobs, writes)
     else
       redis.call('DEL', cp .. ':' .. ns, writes .. ':' .. ns)
     end
-    redis.call('DEL', blobs .. ':' .. ns)
+    redis.call('DEL', ptrs .. ':' .. ns)
   end
   redis.call('DEL', nsset)
 end
 
--- Applies `count` ops encoded in ARGV from index `i` (each op: argc, then argc arguments).
--- A guard (SS.IFNEWER, SS.IFEQ) gates the ops after it up to the next guard; every guard is
--- evaluated, whatever the previous one decided. Returns the index after the block.
-local function apply_ops(i, count)
+-- Applies `count` ops encoded in ARGV from index `i` (each op: argc, then argc arguments) for
+-- the event `id`. A guard (SS.IFNEWER, SS.IFEQ) gates the ops after it up to the next guard;
+-- every guard is evaluated, whatever the previous one decided. Returns the index after the block.
+local function apply_ops(i, count, id)
   local live = true
   for _ = 1, count do
     local argc = tonumber(ARGV[i])
@@ -36,7 +37,16 @@ local function apply_ops(i, count)
     elseif op == 'SS.IFEQ' then
       live = redis.call('HGET', ARGV[i + 2], ARGV[i + 3]) == ARGV[i + 4]
     elseif live then
-      if op == 'SS.PURGE' then
+      if op == 'SS.PTR' then
+        local call = {'HSET', ARGV[i + 2]}
+        for k = i + 3, i + argc do
+          call[#call + 1] = ARGV[k]
+          call[#call + 1] = id
+        end
+        redis.call(unpack(call))
+      elseif op == 'SS.PTRNX' then
+        redis.call('HSETNX', ARGV[i + 2], ARGV[i + 3], id)
+      elseif op == 'SS.PURGE' then
         purge(ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])
       else
         redis.call(unpack(ARGV, i + 1, i + argc))
@@ -54,12 +64,66 @@ local function expect_type(key, allowed)
   end
 end
 
--- Reads one checkpoint of the full view: {document, blob values, flat writes} or false.
-local function read_full_checkpoint(cp_prefix, blobs, writes_prefix, cid)
+-- A reader of log entry fields: read(id, field) -> value or false. Each entry is read once.
+local function log_reader(log)
+  local cache = {}
+  return function(id, field)
+    local entry = cache[id]
+    if entry == nil then
+      entry = {}
+      local found = redis.call('XRANGE', log, id, id)
+      if found[1] then
+        local kv = found[1][2]
+        for k = 1, #kv, 2 do entry[kv[k]] = kv[k + 1] end
+      end
+      cache[id] = entry
+    end
+    return entry[field] or false
+  end
+end
+
+-- The log entry field a pointer-hash ref names: '@body...' -> 'body', 'ch[:version]' -> 'c:ch'.
+local function ref_field(ref)
+  if string.sub(ref, 1, 5) == '@body' then return 'body' end
+  local colon = string.find(ref, ':', 1, true)
+  if colon then return 'c:' .. string.sub(ref, 1, colon - 1) end
+  return 'c:' .. ref
+end
+
+-- The payloads a document's refs point at, in refs order (false where missing).
+local function resolve_refs(read, ptrs, refs)
+  local values = {}
+  if #refs == 0 then return values end
+  local ids = redis.call('HMGET', ptrs, unpack(refs))
+  for k, ref in ipairs(refs) do
+    values[k] = (ids[k] and read(ids[k], ref_field(ref))) or false
+  end
+  return values
+end
+
+-- The writes a writes hash points at: flat {field, task id, task path, write, ...}.
+local function resolve_writes(read, key)
+  local out = {}
+  local flat = redis.call('HGETALL', key)
+  for k = 1, #flat, 2 do
+    local field, id = flat[k], flat[k + 1]
+    if field ~= '@cid' then
+      local write = read(id, 'w:' .. string.match(field, ':(%-?%d+)$'))
+      if write then
+        out[#out + 1] = field
+        out[#out + 1] = read(id, 'task')
+        out[#out + 1] = read(id, 'path')
+        out[#out + 1] = write
+      end
+    end
+  end
+  return out
+end
+
+-- Reads one checkpoint of the full view: {document, payloads of its refs, writes} or false.
+local function read_full_checkpoint(read, cp_prefix, ptrs, writes_prefix, cid)
   local doc = redis.call('JSON.GET', cp_prefix .. esc(cid))
   if not doc then return false end
-  local refs = cjson.decode(redis.call('JSON.GET', cp_prefix .. esc(cid), '$.refs'))[1]
-  local values = {}
-  if #refs > 0 then values = redis.call('HMGET', blobs, unpack(refs)) end
-  return {doc, values, redis.call('HGETALL', writes_prefix .. esc(cid))}
+  local refs = cjson.decode(doc)['refs']
+  return {doc, resolve_refs(read, ptrs, refs), resolve_writes(read, writes_prefix .. esc(cid))}
 end

@@ -22,7 +22,7 @@ local nv = tonumber(ARGV[i + 1])
 i = i + 2
 for _ = 1, nv do
   local view = ARGV[i]
-  i = apply_ops(i + 2, tonumber(ARGV[i + 1]))
+  i = apply_ops(i + 2, tonumber(ARGV[i + 1]), id)
   redis.call('HSET', KEYS[3], view, id)
 end
 if erase then redis.call('DEL', KEYS[1], KEYS[3]) end

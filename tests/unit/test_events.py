@@ -46,7 +46,7 @@ def test_unknown_types_and_newer_versions_are_refused_with_the_event_id() -> Non
     with pytest.raises(EventDecodeError, match="newer"):
         from_fields({**to_fields(WRITES), b"v": b"2"})
     with pytest.raises(EventDecodeError, match="malformed"):
-        from_fields({**to_fields(WRITES), b"writes": b"\x00"})
+        from_fields({**to_fields(WRITES), b"w:0": b"\x00"})
 
 
 def test_an_old_version_is_lifted_through_the_upcaster_chain(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,14 +8,13 @@ import sys
 import orjson
 
 from projectors import PROJECTORS, full, shallow
-from projectors.documents import encode_blob, encode_versioned_blob, encode_write
 from streamsaver.codec import metadata_tags, tag
 from streamsaver.events import Blob, ChannelValue, CheckpointSaved, PendingWrite, ThreadDeleted, WritesSaved
 from streamsaver.keys import Keyspace
 
 KS = Keyspace("p", 1)
 T = "p:{kind}:{{p0}}:t"
-BODY = Blob("msgpack", b"body")
+BODY = Blob("msgpack", b"\x00BODY-PAYLOAD\xff")
 SAVED = CheckpointSaved(
     thread_id="t",
     checkpoint_ns="ns",
@@ -24,11 +23,11 @@ SAVED = CheckpointSaved(
     metadata={"source": "loop", "step": 1, "run_id": "r"},
     channel_versions={"a": 2, "b": 1},
     body=BODY,
-    values=(ChannelValue("a", 2, Blob("msgpack", b"A")),),
+    values=(ChannelValue("a", 2, Blob("msgpack", b"\x00VALUE-A\xff")),),
 )
 WRITES = WritesSaved(
     "t", "ns", "c2", "task", "path",
-    (PendingWrite(0, "a", Blob("msgpack", b"0")), PendingWrite(-1, "__error__", Blob("msgpack", b"E"))),
+    (PendingWrite(0, "a", Blob("msgpack", b"\x00WRITE-0\xff")), PendingWrite(-1, "__error__", Blob("msgpack", b"\x00ERR\xff"))),
 )
 
 
@@ -45,38 +44,44 @@ def _doc(refs: list[str]) -> dict[str, object]:
     }
 
 
-def test_full_view_stores_a_document_the_body_and_only_new_channel_versions() -> None:
+def test_full_view_stores_a_document_and_points_at_the_body_and_new_channel_versions() -> None:
     commands = full.project(SAVED, KS)
-    assert [c[0] for c in commands] == ["JSON.SET", "HSET", "HSETNX", "ZADD", "SADD"]
+    assert [c[0] for c in commands] == ["JSON.SET", "SS.PTR", "SS.PTRNX", "ZADD", "SADD"]
     assert commands[0][:3] == ("JSON.SET", _key("full:cp", "ns", "c2"), "$")
     assert orjson.loads(commands[0][3]) == _doc(["@body:c2", "a:2", "b:1"])
     assert commands[1:] == [
-        ("HSET", _key("full:blobs", "ns"), "@body:c2", encode_blob(BODY)),
-        ("HSETNX", _key("full:blobs", "ns"), "a:2", encode_blob(Blob("msgpack", b"A"))),
+        ("SS.PTR", _key("full:ptrs", "ns"), "@body:c2"),
+        ("SS.PTRNX", _key("full:ptrs", "ns"), "a:2"),
         ("ZADD", _key("full:ids", "ns"), "0", "c2"),
         ("SADD", _key("full:ns"), "ns"),
     ]
 
 
+def test_no_payload_is_copied_into_a_view() -> None:
+    payloads = {BODY.data, b"\x00VALUE-A\xff", b"\x00WRITE-0\xff", b"\x00ERR\xff"}
+    for project in PROJECTORS.values():
+        for command in project(SAVED, KS) + project(WRITES, KS):
+            assert not any(isinstance(arg, bytes) and any(p in arg for p in payloads) for arg in command)
+
+
 def test_writes_keep_the_first_ordinary_write_and_overwrite_special_ones() -> None:
     key = _key("full:writes", "ns", "c2")
-    assert full.project(WRITES, KS) == [
-        ("HSETNX", key, "task:0", encode_write("task", "path", WRITES.writes[0])),
-        ("HSET", key, "task:-1", encode_write("task", "path", WRITES.writes[1])),
-    ]
+    assert full.project(WRITES, KS) == [("SS.PTRNX", key, "task:0"), ("SS.PTR", key, "task:-1")]
 
 
 def test_shallow_view_replaces_the_latest_checkpoint_only_with_a_newer_one() -> None:
-    writes, blobs = _key("shallow:writes", "ns"), _key("shallow:blobs", "ns")
+    writes, ptrs = _key("shallow:writes", "ns"), _key("shallow:ptrs", "ns")
     commands = shallow.project(SAVED, KS)
     assert commands[:4] == [
-        ("SS.IFNEWER", writes, "@cid", "c2"), ("DEL", writes), ("HSET", writes, "@cid", "c2"),
-        ("SS.IFNEWER", blobs, "@cid", "c2"),
+        ("SS.IFNEWER", writes, "@cid", "c2"),
+        ("DEL", writes),
+        ("HSET", writes, "@cid", "c2"),
+        ("SS.IFNEWER", ptrs, "@cid", "c2"),
     ]
-    assert commands[4][:3] == ("JSON.SET", _key("shallow:cp", "ns"), "$")
     assert orjson.loads(commands[4][3]) == _doc(["@body", "a", "b"])
     assert commands[5:] == [
-        ("HSET", blobs, "@cid", "c2", "@body", encode_blob(BODY), "a", encode_versioned_blob(2, Blob("msgpack", b"A"))),
+        ("HSET", ptrs, "@cid", "c2"),
+        ("SS.PTR", ptrs, "@body", "a"),
         ("SADD", _key("shallow:ns"), "ns"),
     ]
 
@@ -84,16 +89,18 @@ def test_shallow_view_replaces_the_latest_checkpoint_only_with_a_newer_one() -> 
 def test_shallow_view_keeps_writes_of_the_newest_checkpoint_even_saved_before_it() -> None:
     writes = _key("shallow:writes", "ns")
     assert shallow.project(WRITES, KS) == [
-        ("SS.IFNEWER", writes, "@cid", "c2"), ("DEL", writes), ("HSET", writes, "@cid", "c2"),
+        ("SS.IFNEWER", writes, "@cid", "c2"),
+        ("DEL", writes),
+        ("HSET", writes, "@cid", "c2"),
         ("SS.IFEQ", writes, "@cid", "c2"),
-        ("HSETNX", writes, "task:0", encode_write("task", "path", WRITES.writes[0])),
-        ("HSET", writes, "task:-1", encode_write("task", "path", WRITES.writes[1])),
+        ("SS.PTRNX", writes, "task:0"),
+        ("SS.PTR", writes, "task:-1"),
     ]
 
 
 def test_thread_deleted_purges_every_key_family_of_each_view() -> None:
     assert full.project(ThreadDeleted("t"), KS) == [
-        ("SS.PURGE", _key("full:ns"), _key("full:cp"), _key("full:ids"), _key("full:blobs"), _key("full:writes"))
+        ("SS.PURGE", _key("full:ns"), _key("full:cp"), _key("full:ids"), _key("full:ptrs"), _key("full:writes"))
     ]
     assert shallow.project(ThreadDeleted("t"), KS)[0][3] == ""
 

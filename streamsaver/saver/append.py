@@ -36,9 +36,9 @@ from streamsaver.events import (
     to_fields,
 )
 from streamsaver.keys import Keyspace, ViewName
-from streamsaver.scripts import APPEND
+from streamsaver.scripts import APPEND, APPLY
 
-__all__ = ["append_call", "checkpoint_saved", "thread_deleted", "thread_id_of", "writes_saved"]
+__all__ = ["append_call", "apply_call", "checkpoint_saved", "thread_deleted", "thread_id_of", "view_blocks", "writes_saved"]
 
 EMPTY = Blob("empty", b"")
 """Stands for a channel with a new version but no value (LangGraph's convention)."""
@@ -176,17 +176,31 @@ def _pointer(event: Event) -> list[str | bytes | int]:
     return fields
 
 
+def view_blocks(event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> list[str | bytes | int]:
+    """The projected commands of `event` for each view, as the scripts read them: the count of
+    views, then per view its name, its command count and the commands."""
+    args: list[str | bytes | int] = [len(views)]
+    for view in views:
+        commands = PROJECTORS[view](event, keyspace)
+        args += [view, len(commands), *_flat(commands)]
+    return args
+
+
 def append_call(event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> list[str | bytes | int]:
     """The EVALSHA arguments that append `event` and project it into `views`, atomically."""
     keys = keyspace.thread(event.thread_id)
     fields = [x for pair in to_fields(event).items() for x in pair]
     pointer = _pointer(event)
     args: list[str | bytes | int] = [len(fields), *fields, len(pointer), *pointer]
-    args += ["1" if isinstance(event, ThreadDeleted) else "0", len(views)]
-    for view in views:
-        commands = PROJECTORS[view](event, keyspace)
-        args += [view, len(commands), *_flat(commands)]
+    args += ["1" if isinstance(event, ThreadDeleted) else "0", *view_blocks(event, keyspace, views)]
     return APPEND.evalsha_args([keys.log, keys.feed, keys.positions], args)
+
+
+def apply_call(event: Event, event_id: str, keyspace: Keyspace, views: Sequence[ViewName]) -> list[str | bytes | int]:
+    """The EVALSHA arguments that apply the logged `event` (entry `event_id`) to `views` that
+    have not applied it yet; the same projectors and ops as the append."""
+    positions = keyspace.thread(event.thread_id).positions
+    return APPLY.evalsha_args([positions], [event_id, *view_blocks(event, keyspace, views)])
 
 
 def version_after(current: str | int | float | None, random_part: float) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-__all__ = ["APPEND", "READ_FULL", "READ_SHALLOW", "Script"]
+__all__ = ["APPEND", "APPLY", "READ_FULL", "READ_SHALLOW", "Script"]
 
 Arg = str | bytes | int
 
@@ -62,4 +62,5 @@ class Script:
 APPEND = Script.load("append")
 READ_FULL = Script.load("read_full")
 READ_SHALLOW = Script.load("read_shallow")
-ALL = (APPEND, READ_FULL, READ_SHALLOW)
+APPLY = Script.load("apply")
+ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW)

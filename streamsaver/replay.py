@@ -100,7 +100,8 @@ class Replayer:
             start = "(" + entries[-1][0].decode()
 
     def replay(self, views: Sequence[ViewName], *, progress: Progress | None = None) -> ReplayStats:
-        """Apply every thread log to `views`; `progress(events)` is called after each log."""
+        """Apply every thread log to `views`; `progress(events)` is called after each log
+        with the number of events it held."""
         total = ReplayStats()
         for log in self.thread_logs():
             stats = self.replay_log(log, views)

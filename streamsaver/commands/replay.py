@@ -1,0 +1,51 @@
+"""``streamsaver replay``: rebuild views from the thread logs."""
+
+from __future__ import annotations
+
+import argparse
+from typing import cast
+
+from streamsaver.commands._shared import emit_json, open_client
+from streamsaver.keys import ViewName
+from streamsaver.progress import Progress
+
+__all__ = ["register"]
+
+
+def _run(args: argparse.Namespace) -> int:
+    from streamsaver.replay import Replayer
+
+    views = cast(list[ViewName], args.view or ["full", "shallow"])
+    with open_client(args) as client:
+        replayer = Replayer.open(client, args.prefix)
+        total = sum(int(client.xlen(log)) for log in replayer.thread_logs())
+        with Progress("events", total, enabled=None if not args.json else False) as bar:
+            if args.keep:
+                stats = replayer.replay(views, progress=bar.advance)
+            else:
+                stats = replayer.rebuild(views, progress=bar.advance)
+    result = {"threads": stats.threads, "events": stats.events, "views": views, "dropped_first": not args.keep}
+    if args.json:
+        emit_json(result)
+    else:
+        print(f"replayed {stats.events:,} events of {stats.threads:,} threads into {', '.join(views)}")
+    return 0
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    """Add ``replay``."""
+    parser = commands.add_parser(
+        "replay",
+        parents=[common],
+        help="rebuild views from the thread logs (the source of truth)",
+        description="Fold every thread log of the deployment through the projectors into the "
+        "views. By default the views are dropped first, so they end up exactly as the logs say; "
+        "with --keep the views are kept and only events a view has not applied yet are applied "
+        "(each view records the last event it applied per thread, so replaying twice is "
+        "harmless and an interrupted replay resumes).",
+    )
+    parser.add_argument(
+        "--view", action="append", choices=["full", "shallow"], help="a view to rebuild (repeatable; default: both)"
+    )
+    parser.add_argument("--keep", action="store_true", help="do not drop the views first; apply what is missing")
+    parser.set_defaults(handler=_run)

@@ -17,6 +17,9 @@ thread id / namespace / checkpoint id, see `streamsaver.codec.escape`)::
     P:shallow:writes:T:t:n      hash    shallow view: @cid; log entry of each write of that checkpoint
     P:shallow:ns:T:t            set     shallow view: escaped namespaces of the thread
     P:<view>:idx:vN             index   RediSearch index over ``P:<view>:cp:``
+    P:lease:T:<view>            string  projector worker owning partition T for one view (PX TTL)
+    P:projector:workers:<view>  zset    live projector workers of a view -> expiry (server ms)
+    P:projector:dead:<view>     stream  feed pointers a projector worker could not apply
 
 Every key of a thread carries the tag of the thread's partition, so one atomic script can touch
 the log, the feed, the views and the positions of a thread, also on Redis Cluster. Every key
@@ -125,6 +128,18 @@ class Keyspace:
     def feed(self, partition: int) -> str:
         """The feed stream of one partition."""
         return f"{self.prefix}:feed:{self.slot_tag(partition)}"
+
+    def lease(self, partition: int, view: ViewName) -> str:
+        """The lease naming the projector worker that owns one partition of one view."""
+        return f"{self.prefix}:lease:{self.slot_tag(partition)}:{view}"
+
+    def projector_workers(self, view: ViewName) -> str:
+        """The roster of live projector workers of a view (name -> expiry, server ms)."""
+        return f"{self.prefix}:projector:workers:{view}"
+
+    def dead_letters(self, view: ViewName) -> str:
+        """The dead-letter stream of a view's projector workers."""
+        return f"{self.prefix}:projector:dead:{view}"
 
     def thread(self, thread_id: str) -> ThreadKeys:
         """The keys of one thread."""

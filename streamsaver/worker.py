@@ -1,0 +1,196 @@
+"""The projector worker: keeps views current from the partition feeds, off the write path.
+
+A saver keeps inline only the views named in its ``projections``; a `ProjectorWorker` keeps the
+others (and builds a new view for an existing deployment, see ``docs/worker.md``). Per view it
+reads each partition feed through one consumer group (``projector:<view>``); for each pointer it
+reads the log entry (``XRANGE log id id``), decodes it and applies it with `apply_call`, the
+same script and projectors as replay, then acks. Per-thread positions, recorded in the same
+script as the change, make a second delivery a no-op.
+
+* **Start id.** A missing group is created at ``start``: ``"0"`` (default) folds every pointer
+  the feed holds, so a worker started late misses nothing; ``"$"`` follows only what comes next,
+  for a view backfilled by `streamsaver.replay` right after the groups were made (`prepare`).
+* **One owner per partition.** A lease ``P:lease:{pN}:<view>`` (``SET NX PX``) names the owner;
+  ``scripts/lease.lua`` renews it and reads the feed in one script, so only the owner ever takes
+  entries from the group. Taking a free or expired lease first claims every pending entry of the
+  group (XAUTOCLAIM), and the owner reads its pending entries before new ones: nothing a dead
+  owner read is skipped. Live workers heartbeat a roster (``scripts/roster.lua``, server time);
+  partition ``p`` belongs to the ``p mod n``-th of the ``n`` live workers in name order, and a
+  worker releases what is no longer its share.
+* **Per-thread order.** An owner applies its partition in feed order (log order per thread).
+  An owner whose lease lapsed mid-batch may still finish it while the next owner starts over
+  from the claimed entries; both apply in feed order and the positions skip what was applied,
+  so nothing is applied out of order. An apply refused by a transient error (OOM, LOADING, ...)
+  stops its partition's batch there and is retried first next cycle.
+* **Poison.** A malformed pointer or event, or an apply the server rejects, is logged and moved
+  (pointer fields plus ``feed``, ``entry``, ``error``, ``worker``) to ``P:projector:dead:<view>``,
+  acked, and the partition goes on. Its thread's later events still apply; after fixing the
+  cause, rebuild the view (``streamsaver replay --view <view>``).
+* **Gone entries.** A pointer whose log entry was erased (the thread was deleted) is acked with
+  nothing to apply; a ``ThreadDeleted`` pointer is applied from the pointer itself (the append
+  erases the log), which purges the thread from the view.
+
+Decisions live in `WorkerCore`, whose programs are generators that yield pipelines (lists of
+commands) or `Wait` and receive replies; `ProjectorWorker` only drives them, with a sync or a
+``redis.asyncio`` client. Acks and dead letters ride on the partition's next read pipeline, so a
+steady batch costs three round trips: read, log entries, applies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from typing import Any, TypeVar, cast
+
+from redis.exceptions import RedisError
+
+from streamsaver.saver.core import Command, check_client, enqueue
+from streamsaver.worker_core import (
+    Program,
+    Step,
+    Wait,
+    WorkerCore,
+    WorkerStats,
+    default_name,
+    group_name,
+)
+
+__all__ = ["ProjectorWorker", "WorkerStats", "group_name"]
+
+T = TypeVar("T")
+
+
+class ProjectorWorker:
+    """Keeps `views` of the deployment under `prefix` current from its partition feeds.
+
+    Args:
+        client: a ``redis.Redis`` (for `run`, `run_burst`, `run_once`, `release`) or a
+            ``redis.asyncio.Redis`` (for the ``async_`` twins), with ``decode_responses=False``.
+        prefix: the deployment's key prefix.
+        views: the views to keep, e.g. ``["shallow"]``.
+        name: this worker's name, unique among live workers (default: host-pid-random).
+        lease_ms: lease time-to-live; a dead worker's partitions move after this long.
+        batch: pointers read per partition per cycle (one pipelined round trip per step).
+        start: where a consumer group starts when this worker creates it: ``"0"`` or ``"$"``.
+        poll_ms: the pause after a cycle that found nothing.
+
+    Raises:
+        ConfigurationError: a client that decodes responses.
+        InvalidInputError: a bad view or option.
+    """
+
+    def __init__(self, client: Any, prefix: str, views: Sequence[str], *, name: str | None = None,
+                 lease_ms: int = 10_000, batch: int = 100, start: str = "0", poll_ms: int = 100) -> None:
+        check_client(client)
+        self.redis = client
+        self.core = WorkerCore(prefix, views, name or default_name(), lease_ms, batch, start, poll_ms)
+        self._wake = threading.Event()
+        self._async_wake: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
+
+    @property
+    def name(self) -> str:
+        """The worker's name: its lease value and consumer name."""
+        return self.core.name
+
+    def stop(self) -> None:
+        """Ask `run` / `async_run` to finish the current cycle, release and return (thread-safe)."""
+        self.core.stopping = True
+        self._wake.set()
+        if self._async_wake is not None:
+            loop, event = self._async_wake
+            loop.call_soon_threadsafe(event.set)
+
+    def _pipeline(self, commands: list[Command]) -> list[Any]:
+        pipe = self.redis.pipeline(transaction=False)
+        enqueue(pipe, commands)
+        return list(pipe.execute(raise_on_error=False))
+
+    def _drive(self, program: Program[T]) -> T:
+        try:
+            step = next(program)
+            while True:
+                try:
+                    reply = self._wake.wait(step.seconds) if isinstance(step, Wait) else self._pipeline(step)
+                except RedisError as exc:
+                    step = program.throw(exc)
+                    continue
+                step = program.send(reply)
+        except StopIteration as done:
+            return cast(T, done.value)
+
+    def prepare(self) -> None:
+        """Check the deployment, create the views' indexes and the consumer groups at `start`."""
+        self._drive(self.core.prepare())
+
+    def run_once(self) -> WorkerStats:
+        """Heartbeat, rebalance, and process one batch on each partition this worker owns."""
+        return self._drive(self.core.once())
+
+    def run_burst(self) -> WorkerStats:
+        """Drain every partition whose lease is free (pending and new pointers), then release."""
+        return self._drive(self.core.burst())
+
+    def run(self) -> WorkerStats:
+        """Keep the views current until `stop`; returns what was done."""
+        try:
+            return self._drive(self.core.loop())
+        finally:
+            self._wake.clear()
+
+    def release(self) -> None:
+        """Send pending acks, give up every lease and leave the rosters."""
+        self._drive(self.core.release())
+
+    async def _apipeline(self, commands: list[Command]) -> list[Any]:
+        pipe = self.redis.pipeline(transaction=False)
+        enqueue(pipe, commands)
+        return list(await pipe.execute(raise_on_error=False))
+
+    async def _await(self, step: Step, event: asyncio.Event) -> Any:
+        if not isinstance(step, Wait):
+            return await self._apipeline(step)
+        try:
+            await asyncio.wait_for(event.wait(), step.seconds)
+        except asyncio.TimeoutError:
+            pass
+        return None
+
+    async def _adrive(self, program: Program[T]) -> T:
+        event = asyncio.Event()
+        self._async_wake = (asyncio.get_running_loop(), event)
+        if self.core.stopping:
+            event.set()
+        try:
+            step = next(program)
+            while True:
+                try:
+                    reply = await self._await(step, event)
+                except RedisError as exc:
+                    step = program.throw(exc)
+                    continue
+                step = program.send(reply)
+        except StopIteration as done:
+            return cast(T, done.value)
+        finally:
+            self._async_wake = None
+
+    async def async_prepare(self) -> None:
+        """`prepare` with a ``redis.asyncio`` client."""
+        await self._adrive(self.core.prepare())
+
+    async def async_run_once(self) -> WorkerStats:
+        """`run_once` with a ``redis.asyncio`` client."""
+        return await self._adrive(self.core.once())
+
+    async def async_run_burst(self) -> WorkerStats:
+        """`run_burst` with a ``redis.asyncio`` client."""
+        return await self._adrive(self.core.burst())
+
+    async def async_run(self) -> WorkerStats:
+        """`run` with a ``redis.asyncio`` client."""
+        return await self._adrive(self.core.loop())
+
+    async def async_release(self) -> None:
+        """`release` with a ``redis.asyncio`` client."""
+        await self._adrive(self.core.release())

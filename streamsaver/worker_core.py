@@ -1,0 +1,421 @@
+"""The decisions of the projector worker, without I/O (the overview is in `streamsaver.worker`).
+
+`WorkerCore`'s programs are generators: they yield a pipeline (a list of commands) or a `Wait`
+and receive the replies (errors as exception objects), so the sync and the async
+`ProjectorWorker` only send pipelines and sleep. One cycle costs: a roster heartbeat (when
+balancing), one pipeline with the previous cycle's acks and dead letters, lease releases and one
+``lease.lua`` call per partition (renew or take the lease, claim, read), one with the log entries
+(``XRANGE``), and one with the applies (``apply.lua``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import uuid
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
+
+from redis import exceptions as rx
+from redis.exceptions import NoScriptError, RedisError
+
+from streamsaver.errors import ConfigurationError, EventDecodeError, InvalidInputError
+from streamsaver.events import Event, ThreadDeleted, from_fields
+from streamsaver.keys import Keyspace, ViewName, partition_of
+from streamsaver.saver import setup
+from streamsaver.saver.append import apply_call, view_of
+from streamsaver.saver.core import LOAD_SCRIPTS, Command
+from streamsaver.scripts import Script
+
+__all__ = ["Program", "Unit", "Wait", "WorkerCore", "WorkerStats", "assignment", "group_name", "parse_pointer"]
+
+log = logging.getLogger("streamsaver.worker")
+T = TypeVar("T")
+LEASE = Script.load("lease")
+ROSTER = Script.load("roster")
+LOAD_ALL: list[Command] = LOAD_SCRIPTS + [["SCRIPT", "LOAD", s.source] for s in (LEASE, ROSTER)]
+_STREAM_ID = re.compile(r"^\d+-\d+$")
+_TRANSIENT = (rx.OutOfMemoryError, rx.BusyLoadingError, rx.ReadOnlyError, rx.TryAgainError,
+              rx.ClusterDownError, rx.MasterDownError, rx.MovedError, rx.AskError)
+
+
+def group_name(view: ViewName) -> str:
+    """The consumer group of a view's projector workers on every partition feed."""
+    return f"projector:{view}"
+
+
+def default_name() -> str:
+    """A worker name unique to this process: host, pid and a random suffix."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def is_transient(error: Exception) -> bool:
+    """Whether a failed reply may succeed when retried (the server was busy, not the data bad)."""
+    return isinstance(error, _TRANSIENT) or str(error).startswith(("BUSY", "NOREPLICAS"))
+
+
+@dataclass(frozen=True, order=True)
+class Unit:
+    """One partition of one view: what a lease covers."""
+
+    view: ViewName
+    partition: int
+
+
+@dataclass(frozen=True)
+class Wait:
+    """A step of a program: pause `seconds` (less when the worker is stopped)."""
+
+    seconds: float
+
+
+Step = list[Command] | Wait
+Program = Generator[Step, Any, T]
+
+
+@dataclass
+class WorkerStats:
+    """What a worker did. Every pointer read ends as exactly one of applied, skipped (its view
+    had it already), gone (its log entry was erased) or dead (moved to the dead letters)."""
+
+    read: int = 0
+    applied: int = 0
+    skipped: int = 0
+    gone: int = 0
+    dead: int = 0
+    claimed: int = 0
+    busy: int = 0
+    cycles: int = 0
+
+    def add(self, other: WorkerStats) -> None:
+        """Add `other`'s counts to these."""
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """A partition-feed pointer: the log entry `log_id` of `thread` holds an event of `type`."""
+
+    log_id: str
+    type: str
+    thread: str
+
+
+def parse_pointer(raw: dict[bytes, bytes], keyspace: Keyspace, partition: int) -> Pointer | str:
+    """The pointer in a feed entry's fields, or why it is malformed."""
+    try:
+        log_id, type_ = raw[b"id"].decode(), raw[b"type"].decode()
+        thread = raw[b"thread"].decode("utf-8", "surrogatepass")
+    except (KeyError, UnicodeDecodeError) as exc:
+        return f"malformed pointer: {exc!r}"
+    if not _STREAM_ID.match(log_id):
+        return f"malformed pointer: log entry id {log_id!r}"
+    if partition_of(thread, keyspace.partitions) != partition:
+        return f"pointer to thread {thread!r} of another partition"
+    return Pointer(log_id, type_, thread)
+
+
+@dataclass
+class Item:
+    """One feed entry on its way through a cycle; `outcome` is set once it is decided."""
+
+    unit: Unit
+    entry: str
+    raw: dict[bytes, bytes]
+    pointer: Pointer | None = None
+    event: Event | None = None
+    outcome: str = ""
+    error: str = ""
+
+    def fail(self, error: Exception | str) -> None:
+        """Decide: retry a transient failure, dead-letter anything else."""
+        transient = isinstance(error, Exception) and is_transient(error)
+        self.outcome, self.error = ("retry" if transient else "dead"), str(error)
+
+
+def assignment(units: Sequence[Unit], rosters: dict[ViewName, list[str]], name: str) -> list[Unit]:
+    """The units `name` should own: partition ``p`` of a view goes to the ``p mod n``-th of the
+    view's ``n`` live workers in name order."""
+    mine = []
+    for unit in units:
+        live = sorted(set(rosters.get(unit.view, [])) | {name})
+        if live[unit.partition % len(live)] == name:
+            mine.append(unit)
+    return mine
+
+
+class WorkerCore:
+    """Every decision of a projector worker, as programs a sync or async shell drives.
+
+    Args:
+        prefix: the deployment's key prefix.
+        views: the views to keep.
+        name: this worker's name (lease holder and consumer name); unique per live worker.
+        lease_ms: how long a lease outlives its last renewal (one renewal per cycle).
+        batch: pointers read per partition per cycle.
+        start: where a missing consumer group starts: ``"0"`` or ``"$"``.
+        poll_ms: the pause when a cycle found nothing (capped at a third of `lease_ms`).
+
+    Raises:
+        InvalidInputError: an unknown view, no view, or a bad `start`, `batch` or `lease_ms`.
+    """
+
+    def __init__(self, prefix: str, views: Sequence[str], name: str, lease_ms: int, batch: int,
+                 start: str = "0", poll_ms: int = 100) -> None:
+        self.views: tuple[ViewName, ...] = tuple(dict.fromkeys(view_of(v) for v in views))
+        if not self.views or start not in ("0", "$") or batch < 1 or lease_ms < 10:
+            raise InvalidInputError("need a view, start '0' or '$', batch >= 1 and lease_ms >= 10")
+        self.prefix, self.name, self.lease_ms, self.batch, self.start = prefix, name, lease_ms, batch, start
+        self.idle = min(poll_ms, lease_ms / 3) / 1000
+        self.keyspace: Keyspace | None = None
+        self.owned: set[Unit] = set()
+        self.later: list[Command] = []
+        self.joined = False
+        self.stopping = False
+
+    @property
+    def keys(self) -> Keyspace:
+        """The deployment's keyspace, known once `prepare` has run."""
+        if self.keyspace is None:
+            raise ConfigurationError("the worker is not prepared yet")
+        return self.keyspace
+
+    def units(self) -> list[Unit]:
+        """Every (view, partition) of the deployment this worker may keep."""
+        return [Unit(v, p) for v in self.views for p in range(self.keys.partitions)]
+
+    def call(self, commands: list[Command]) -> Program[list[Any]]:
+        """Send `commands` in one pipeline; on NOSCRIPT load the scripts and resend those."""
+        replies = list((yield commands))
+        missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        if missing:
+            yield LOAD_ALL
+            for i, reply in zip(missing, (yield [commands[i] for i in missing])):
+                replies[i] = reply
+        return replies
+
+    def prepare(self) -> Program[None]:
+        """Find the deployment, create the views' indexes if missing, load the scripts and
+        create missing consumer groups at `start`.
+
+        Raises:
+            ConfigurationError: no deployment under the prefix, or the server refused a step.
+        """
+        probe: list[Command] = [["HGET", Keyspace(self.prefix).meta, "partitions"], ["FT._LIST"]]
+        partitions, indexes = yield from self.call(probe)
+        if partitions is None or isinstance(partitions, Exception) or isinstance(indexes, Exception):
+            raise ConfigurationError(f"no streamsaver deployment under prefix {self.prefix!r} ({indexes!r})")
+        self.keyspace = Keyspace(self.prefix, int(partitions))
+        create = setup.create_requests(self.keyspace, self.views, [i.decode() for i in indexes])
+        groups = [self._create_group(u, self.start) for u in self.units()]
+        replies = yield from self.call(create + LOAD_ALL[len(LOAD_SCRIPTS):] + groups)
+        setup.read_created(replies[: -len(groups)])
+        for reply in replies[-len(groups):]:
+            if isinstance(reply, Exception) and "BUSYGROUP" not in str(reply):
+                raise ConfigurationError(f"cannot create a projector consumer group: {reply}") from reply
+
+    def _create_group(self, unit: Unit, start: str) -> Command:
+        return ["XGROUP", "CREATE", self.keys.feed(unit.partition), group_name(unit.view), start, "MKSTREAM"]
+
+    def _lease(self, unit: Unit, count: int) -> Command:
+        keys = [self.keys.lease(unit.partition, unit.view), self.keys.feed(unit.partition)]
+        return LEASE.evalsha_args(keys, [self.name, self.lease_ms, group_name(unit.view), count])
+
+    def _take_later(self) -> list[Command]:
+        """The acks and dead letters of the last cycle. Losing them with a failed pipeline is
+        harmless: their entries stay pending and are read, applied (a no-op) and acked again."""
+        later, self.later = self.later, []
+        return later
+
+    def cycle(self, balance: bool) -> Program[WorkerStats]:
+        """One batch on every partition this worker owns or can take; with `balance`, first
+        heartbeat and keep only this worker's share of the partitions.
+
+        Raises:
+            RedisError: a failed pipeline, or a transient failure that stopped a partition.
+        """
+        stats, units = WorkerStats(cycles=1), self.units()
+        if balance:
+            rosters = yield from self.call([ROSTER.evalsha_args([self.keys.projector_workers(v)],
+                                                                [self.name, self.lease_ms]) for v in self.views])
+            self.joined = True
+            units = assignment(units, {v: [n.decode() for n in r] for v, r in zip(self.views, rosters)}, self.name)
+        release = [u for u in sorted(self.owned) if u not in units]
+        later = self._take_later() + [self._lease(u, 0) for u in release]
+        replies = yield from self.call(later + [self._lease(u, self.batch) for u in units])
+        if errors := [r for r in replies[: len(later)] if isinstance(r, Exception) and "BUSYGROUP" not in str(r)]:
+            raise errors[0]
+        self.owned.difference_update(release)
+        items, failed = self._read(units, replies[len(later):], stats)
+        yield from self._load_events(items)
+        yield from self._apply(items)
+        if error := self._settle(items, stats) or failed:
+            raise error
+        return stats
+
+    def _read(
+        self, units: list[Unit], replies: list[Any], stats: WorkerStats
+    ) -> tuple[list[Item], RedisError | None]:
+        """The entries each unit read, and the first failed read (a lost consumer group is
+        created again, from the feed's start, before the unit's next read)."""
+        items, failed = [], None
+        for unit, reply in zip(units, replies):
+            if isinstance(reply, RedisError):
+                if "NOGROUP" in str(reply):
+                    self.later.append(self._create_group(unit, "0"))
+                failed = failed or reply
+                continue
+            if not reply:
+                self.owned.discard(unit)
+                stats.busy += 1
+                continue
+            self.owned.add(unit)
+            stats.claimed += int(reply[0])
+            for entry, flat in reply[1]:
+                item = Item(unit, entry.decode(), dict(zip(flat[::2], flat[1::2])) if flat else {})
+                pointer = parse_pointer(item.raw, self.keys, unit.partition)
+                if isinstance(pointer, str):
+                    item.fail(pointer)
+                else:
+                    item.pointer = pointer
+                    if pointer.type == ThreadDeleted.TYPE:
+                        item.event = ThreadDeleted(pointer.thread)
+                items.append(item)
+        return items, failed
+
+    def _load_events(self, items: list[Item]) -> Program[None]:
+        wanted = [i for i in items if i.pointer is not None and i.event is None and not i.outcome]
+        reads: list[Command] = []
+        for item in wanted:
+            assert item.pointer is not None
+            log_key, log_id = self.keys.thread(item.pointer.thread).log, item.pointer.log_id
+            reads.append(["XRANGE", log_key, log_id, log_id])
+        for item, reply in zip(wanted, (yield from self.call(reads)) if reads else []):
+            assert item.pointer is not None
+            if isinstance(reply, Exception):
+                item.fail(reply)
+            elif not reply:
+                item.outcome = "gone"
+            else:
+                item.event = self._decode(item, item.pointer, reply[0][1])
+
+    @staticmethod
+    def _decode(item: Item, pointer: Pointer, raw: Any) -> Event | None:
+        try:
+            event = from_fields(raw if isinstance(raw, dict) else dict(zip(raw[::2], raw[1::2])), pointer.log_id)
+        except EventDecodeError as exc:
+            item.fail(str(exc))
+            return None
+        if (event.thread_id, event.TYPE) != (pointer.thread, pointer.type):
+            item.fail(f"log entry {pointer.log_id} holds a {event.TYPE} of thread {event.thread_id!r}, "
+                      f"not the {pointer.type} of {pointer.thread!r} the pointer names")
+            return None
+        return event
+
+    def _apply(self, items: list[Item]) -> Program[None]:
+        todo, calls, blocked = [], [], set()
+        for item in items:
+            if item.outcome == "retry":
+                blocked.add(item.unit)  # apply nothing after it: its partition stops there
+            elif item.event and item.pointer and not item.outcome and item.unit not in blocked:
+                todo.append(item)
+                calls.append(apply_call(item.event, item.pointer.log_id, self.keys, [item.unit.view]))
+        for item, reply in zip(todo, (yield from self.call(calls)) if calls else []):
+            if isinstance(reply, Exception):
+                item.fail(reply)
+            else:
+                item.outcome = "applied" if int(reply) > 0 else "skipped"
+
+    def _settle(self, items: list[Item], stats: WorkerStats) -> RedisError | None:
+        """Queue acks and dead letters in feed order; a partition stops at a transient failure
+        (returned, to raise once every partition is settled)."""
+        stopped: set[Unit] = set()
+        first: RedisError | None = None
+        for n, item in enumerate(items):
+            if item.unit in stopped or not item.outcome:
+                stopped.add(item.unit)
+                continue
+            if item.outcome == "retry":
+                # A retry is useless once a later event of the thread was applied: positions
+                # would skip it. Dead-letter it then; otherwise stop the partition here.
+                thread = item.pointer.thread if item.pointer else None
+                if not any(o.unit == item.unit and o.outcome == "applied" and o.pointer
+                           and o.pointer.thread == thread for o in items[n + 1:]):
+                    stopped.add(item.unit)
+                    first = first or RedisError(f"{item.unit.view} partition {item.unit.partition}: {item.error}")
+                    continue
+                item.outcome = "dead"
+                item.error += "; a later event of its thread was applied meanwhile"
+            stats.read += 1
+            setattr(stats, item.outcome, getattr(stats, item.outcome) + 1)
+            if item.outcome == "dead":
+                self.later.append(self._dead_letter(item))
+            feed = self.keys.feed(item.unit.partition)
+            self.later.append(["XACK", feed, group_name(item.unit.view), item.entry])
+        return first
+
+    def _dead_letter(self, item: Item) -> Command:
+        feed = self.keys.feed(item.unit.partition)
+        log.warning("projector %s: dead letter %s of %s (log entry %s): %s", item.unit.view, item.entry, feed,
+                    item.pointer.log_id if item.pointer else "?", item.error)
+        fields_ = {**item.raw, b"feed": feed.encode(), b"entry": item.entry.encode(),
+                   b"error": item.error.encode("utf-8", "replace"), b"worker": self.name.encode()}
+        return ["XADD", self.keys.dead_letters(item.unit.view), "*", *[x for kv in fields_.items() for x in kv]]
+
+    def release(self) -> Program[None]:
+        """Send pending acks and dead letters, give up every lease, leave the rosters."""
+        if self.keyspace is None:
+            return
+        leave = [ROSTER.evalsha_args([self.keys.projector_workers(v)], [self.name, 0]) for v in self.views]
+        commands = self._take_later() + [self._lease(u, 0) for u in sorted(self.owned)]
+        if commands or self.joined:
+            yield from self.call(commands + (leave if self.joined else []))
+        self.owned.clear()
+        self.joined = False
+
+    def once(self) -> Program[WorkerStats]:
+        """One balanced cycle (preparing first if needed)."""
+        if self.keyspace is None:
+            yield from self.prepare()
+        return (yield from self.cycle(balance=True))
+
+    def burst(self) -> Program[WorkerStats]:
+        """Prepare, then cycle over every partition whose lease is free until nothing is left to
+        read, then release. Partitions another worker holds are counted in ``busy`` per cycle."""
+        yield from self.prepare()
+        total = WorkerStats()
+        while True:
+            stats = yield from self.cycle(balance=False)
+            total.add(stats)
+            if stats.read == 0 and not self.later:
+                break
+        yield from self.release()
+        return total
+
+    def loop(self) -> Program[WorkerStats]:
+        """Prepare, then cycle with balancing until `stopping`; a Redis error is logged and
+        retried with backoff. Releases everything at the end."""
+        yield from self.prepare()
+        total, backoff = WorkerStats(), self.idle
+        while not self.stopping:
+            try:
+                stats = yield from self.cycle(balance=True)
+            except RedisError as exc:
+                log.warning("projector worker %s: %s; retrying in %.1fs", self.name, exc, backoff)
+                yield Wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            total.add(stats)
+            backoff = self.idle
+            if stats.read == 0:
+                yield Wait(self.idle)
+        self.stopping = False
+        try:
+            yield from self.release()
+        except RedisError as exc:
+            log.warning("projector worker %s: could not release its leases (they expire): %s", self.name, exc)
+        return total

@@ -7,7 +7,9 @@ The tree::
     │   └── MissingModuleError       the Redis server lacks RediSearch or RedisJSON
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
     ├── EventDecodeError             a stored event cannot be read (unknown type or version, bad field)
-    └── EmbeddedServerError          the embedded Redis could not be found or started
+    ├── EmbeddedServerError          the embedded Redis could not be found or started
+    ├── ExportFileError              an export file cannot be imported: not one, newer, truncated, corrupt
+    └── TargetNotEmptyError          an import was refused: the target prefix already holds keys
 
 `InvalidInputError` subclasses `ValueError` because LangGraph code and users catch `ValueError`
 for a missing `thread_id`; a rejected call never changes the log or the views.
@@ -19,9 +21,11 @@ __all__ = [
     "ConfigurationError",
     "EmbeddedServerError",
     "EventDecodeError",
+    "ExportFileError",
     "InvalidInputError",
     "MissingModuleError",
     "StreamSaverError",
+    "TargetNotEmptyError",
 ]
 
 
@@ -59,3 +63,11 @@ class EventDecodeError(StreamSaverError):
 
 class EmbeddedServerError(StreamSaverError):
     """The embedded Redis server could not be found or started."""
+
+
+class ExportFileError(StreamSaverError):
+    """An export file cannot be imported: not an export, a newer format, truncated or corrupt."""
+
+
+class TargetNotEmptyError(StreamSaverError):
+    """An import was refused because its target prefix already holds keys; nothing was written."""

@@ -12,6 +12,7 @@ stopped, and views rebuilt from empty keys equal the live ones.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,17 +45,25 @@ class Replayer:
         client: a ``redis.Redis`` with ``decode_responses=False``.
         keyspace: the deployment's keys (see `open` to read them from Redis).
         page: events read and applied per round trip.
+        target: where the views (and positions) are written and dropped; default `keyspace`.
+            Pointers are log entry ids, so views folded into another keyspace of the same
+            partition count are byte-identical to the live ones (`streamsaver.verify`).
     """
 
-    def __init__(self, client: Redis, keyspace: Keyspace, *, page: int = 500) -> None:
+    def __init__(
+        self, client: Redis, keyspace: Keyspace, *, page: int = 500, target: Keyspace | None = None
+    ) -> None:
         self.redis = client
-        self._xrange: Callable[..., Any] = client.xrange
         self.keyspace = keyspace
+        self.target = target or keyspace
         self.page = page
 
     @classmethod
-    def open(cls, client: Redis, prefix: str = DEFAULT_PREFIX, *, page: int = 500) -> Replayer:
-        """A replayer for the deployment under `prefix`.
+    def open(
+        cls, client: Redis, prefix: str = DEFAULT_PREFIX, *, page: int = 500, target: str | None = None
+    ) -> Replayer:
+        """A replayer for the deployment under `prefix`, writing under the prefix `target`
+        (default: `prefix` itself).
 
         Raises:
             ConfigurationError: nothing was ever set up under `prefix`.
@@ -62,7 +71,9 @@ class Replayer:
         partitions = client.hget(Keyspace(prefix).meta, "partitions")
         if partitions is None:
             raise ConfigurationError(f"no streamsaver deployment under prefix {prefix!r}")
-        return cls(client, Keyspace(prefix, int(partitions)), page=page)
+        keyspace = Keyspace(prefix, int(partitions))
+        into = Keyspace(target, keyspace.partitions) if target is not None else None
+        return cls(client, keyspace, page=page, target=into)
 
     def _scan(self, pattern: str, type_: str | None = None) -> Iterator[bytes]:
         yield from self.redis.scan_iter(match=pattern, count=1000, _type=type_)
@@ -71,59 +82,93 @@ class Replayer:
         """The key of every thread log of the deployment."""
         return self._scan(f"{self.keyspace.prefix}:log:*", "stream")
 
-    def _send(self, commands: Sequence[Command]) -> None:
+    def _send(self, commands: Sequence[Command]) -> list[Any]:
+        """One pipelined round trip; on NOSCRIPT load the scripts and send it all again (reads
+        are harmless and applies idempotent, so a resend changes nothing twice)."""
         for attempt in (1, 2):
             pipe = self.redis.pipeline(transaction=False)
             enqueue(pipe, commands)
-            error = failed_reply(pipe.execute(raise_on_error=False))
+            replies: list[Any] = pipe.execute(raise_on_error=False)
+            error = failed_reply(replies)
             if error is None:
-                return
+                return replies
             if attempt == 2 or "NOSCRIPT" not in str(error):
                 raise error
             pipe = self.redis.pipeline(transaction=False)
             enqueue(pipe, LOAD_SCRIPTS)
             pipe.execute()
+        raise AssertionError("unreachable")
 
     def replay_log(self, log: bytes | str, views: Sequence[ViewName], *, until: str = "+") -> ReplayStats:
         """Apply one thread log, oldest first, up to the entry id `until` (inclusive)."""
-        stats, start = ReplayStats(threads=1), "-"
-        while True:
-            entries: list[tuple[bytes, dict[bytes, bytes]]] = self._xrange(log, start, until, count=self.page)
-            if not entries:
-                return stats
-            calls = []
-            for raw_id, fields in entries:
-                entry_id = raw_id.decode()
-                calls.append(apply_call(from_fields(fields, entry_id), entry_id, self.keyspace, views))
-            self._send(calls)
-            stats.events += len(entries)
-            start = "(" + entries[-1][0].decode()
+        return self._fold(iter([log]), views, width=1, until=until)
 
     def replay(self, views: Sequence[ViewName], *, progress: Progress | None = None) -> ReplayStats:
-        """Apply every thread log to `views`; `progress(events)` is called after each log
-        with the number of events it held."""
-        total = ReplayStats()
-        for log in self.thread_logs():
-            stats = self.replay_log(log, views)
-            total.threads += 1
-            total.events += stats.events
-            if progress is not None:
-                progress(stats.events)
-        return total
+        """Apply every thread log to `views`; `progress(events)` is called after each round
+        trip with the number of events it applied.
+
+        Logs are folded several at a time, so a round trip carries about `page` events however
+        short the logs are: up to ``page // 16`` logs, ``16`` entries of each per round trip."""
+        return self._fold(self.thread_logs(), views, width=max(1, self.page // 16), progress=progress)
+
+    def _fold(
+        self,
+        logs: Iterator[bytes | str],
+        views: Sequence[ViewName],
+        *,
+        width: int,
+        until: str = "+",
+        progress: Progress | None = None,
+    ) -> ReplayStats:
+        """Fold `logs`, `width` at a time, in rounds: read the next entries of the logs in
+        progress, project them while the server still runs the previous round's applies (sent
+        from a second thread, on a connection of its own), then send this round's applies once
+        those are done. So the events of one log are applied in log order, the logs in any."""
+        stats, count = ReplayStats(), max(1, self.page // width)
+        cursors: list[list[Any]] = []  # [log, start] of the logs being read
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamsaver-replay") as sender:
+            applying: tuple[Future[list[Any]], int] | None = None
+            while True:
+                while len(cursors) < width and (log := next(logs, None)) is not None:
+                    cursors.append([log, "-"])
+                    stats.threads += 1
+                if not cursors and applying is None:
+                    return stats
+                pages = self._send([["XRANGE", log, start, until, "COUNT", count] for log, start in cursors])
+                calls = [call for cursor, entries in zip(cursors, pages) for call in self._calls(cursor, entries, count, views)]
+                cursors = [cursor for cursor in cursors if cursor[1] is not None]
+                if applying is not None:
+                    applying[0].result()
+                    stats.events += applying[1]
+                    if progress is not None:
+                        progress(applying[1])
+                applying = (sender.submit(self._send, calls), len(calls)) if calls else None
+
+    def _calls(
+        self, cursor: list[Any], entries: list[tuple[bytes, dict[bytes, bytes]]], count: int, views: Sequence[ViewName]
+    ) -> list[Command]:
+        """The apply calls of one log's `entries`; moves the log's `cursor` past them (to None
+        when the log is read to its end)."""
+        calls = []
+        for raw_id, fields in entries:
+            entry_id = raw_id.decode()
+            calls.append(apply_call(from_fields(fields, entry_id), entry_id, self.target, views))
+        cursor[1] = "(" + entries[-1][0].decode() if len(entries) == count else None
+        return calls
 
     def drop(self, views: Sequence[ViewName]) -> int:
         """Delete every key of `views` and their recorded positions; returns keys deleted."""
         deleted = 0
         for view in views:
             batch: list[bytes] = []
-            for key in self._scan(self.keyspace.view_pattern(view)):
+            for key in self._scan(self.target.view_pattern(view)):
                 batch.append(key)
                 if len(batch) >= 500:
                     deleted += int(self.redis.unlink(*batch))
                     batch = []
             if batch:
                 deleted += int(self.redis.unlink(*batch))
-        for positions in self._scan(f"{self.keyspace.prefix}:pos:*", "hash"):
+        for positions in self._scan(f"{self.target.prefix}:pos:*", "hash"):
             self.redis.hdel(positions, *views)
         return deleted
 

@@ -38,7 +38,7 @@ from streamsaver.events import (
 from streamsaver.keys import Keyspace, ViewName
 from streamsaver.scripts import APPEND, APPLY
 
-__all__ = ["append_call", "apply_call", "checkpoint_saved", "thread_deleted", "thread_id_of", "view_blocks", "writes_saved"]
+__all__ = ["append_call", "apply_call", "checkpoint_saved", "feed_pointer", "thread_deleted", "thread_id_of", "view_blocks", "writes_saved"]
 
 EMPTY = Blob("empty", b"")
 """Stands for a channel with a new version but no value (LangGraph's convention)."""
@@ -169,7 +169,8 @@ def _flat(commands: Iterable[Command]) -> list[str | bytes | int]:
     return out
 
 
-def _pointer(event: Event) -> list[str | bytes | int]:
+def feed_pointer(event: Event) -> list[str | bytes | int]:
+    """The fields of the partition-feed pointer of `event`, after ``id`` (its log entry id)."""
     fields: list[str | bytes | int] = ["type", event.TYPE, "thread", event.thread_id]
     if isinstance(event, (CheckpointSaved, WritesSaved)):
         fields += ["ns", event.checkpoint_ns, "cid", event.checkpoint_id]
@@ -190,7 +191,7 @@ def append_call(event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> 
     """The EVALSHA arguments that append `event` and project it into `views`, atomically."""
     keys = keyspace.thread(event.thread_id)
     fields = [x for pair in to_fields(event).items() for x in pair]
-    pointer = _pointer(event)
+    pointer = feed_pointer(event)
     args: list[str | bytes | int] = [len(fields), *fields, len(pointer), *pointer]
     args += ["1" if isinstance(event, ThreadDeleted) else "0", *view_blocks(event, keyspace, views)]
     return APPEND.evalsha_args([keys.log, keys.feed, keys.positions], args)

@@ -16,8 +16,8 @@ def test_package_exports() -> None:
 def test_error_tree() -> None:
     e = streamsaver.errors
     assert sorted(e.__all__) == sorted(
-        ["ConfigurationError", "EmbeddedServerError", "EventDecodeError", "InvalidInputError",
-         "MissingModuleError", "StreamSaverError"]
+        ["ConfigurationError", "EmbeddedServerError", "EventDecodeError", "ExportFileError",
+         "InvalidInputError", "MissingModuleError", "StreamSaverError", "TargetNotEmptyError"]
     )
     assert issubclass(e.InvalidInputError, ValueError)
     assert issubclass(e.MissingModuleError, e.ConfigurationError)

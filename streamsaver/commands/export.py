@@ -1,0 +1,43 @@
+"""``streamsaver export FILE``: the deployment's thread logs to a portable file."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from streamsaver.commands._shared import emit_json, open_client
+from streamsaver.progress import Progress
+
+__all__ = ["register"]
+
+
+def _run(args: argparse.Namespace) -> int:
+    from streamsaver.transfer import export_logs
+
+    def bars(label: str, total: int | None) -> Progress:
+        return Progress(label, total, enabled=False if args.json else None)
+
+    with open_client(args) as client:
+        stats = export_logs(client, args.prefix, args.file, page=args.page, progress=bars)
+    if args.json:
+        emit_json(dataclasses.asdict(stats) | {"file": args.file})
+    else:
+        print(f"exported {stats.entries:,} log entries of {stats.threads:,} threads from {stats.prefix!r} to {args.file}")
+    return 0
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    """Add ``export``."""
+    parser = commands.add_parser(
+        "export",
+        parents=[common],
+        help="write the thread logs (the source of truth) to a portable file",
+        description="Write every thread log of the deployment under --prefix to FILE: gzip-compressed "
+        "JSON Lines, a header (format, version, prefix, partition count, time, streamsaver version), "
+        "one line per log entry with its thread, its original stream id and its fields (base64), "
+        "and a trailer with the counts. The views are not exported: 'streamsaver import' rebuilds "
+        "them from the logs. FILE is written as FILE.part and renamed when complete.",
+    )
+    parser.add_argument("file", metavar="FILE", help="the file to write (replaced if it exists)")
+    parser.add_argument("--page", type=int, default=500, help="log entries read per round trip (default: %(default)s)")
+    parser.set_defaults(handler=_run)

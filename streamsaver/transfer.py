@@ -1,0 +1,400 @@
+"""Export and import: a deployment's thread logs as one portable file, and back again.
+
+The logs are the truth, so they are all a deployment needs to move. `export_logs` writes them to
+a file; `import_logs` restores them into an empty deployment (on the same or another server,
+under the same or another prefix) and folds the views from them with `Replayer`, through the
+same apply path as any replay. Views point at log entries by stream id, so the logs keep their
+original ids, and the rebuilt views are byte-identical to the source's.
+
+File format ``streamsaver-logs`` version 1: gzip-compressed JSON Lines (UTF-8), one object a line:
+
+* a header: ``{"format": "streamsaver-logs", "version": 1, "prefix": "streamsaver",
+  "partitions": 16, "created": "2025-01-31T12:00:00+00:00", "streamsaver": "0.1.0"}``;
+* one line per log entry, log after log, each log oldest first:
+  ``{"thread": "<thread id>", "id": "<original stream id>", "fields": [["<name>", "<value>"], ...]}``
+  with every field name and value base64-encoded (binary-safe), in the entry's order;
+* a trailer: ``{"end": true, "threads": 2, "entries": 40}``; a file without one is incomplete.
+
+**Export** reads each log in XRANGE pages and writes as it goes (memory: one page and the log
+keys) into ``FILE.part``, renamed to ``FILE`` when complete. Under concurrent writes it is
+consistent per thread, not across threads; export a quiet deployment for an exact copy.
+
+**Import** reads the file twice. The first pass checks all of it (format, base64, ids rising
+within each thread, every event readable by this version, trailer counts) before anything is
+written, so a truncated or corrupt file changes nothing; a target prefix holding any key is
+refused. The second pass sets the deployment up (meta, indexes, scripts) with the file's
+partition count, so every thread keeps its partition, and XADDs each entry with its original id.
+
+**Partition feeds are regenerated**, one pointer per restored entry, exactly as the append
+writes it, in log order within each thread (the only order the feeds promise). The pointers get
+new feed ids, and the pointers of threads deleted before the export are gone with their logs,
+so consumer groups start afresh on the restored deployment: a subscriber reading its feed from
+the start sees every surviving event once. Pass ``feeds=False`` for empty feeds instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import os
+import re
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Union
+
+import orjson
+from redis import Redis
+
+from streamsaver import __version__
+from streamsaver.errors import EventDecodeError, ExportFileError, TargetNotEmptyError
+from streamsaver.events import from_fields
+from streamsaver.keys import Keyspace, ThreadKeys, ViewName
+from streamsaver.progress import Progress
+from streamsaver.replay import Replayer
+from streamsaver.saver.append import feed_pointer
+from streamsaver.saver.sync import StreamSaver
+
+__all__ = [
+    "FORMAT", "VERSION", "Header", "ProgressFactory", "TransferStats", "check_export", "export_logs", "import_logs"
+]
+
+FORMAT = "streamsaver-logs"
+VERSION = 1
+VIEWS: tuple[ViewName, ...] = ("full", "shallow")
+_ID = re.compile(r"^[0-9]+-[0-9]+$")
+_BATCH = 500
+
+ProgressFactory = Callable[[str, Union[int, None]], Progress]
+"""Makes the progress display of one phase from its label and expected count (None: unknown),
+e.g. ``lambda label, total: Progress(label, total)``. Export has the phase ``export``; import
+has ``check``, ``restore`` and ``replay``."""
+
+
+@dataclass
+class TransferStats:
+    """What an export or an import did.
+
+    Attributes:
+        prefix: the deployment read (export) or written (import).
+        source: the prefix the logs were exported from (equal to `prefix` for an export).
+        partitions: the partition count of both deployments.
+        threads, entries: thread logs and log entries exported or restored.
+        replayed: events folded into the views (import only).
+    """
+
+    prefix: str
+    source: str
+    partitions: int
+    threads: int = 0
+    entries: int = 0
+    replayed: int = 0
+
+
+@dataclass(frozen=True)
+class Header:
+    """The first line of an export file."""
+
+    prefix: str
+    partitions: int
+    created: str
+    streamsaver: str
+    version: int = VERSION
+
+
+@dataclass(frozen=True)
+class _Entry:
+    line: int
+    thread: str
+    id: str
+    fields: list[tuple[bytes, bytes]]
+
+
+def _bar(progress: ProgressFactory | None, label: str, total: int | None) -> Progress:
+    return progress(label, total) if progress is not None else Progress(label, total, enabled=False)
+
+
+def _line(document: Any) -> bytes:
+    return orjson.dumps(document) + b"\n"
+
+
+# export --------------------------------------------------------------------------------------
+def export_logs(
+    client: Redis, prefix: str, path: str | os.PathLike[str], *, page: int = 500, progress: ProgressFactory | None = None
+) -> TransferStats:
+    """Write every thread log of the deployment under `prefix` to the file `path`.
+
+    Args:
+        client: a ``redis.Redis`` with ``decode_responses=False``.
+        prefix: the deployment's key prefix.
+        path: the file to write (replaced if it exists; written as ``path.part`` first).
+        page: log entries read per XRANGE.
+        progress: makes the progress display (phase ``export``, total: entries); none if None.
+
+    Returns:
+        The prefix, partition count, and the numbers of threads and entries written.
+
+    Raises:
+        ConfigurationError: nothing was ever set up under `prefix`.
+        EventDecodeError: a log holds an entry without a thread id, or another thread's.
+        OSError: the file cannot be written.
+        redis.exceptions.RedisError: the server refused a command or cannot be reached.
+    """
+    replayer = Replayer.open(client, prefix)
+    keyspace = replayer.keyspace
+    logs = sorted(set(replayer.thread_logs()))
+    stats = TransferStats(prefix, prefix, keyspace.partitions)
+    part = Path(f"{os.fspath(path)}.part")
+    try:
+        total = _entry_count(client, logs) if progress is not None else None
+        with gzip.open(part, "wb", compresslevel=6) as out, _bar(progress, "export", total) as bar:
+            created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            out.write(_line({"format": FORMAT, "version": VERSION, "prefix": prefix, "partitions": keyspace.partitions,
+                             "created": created, "streamsaver": __version__}))
+            for log in logs:
+                count = _export_log(client, keyspace, log, out, page, bar)
+                stats.threads += count > 0
+                stats.entries += count
+            out.write(_line({"end": True, "threads": stats.threads, "entries": stats.entries}))
+        os.replace(part, path)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    return stats
+
+
+def _entry_count(client: Redis, logs: list[bytes]) -> int:
+    total = 0
+    for start in range(0, len(logs), _BATCH):
+        pipe = client.pipeline(transaction=False)
+        for log in logs[start : start + _BATCH]:
+            pipe.xlen(log)
+        total += sum(int(n) for n in pipe.execute())
+    return total
+
+
+def _export_log(client: Redis, keyspace: Keyspace, log: bytes, out: gzip.GzipFile, page: int, bar: Progress) -> int:
+    xrange: Callable[..., Any] = client.xrange
+    start, count, thread = "-", 0, None
+    entries: list[tuple[bytes, dict[bytes, bytes]]]
+    while entries := xrange(log, start, "+", count=page):
+        for raw_id, fields in entries:
+            if thread is None:
+                thread = _thread_of(keyspace, log, fields, raw_id.decode())
+            pairs = [[base64.b64encode(k).decode(), base64.b64encode(v).decode()] for k, v in fields.items()]
+            out.write(_line({"thread": thread, "id": raw_id.decode(), "fields": pairs}))
+        count += len(entries)
+        bar.advance(len(entries))
+        start = "(" + entries[-1][0].decode()
+    return count
+
+
+def _thread_of(keyspace: Keyspace, log: bytes, fields: dict[bytes, bytes], entry_id: str) -> str:
+    try:
+        thread = fields[b"thread"].decode("utf-8")
+    except (KeyError, UnicodeDecodeError) as exc:
+        raise EventDecodeError(f"log {log!r} holds an entry without a thread id", event_id=entry_id) from exc
+    if keyspace.thread(thread).log.encode() != log:
+        raise EventDecodeError(f"log {log!r} holds an event of thread {thread!r}", event_id=entry_id)
+    return thread
+
+
+# reading a file ------------------------------------------------------------------------------
+def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:
+    try:
+        with gzip.open(path, "rb") as file:
+            yield from enumerate(file, 1)
+    except EOFError as exc:
+        raise ExportFileError(f"{os.fspath(path)} is truncated: {exc}") from exc
+    except (OSError, zlib.error) as exc:
+        raise ExportFileError(f"{os.fspath(path)} cannot be read as a streamsaver export: {exc}") from exc
+
+
+def _json(line: bytes, number: int) -> dict[str, Any]:
+    try:
+        document = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise ExportFileError(f"line {number} of the export is not JSON: {exc}") from exc
+    if not isinstance(document, dict):
+        raise ExportFileError(f"line {number} of the export is not a JSON object")
+    return document
+
+
+def _header(line: bytes) -> Header:
+    document = _json(line, 1)
+    if document.get("format") != FORMAT:
+        raise ExportFileError(f"not a streamsaver export: the first line has no format {FORMAT!r}")
+    version = document.get("version")
+    if not isinstance(version, int) or version > VERSION:
+        raise ExportFileError(f"export format version {version!r}: this streamsaver reads up to {VERSION}")
+    try:
+        fields = (str(document[k]) for k in ("prefix", "partitions", "created", "streamsaver"))
+        prefix, partitions, created, writer = fields
+        return Header(prefix, int(partitions), created, writer, version)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ExportFileError(f"the export's header lacks or garbles {exc}") from exc
+
+
+def _entry(document: dict[str, Any], number: int) -> _Entry:
+    thread, entry_id, pairs = document.get("thread"), document.get("id"), document.get("fields")
+    if not isinstance(thread, str) or not isinstance(entry_id, str) or not _ID.match(entry_id):
+        raise ExportFileError(f"line {number} of the export has no valid thread and stream id")
+    if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+        raise ExportFileError(f"line {number} of the export has no valid fields")
+    try:
+        fields = [(base64.b64decode(k, validate=True), base64.b64decode(v, validate=True)) for k, v in pairs]
+    except (TypeError, ValueError) as exc:
+        raise ExportFileError(f"line {number} of the export has a field that is not base64: {exc}") from exc
+    return _Entry(number, thread, entry_id, fields)
+
+
+def _records(path: str | os.PathLike[str]) -> Iterator[Header | _Entry | tuple[int, int]]:
+    """The header, every entry and the trailer's counts (threads, entries) of an export file.
+
+    Raises:
+        ExportFileError: the file is not an export, is truncated or corrupt.
+    """
+    lines = _lines(path)
+    number, first = next(lines, (0, b""))
+    if number == 0:
+        raise ExportFileError(f"{os.fspath(path)} is empty")
+    yield _header(first)
+    for number, line in lines:
+        document = _json(line, number)
+        if document.get("end") is True:
+            if next(lines, None) is not None:
+                raise ExportFileError(f"the export goes on after its trailer (line {number})")
+            try:
+                yield int(document["threads"]), int(document["entries"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ExportFileError(f"the export's trailer (line {number}) lacks or garbles {exc}") from exc
+            return
+        yield _entry(document, number)
+    raise ExportFileError(f"{os.fspath(path)} ends without its trailer line: the file is truncated")
+
+
+def check_export(path: str | os.PathLike[str], *, progress: ProgressFactory | None = None) -> tuple[Header, int, int]:
+    """Read a whole export file without writing anything: is it complete and importable?
+
+    Args:
+        path: the export file.
+        progress: makes the progress display (phase ``check``); none if None.
+
+    Returns:
+        The header, the number of threads and the number of entries.
+
+    Raises:
+        ExportFileError: the file is not an export, is of a newer format, is truncated or
+            corrupt, or holds an event this version cannot read.
+    """
+    records = _records(path)
+    header = next(records)
+    assert isinstance(header, Header)
+    last: dict[str, tuple[int, ...]] = {}
+    entries = 0
+    with _bar(progress, "check", None) as bar:
+        for record in records:
+            if isinstance(record, tuple):
+                if record != (len(last), entries):
+                    raise ExportFileError(
+                        f"the export's trailer counts {record[0]} threads and {record[1]} entries, "
+                        f"the file holds {len(last)} and {entries}"
+                    )
+                return header, len(last), entries
+            assert isinstance(record, _Entry)
+            _check_entry(record, last)
+            entries += 1
+            bar.advance()
+    raise AssertionError("unreachable: _records ends with a trailer or raises")
+
+
+def _check_entry(entry: _Entry, last: dict[str, tuple[int, ...]]) -> None:
+    key = tuple(int(part) for part in entry.id.split("-"))
+    if key <= last.get(entry.thread, (0, 0)):
+        raise ExportFileError(f"line {entry.line}: stream id {entry.id} does not follow the thread's previous one")
+    last[entry.thread] = key
+    try:
+        event = from_fields(dict(entry.fields), entry.id)
+    except EventDecodeError as exc:
+        raise ExportFileError(f"line {entry.line}: {exc}") from exc
+    if event.thread_id != entry.thread:
+        raise ExportFileError(f"line {entry.line}: an event of thread {event.thread_id!r} in {entry.thread!r}")
+
+
+# import --------------------------------------------------------------------------------------
+def import_logs(
+    client: Redis,
+    path: str | os.PathLike[str],
+    *,
+    prefix: str | None = None,
+    feeds: bool = True,
+    page: int = 500,
+    progress: ProgressFactory | None = None,
+) -> TransferStats:
+    """Restore the logs of an export file into an empty deployment and rebuild its views.
+
+    Args:
+        client: a ``redis.Redis`` with ``decode_responses=False`` (any server with RediSearch
+            and RedisJSON; the one exported from, or another).
+        path: the export file.
+        prefix: the target key prefix; the prefix the file was exported from if None.
+        feeds: regenerate the partition feeds (one pointer per entry); empty feeds if False.
+        page: events replayed per round trip.
+        progress: makes the progress displays (phases ``check``, ``restore``, ``replay``).
+
+    Returns:
+        The target prefix, the source prefix, the partition count, the numbers of threads and
+        entries restored and of events replayed.
+
+    Raises:
+        ExportFileError: the file is not an importable export (nothing was written).
+        TargetNotEmptyError: the target prefix holds a key (nothing was written).
+        ConfigurationError: a bad prefix, or the server lacks a module.
+        redis.exceptions.RedisError: the server refused a command or cannot be reached.
+    """
+    header = next(_records(path))  # the first line only: the target is known before the long check
+    assert isinstance(header, Header)
+    keyspace = Keyspace(prefix or header.prefix, header.partitions)
+    _refuse_unless_empty(client, keyspace.prefix)
+    _, threads, entries = check_export(path, progress=progress)
+    stats = TransferStats(keyspace.prefix, header.prefix, keyspace.partitions, threads, entries)
+    StreamSaver(client, prefix=keyspace.prefix, partitions=keyspace.partitions).setup()
+    with _bar(progress, "restore", entries) as bar:
+        _restore(client, keyspace, path, feeds, bar)
+    with _bar(progress, "replay", entries) as bar:
+        stats.replayed = Replayer(client, keyspace, page=page).replay(VIEWS, progress=bar.advance).events
+    return stats
+
+
+def _refuse_unless_empty(client: Redis, prefix: str) -> None:
+    for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+        shown = key.decode(errors="replace")
+        raise TargetNotEmptyError(f"the prefix {prefix!r} already holds keys (such as {shown!r}); import into an empty prefix")
+
+
+def _restore(client: Redis, keyspace: Keyspace, path: str | os.PathLike[str], feeds: bool, bar: Progress) -> None:
+    pipe: Any = client.pipeline(transaction=False)
+    keys: ThreadKeys | None = None
+    thread: str | None = None
+    for record in _records(path):
+        if not isinstance(record, _Entry):
+            continue
+        if record.thread != thread:
+            thread, keys = record.thread, keyspace.thread(record.thread)
+        assert keys is not None
+        pipe.execute_command("XADD", keys.log, record.id, *(x for pair in record.fields for x in pair))
+        if feeds:
+            pointer = feed_pointer(from_fields(dict(record.fields), record.id))
+            pipe.execute_command("XADD", keys.feed, "*", "id", record.id, *pointer)
+        if len(pipe) >= _BATCH:
+            bar.advance(_sent(pipe, feeds))
+    bar.advance(_sent(pipe, feeds))
+
+
+def _sent(pipe: Any, feeds: bool) -> int:
+    """Send what `pipe` queued; returns the number of entries it restored."""
+    queued = len(pipe)
+    pipe.execute()
+    return queued // 2 if feeds else queued

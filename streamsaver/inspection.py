@@ -1,0 +1,139 @@
+"""Read-only looks at a deployment: a thread's history, totals, and the live event feed.
+
+Everything here reads the logs and feeds directly (the truth), never the views, so it also
+works while a view is being rebuilt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis import Redis
+
+from streamsaver.errors import ConfigurationError, InvalidInputError
+from streamsaver.events import CheckpointSaved, WritesSaved, from_fields
+from streamsaver.keys import Keyspace
+
+__all__ = ["DeploymentStats", "HistoryRow", "deployment_keyspace", "deployment_stats", "feed_events", "thread_history"]
+
+
+def deployment_keyspace(client: Redis, prefix: str) -> Keyspace:
+    """The keyspace of the deployment under `prefix`.
+
+    Raises:
+        ConfigurationError: nothing was ever set up under `prefix`.
+    """
+    partitions = client.hget(Keyspace(prefix).meta, "partitions")
+    if partitions is None:
+        raise ConfigurationError(f"no streamsaver deployment under prefix {prefix!r}")
+    return Keyspace(prefix, int(partitions))
+
+
+@dataclass
+class HistoryRow:
+    """One checkpoint of a thread, as its log tells it."""
+
+    entry_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    step: Any
+    source: Any
+    new_channels: list[str]
+    bytes: int
+    writes: list[str] = field(default_factory=list)
+    """``task:channel`` of the writes saved against this checkpoint."""
+
+
+def _size(fields: dict[bytes, bytes]) -> int:
+    return sum(len(k) + len(v) for k, v in fields.items())
+
+
+def thread_history(client: Redis, prefix: str, thread_id: str) -> list[HistoryRow]:
+    """Every checkpoint of a thread in log order, with the writes saved against each.
+
+    Raises:
+        InvalidInputError: the thread has no log.
+    """
+    log = deployment_keyspace(client, prefix).thread(thread_id).log
+    xrange: Callable[..., Any] = client.xrange
+    entries: list[tuple[bytes, dict[bytes, bytes]]] = xrange(log)
+    if not entries:
+        raise InvalidInputError(f"thread {thread_id!r} has no log under prefix {prefix!r}")
+    rows: dict[tuple[str, str], HistoryRow] = {}
+    early_writes: dict[tuple[str, str], list[str]] = {}
+    for raw_id, fields in entries:
+        event = from_fields(fields, raw_id.decode())
+        if isinstance(event, CheckpointSaved):
+            key = (event.checkpoint_ns, event.checkpoint_id)
+            rows[key] = HistoryRow(
+                raw_id.decode(), event.checkpoint_ns, event.checkpoint_id, event.parent_checkpoint_id,
+                event.metadata.get("step"), event.metadata.get("source"),
+                [cv.channel for cv in event.values], _size(fields), early_writes.pop(key, []),
+            )
+        elif isinstance(event, WritesSaved):
+            key = (event.checkpoint_ns, event.checkpoint_id)
+            names = [f"{event.task_id[:8]}:{w.channel}" for w in event.writes]
+            (rows[key].writes if key in rows else early_writes.setdefault(key, [])).extend(names)
+    return list(rows.values())
+
+
+@dataclass
+class DeploymentStats:
+    """Totals of a deployment and the state of every consumer group on its feeds."""
+
+    threads: int = 0
+    events: int = 0
+    log_bytes: int = 0
+    feed_entries: int = 0
+    groups: dict[str, dict[str, int]] = field(default_factory=dict)
+    """group name -> {"pending": ..., "lag": ...} summed over partitions."""
+
+
+def deployment_stats(client: Redis, prefix: str, *, progress: Callable[[int], None] | None = None) -> DeploymentStats:
+    """Count threads, events and log bytes (MEMORY USAGE), and sum each feed group's pending
+    entries and lag."""
+    keyspace = deployment_keyspace(client, prefix)
+    r: Any = client  # redis-py's stubs type these replies loosely; their shapes are fixed
+    stats = DeploymentStats()
+    for log in client.scan_iter(match=f"{prefix}:log:*", count=1000, _type="stream"):
+        stats.threads += 1
+        stats.events += int(client.xlen(log))
+        stats.log_bytes += int(client.memory_usage(log, samples=0) or 0)
+        if progress is not None:
+            progress(1)
+    for partition in range(keyspace.partitions):
+        feed = keyspace.feed(partition)
+        if not client.exists(feed):
+            continue
+        stats.feed_entries += int(client.xlen(feed))
+        for group in r.xinfo_groups(feed):
+            name = group["name"].decode() if isinstance(group["name"], bytes) else str(group["name"])
+            totals = stats.groups.setdefault(name, {"pending": 0, "lag": 0})
+            totals["pending"] += int(group.get("pending") or 0)
+            totals["lag"] += int(group.get("lag") or 0)
+    return stats
+
+
+def feed_events(client: Redis, prefix: str, *, block_ms: int = 1000, start: str = "$") -> Iterator[dict[str, str]]:
+    """The pointers appended to every partition feed from now on (`start` "$"), as they come.
+
+    Yields dicts with ``partition``, ``feed_id`` and the pointer's fields (``id``, ``type``,
+    ``thread``, ``ns``, ``cid``); never ends on its own.
+    """
+    keyspace = deployment_keyspace(client, prefix)
+    r: Any = client  # redis-py's stubs type these replies loosely; their shapes are fixed
+    positions: dict[str, str] = {keyspace.feed(p): start for p in range(keyspace.partitions)}
+    if start == "$":
+        for feed in positions:
+            info = r.xinfo_stream(feed) if r.exists(feed) else None
+            positions[feed] = info["last-generated-id"].decode() if info else "0-0"
+    while True:
+        for raw_feed, entries in r.xread(positions, block=block_ms) or []:
+            feed = raw_feed.decode()
+            for raw_id, fields in entries:
+                positions[feed] = raw_id.decode()
+                pointer = {k.decode(): v.decode("utf-8", "replace") for k, v in fields.items()}
+                yield {"partition": feed.rsplit("{p", 1)[1].rstrip("}"), "feed_id": positions[feed], **pointer}

@@ -18,11 +18,9 @@ guards each gate the commands between them and the next guard (or the end of the
 
 from __future__ import annotations
 
-from typing import Union
+__all__ = ["IF_EQUAL", "IF_NEWER", "POINT", "POINT_IF_NEW", "PURGE", "Arg", "Command"]
 
-__all__ = ["Arg", "Command", "IF_EQUAL", "IF_NEWER", "POINT", "POINT_IF_NEW", "PURGE"]
-
-Arg = Union[str, bytes]
+Arg = str | bytes
 Command = tuple[Arg, ...]
 
 IF_NEWER = "SS.IFNEWER"

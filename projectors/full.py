@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from projectors.commands import POINT, POINT_IF_NEW, PURGE, Command
 from projectors._writes import store_writes
+from projectors.commands import POINT, POINT_IF_NEW, PURGE, Command
 from projectors.documents import body_field, checkpoint_document, versioned_field
 from streamsaver.codec import escape
 from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, WritesSaved

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from projectors.commands import IF_EQUAL, IF_NEWER, POINT, PURGE, Command
 from projectors._writes import store_writes
+from projectors.commands import IF_EQUAL, IF_NEWER, POINT, PURGE, Command
 from projectors.documents import (
     BODY_FIELD,
     CURRENT_CHECKPOINT_FIELD,

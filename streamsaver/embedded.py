@@ -19,11 +19,15 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from streamsaver.errors import EmbeddedServerError
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["EmbeddedRedis", "find_binaries"]
 
@@ -91,7 +95,7 @@ class EmbeddedRedis:
         """The ``redis://`` URL of the server."""
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def start(self) -> EmbeddedRedis:
+    def start(self) -> Self:
         """Start the server and wait until it answers.
 
         Raises:
@@ -149,7 +153,7 @@ class EmbeddedRedis:
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
-    def __enter__(self) -> EmbeddedRedis:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 import orjson
 
@@ -28,23 +28,23 @@ from streamsaver.errors import EventDecodeError
 
 __all__ = [
     "Blob",
-    "channel_field",
-    "decode_channel_value",
-    "decode_write",
-    "encode_channel_value",
-    "write_field",
     "ChannelValue",
     "CheckpointSaved",
     "Event",
     "PendingWrite",
     "ThreadDeleted",
     "WritesSaved",
+    "channel_field",
+    "decode_channel_value",
+    "decode_write",
+    "encode_channel_value",
     "from_fields",
     "to_fields",
+    "write_field",
 ]
 
 Fields = dict[bytes, bytes]
-Version = Union[str, int, float]
+Version = str | int | float
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ class ThreadDeleted:
     thread_id: str
 
 
-Event = Union[CheckpointSaved, WritesSaved, ThreadDeleted]
+Event = CheckpointSaved | WritesSaved | ThreadDeleted
 
 
 def _s(value: str) -> bytes:

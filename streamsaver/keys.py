@@ -123,7 +123,7 @@ class Keyspace:
 
     def slot_tag(self, partition: int) -> str:
         """The hash tag shared by every key of one partition."""
-        return "{p%d}" % partition
+        return f"{{p{partition}}}"
 
     def feed(self, partition: int) -> str:
         """The feed stream of one partition."""

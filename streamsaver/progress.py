@@ -13,7 +13,10 @@ from __future__ import annotations
 import sys
 import time
 from types import TracebackType
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["Progress"]
 
@@ -70,7 +73,7 @@ class Progress:
             self.stream.write("\n")
             self.stream.flush()
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:

@@ -204,7 +204,7 @@ def apply_call(event: Event, event_id: str, keyspace: Keyspace, views: Sequence[
     return APPLY.evalsha_args([positions], [event_id, *view_blocks(event, keyspace, views)])
 
 
-def version_after(current: str | int | float | None, random_part: float) -> str:
+def version_after(current: str | float | None, random_part: float) -> str:
     """The channel version after `current`: a zero-padded counter and a random tie-breaker, so
     versions sort as strings and branches forked from one checkpoint never reuse a version."""
     if current is None:

@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from redis.exceptions import NoScriptError
@@ -153,7 +158,7 @@ class SaverCore:
         return reads.ListPager.plan(self.keys, self.view, self.serde, config, filter, before, limit)
 
     @staticmethod
-    def next_version(current: str | int | float | None) -> str:
+    def next_version(current: str | float | None) -> str:
         """The next channel version (see `append.version_after`)."""
         return append.version_after(current, random.random())
 

@@ -212,10 +212,10 @@ class ListPager:
     def _search(self) -> Command:
         parts = []
         if self.thread_id is not None:
-            parts.append("@th:{%s}" % tag(self.thread_id))
+            parts.append(f"@th:{{{tag(self.thread_id)}}}")
         if self.checkpoint_ns is not None:
-            parts.append("@nh:{%s}" % tag(self.checkpoint_ns))
-        parts += ["@mt:{%s}" % t for t in metadata_tags(sorted(self.filter.items()))]
+            parts.append(f"@nh:{{{tag(self.checkpoint_ns)}}}")
+        parts += [f"@mt:{{{t}}}" for t in metadata_tags(sorted(self.filter.items()))]
         command: Command = ["FT.AGGREGATE", self.keyspace.index(self.view), " ".join(parts) or "*"]
         if self.before:
             if not _SAFE_ID.match(self.before):

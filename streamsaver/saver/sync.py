@@ -21,7 +21,15 @@ from redis import Redis
 from redis.exceptions import NoScriptError
 
 from streamsaver.keys import DEFAULT_PREFIX
-from streamsaver.saver.core import LOAD_SCRIPTS, Command, CoreBinding, SaverCore, check_client, enqueue, failed_reply
+from streamsaver.saver.core import (
+    LOAD_SCRIPTS,
+    Command,
+    CoreBinding,
+    SaverCore,
+    check_client,
+    enqueue,
+    failed_reply,
+)
 
 __all__ = ["StreamSaver"]
 

@@ -12,7 +12,6 @@ stopped, and views rebuilt from empty keys equal the live ones.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,41 +119,30 @@ class Replayer:
         until: str = "+",
         progress: Progress | None = None,
     ) -> ReplayStats:
-        """Fold `logs`, `width` at a time, in rounds: read the next entries of the logs in
-        progress, project them while the server still runs the previous round's applies (sent
-        from a second thread, on a connection of its own), then send this round's applies once
-        those are done. So the events of one log are applied in log order, the logs in any."""
+        """Fold `logs`, `width` at a time. Each round trip sends the applies of the entries the
+        previous one read, then reads the next entries of the logs in progress; the events of
+        one log are applied in log order, the logs in any order."""
         stats, count = ReplayStats(), max(1, self.page // width)
         cursors: list[list[Any]] = []  # [log, start] of the logs being read
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamsaver-replay") as sender:
-            applying: tuple[Future[list[Any]], int] | None = None
-            while True:
-                while len(cursors) < width and (log := next(logs, None)) is not None:
-                    cursors.append([log, "-"])
-                    stats.threads += 1
-                if not cursors and applying is None:
-                    return stats
-                pages = self._send([["XRANGE", log, start, until, "COUNT", count] for log, start in cursors])
-                calls = [call for cursor, entries in zip(cursors, pages) for call in self._calls(cursor, entries, count, views)]
-                cursors = [cursor for cursor in cursors if cursor[1] is not None]
-                if applying is not None:
-                    applying[0].result()
-                    stats.events += applying[1]
-                    if progress is not None:
-                        progress(applying[1])
-                applying = (sender.submit(self._send, calls), len(calls)) if calls else None
-
-    def _calls(
-        self, cursor: list[Any], entries: list[tuple[bytes, dict[bytes, bytes]]], count: int, views: Sequence[ViewName]
-    ) -> list[Command]:
-        """The apply calls of one log's `entries`; moves the log's `cursor` past them (to None
-        when the log is read to its end)."""
-        calls = []
-        for raw_id, fields in entries:
-            entry_id = raw_id.decode()
-            calls.append(apply_call(from_fields(fields, entry_id), entry_id, self.target, views))
-        cursor[1] = "(" + entries[-1][0].decode() if len(entries) == count else None
-        return calls
+        calls: list[Command] = []
+        while True:
+            while len(cursors) < width and (log := next(logs, None)) is not None:
+                cursors.append([log, "-"])
+                stats.threads += 1
+            if not cursors and not calls:
+                return stats
+            reads: list[Command] = [["XRANGE", log, start, until, "COUNT", count] for log, start in cursors]
+            pages = self._send([*calls, *reads])[len(calls) :]
+            stats.events += len(calls)
+            if progress is not None and calls:
+                progress(len(calls))
+            calls = []
+            for cursor, entries in zip(cursors, pages):
+                for raw_id, fields in entries:
+                    entry_id = raw_id.decode()
+                    calls.append(apply_call(from_fields(fields, entry_id), entry_id, self.target, views))
+                cursor[1] = "(" + entries[-1][0].decode() if len(entries) == count else None
+            cursors = [cursor for cursor in cursors if cursor[1] is not None]
 
     def drop(self, views: Sequence[ViewName]) -> int:
         """Delete every key of `views` and their recorded positions; returns keys deleted."""

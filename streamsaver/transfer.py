@@ -19,11 +19,11 @@ File format ``streamsaver-logs`` version 1: gzip-compressed JSON Lines (UTF-8), 
 keys) into ``FILE.part``, renamed to ``FILE`` when complete. Under concurrent writes it is
 consistent per thread, not across threads; export a quiet deployment for an exact copy.
 
-**Import** reads the file twice. The first pass checks all of it (format, base64, ids rising
-within each thread, every event readable by this version, trailer counts) before anything is
-written, so a truncated or corrupt file changes nothing; a target prefix holding any key is
-refused. The second pass sets the deployment up (meta, indexes, scripts) with the file's
-partition count, so every thread keeps its partition, and XADDs each entry with its original id.
+**Import** refuses a target prefix holding any key, then reads the file twice. The first pass
+checks all of it (format, base64, ids rising within each thread, every event readable by this
+version, trailer counts), so a truncated or corrupt file writes nothing. The second sets the
+deployment up with the file's partition count (each thread keeps its partition) and XADDs each
+entry under its original id.
 
 **Partition feeds are regenerated**, one pointer per restored entry, exactly as the append
 writes it, in log order within each thread (the only order the feeds promise). The pointers get
@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import orjson
 from redis import Redis
@@ -57,9 +57,8 @@ from streamsaver.replay import Replayer
 from streamsaver.saver.append import feed_pointer
 from streamsaver.saver.sync import StreamSaver
 
-__all__ = [
-    "FORMAT", "VERSION", "Header", "ProgressFactory", "TransferStats", "check_export", "export_logs", "import_logs"
-]
+__all__ = ["FORMAT", "VERSION", "Header", "ProgressFactory", "TransferStats", "check_export", "export_logs",
+           "import_logs"]
 
 FORMAT = "streamsaver-logs"
 VERSION = 1
@@ -67,7 +66,7 @@ VIEWS: tuple[ViewName, ...] = ("full", "shallow")
 _ID = re.compile(r"^[0-9]+-[0-9]+$")
 _BATCH = 500
 
-ProgressFactory = Callable[[str, Union[int, None]], Progress]
+ProgressFactory = Callable[[str, "int | None"], Progress]
 """Makes the progress display of one phase from its label and expected count (None: unknown),
 e.g. ``lambda label, total: Progress(label, total)``. Export has the phase ``export``; import
 has ``check``, ``restore`` and ``replay``."""
@@ -122,7 +121,8 @@ def _line(document: Any) -> bytes:
 
 # export --------------------------------------------------------------------------------------
 def export_logs(
-    client: Redis, prefix: str, path: str | os.PathLike[str], *, page: int = 500, progress: ProgressFactory | None = None
+    client: Redis, prefix: str, path: str | os.PathLike[str], *, page: int = 500,
+    progress: ProgressFactory | None = None,
 ) -> TransferStats:
     """Write every thread log of the deployment under `prefix` to the file `path`.
 
@@ -151,8 +151,8 @@ def export_logs(
         total = _entry_count(client, logs) if progress is not None else None
         with gzip.open(part, "wb", compresslevel=6) as out, _bar(progress, "export", total) as bar:
             created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            out.write(_line({"format": FORMAT, "version": VERSION, "prefix": prefix, "partitions": keyspace.partitions,
-                             "created": created, "streamsaver": __version__}))
+            header = {"format": FORMAT, "version": VERSION, "prefix": prefix, "partitions": keyspace.partitions}
+            out.write(_line(header | {"created": created, "streamsaver": __version__}))
             for log in logs:
                 count = _export_log(client, keyspace, log, out, page, bar)
                 stats.threads += count > 0
@@ -251,11 +251,8 @@ def _entry(document: dict[str, Any], number: int) -> _Entry:
 
 
 def _records(path: str | os.PathLike[str]) -> Iterator[Header | _Entry | tuple[int, int]]:
-    """The header, every entry and the trailer's counts (threads, entries) of an export file.
-
-    Raises:
-        ExportFileError: the file is not an export, is truncated or corrupt.
-    """
+    """The header, the entries and the trailer's counts (threads, entries); ExportFileError
+    for a file that is not an export, is truncated or corrupt."""
     lines = _lines(path)
     number, first = next(lines, (0, b""))
     if number == 0:
@@ -371,7 +368,9 @@ def import_logs(
 def _refuse_unless_empty(client: Redis, prefix: str) -> None:
     for key in client.scan_iter(match=f"{prefix}:*", count=1000):
         shown = key.decode(errors="replace")
-        raise TargetNotEmptyError(f"the prefix {prefix!r} already holds keys (such as {shown!r}); import into an empty prefix")
+        raise TargetNotEmptyError(
+            f"the prefix {prefix!r} already holds keys (such as {shown!r}); import into an empty prefix"
+        )
 
 
 def _restore(client: Redis, keyspace: Keyspace, path: str | os.PathLike[str], feeds: bool, bar: Progress) -> None:

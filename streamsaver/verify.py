@@ -122,7 +122,7 @@ def verify(
         prefix: the deployment's key prefix.
         views: the views to verify (the views the deployment's savers project).
         max_differences: how many differences the report details (all are counted).
-        progress: called with the number of events of each thread log once it is folded.
+        progress: called with the number of events folded after each round trip.
 
     Returns:
         The report; `VerifyReport.matches` is True when the views equal what the logs give.

@@ -22,11 +22,15 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(dataclasses.asdict(stats) | {"file": args.file})
     else:
-        print(f"exported {stats.entries:,} log entries of {stats.threads:,} threads from {stats.prefix!r} to {args.file}")
+        print(
+            f"exported {stats.entries:,} log entries of {stats.threads:,} threads from {stats.prefix!r} to {args.file}"
+        )
     return 0
 
 
-def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+def register(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     """Add ``export``."""
     parser = commands.add_parser(
         "export",
@@ -39,5 +43,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         "them from the logs. FILE is written as FILE.part and renamed when complete.",
     )
     parser.add_argument("file", metavar="FILE", help="the file to write (replaced if it exists)")
-    parser.add_argument("--page", type=int, default=500, help="log entries read per round trip (default: %(default)s)")
+    parser.add_argument(
+        "--page",
+        type=int,
+        default=500,
+        help="log entries read per round trip (default: %(default)s)",
+    )
     parser.set_defaults(handler=_run)

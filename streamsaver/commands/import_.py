@@ -19,7 +19,12 @@ def _run(args: argparse.Namespace) -> int:
 
     with open_client(args) as client:
         stats = import_logs(
-            client, args.file, prefix=args.into_prefix, feeds=not args.no_feeds, page=args.page, progress=bars
+            client,
+            args.file,
+            prefix=args.into_prefix,
+            feeds=not args.no_feeds,
+            page=args.page,
+            progress=bars,
         )
     if args.json:
         emit_json(dataclasses.asdict(stats) | {"file": args.file})
@@ -31,7 +36,9 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+def register(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     """Add ``import``."""
     parser = commands.add_parser(
         "import",
@@ -45,7 +52,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         "prefix the file was exported from (--prefix is not used).",
     )
     parser.add_argument("file", metavar="FILE", help="an export file")
-    parser.add_argument("--into-prefix", metavar="P", help="the target key prefix (default: the exported one)")
+    parser.add_argument(
+        "--into-prefix", metavar="P", help="the target key prefix (default: the exported one)"
+    )
     parser.add_argument("--no-feeds", action="store_true", help="leave the partition feeds empty")
-    parser.add_argument("--page", type=int, default=500, help="events replayed per round trip (default: %(default)s)")
+    parser.add_argument(
+        "--page",
+        type=int,
+        default=500,
+        help="events replayed per round trip (default: %(default)s)",
+    )
     parser.set_defaults(handler=_run)

@@ -49,7 +49,11 @@ def export_file(redis_url: str, source: str, tmp_path_factory: pytest.TempPathFa
 def _views(client: redis.Redis, prefix: str) -> dict[bytes, Any]:
     """Every key but the partition feeds, named without the prefix."""
     state = snapshot(client, prefix)
-    return {k[len(prefix) :]: v for k, v in state.items() if not k.startswith(f"{prefix}:feed:".encode())}
+    return {
+        k[len(prefix) :]: v
+        for k, v in state.items()
+        if not k.startswith(f"{prefix}:feed:".encode())
+    }
 
 
 def _feed_pointers(client: redis.Redis, prefix: str) -> dict[bytes, list[dict[bytes, bytes]]]:
@@ -75,14 +79,18 @@ def _reads(client: redis.Redis, prefix: str) -> list[Any]:
     return answers
 
 
-def test_the_file_holds_a_header_every_log_entry_and_a_trailer(client: redis.Redis, source: str, export_file: Path) -> None:
-    lines = [json.loads(line) for line in gzip.open(export_file).read().splitlines()]
+def test_the_file_holds_a_header_every_log_entry_and_a_trailer(
+    client: redis.Redis, source: str, export_file: Path
+) -> None:
+    lines = [json.loads(line) for line in gzip.decompress(export_file.read_bytes()).splitlines()]
     header, entries, trailer = lines[0], lines[1:-1], lines[-1]
 
     assert header["format"] == FORMAT and header["version"] == 1
     assert header["prefix"] == source and header["partitions"] == 16
     assert {"created", "streamsaver"} <= set(header)
-    logs = [client.xrange(k) for k in keys_of(client, source) if k.startswith(f"{source}:log:".encode())]
+    logs = [
+        client.xrange(k) for k in keys_of(client, source) if k.startswith(f"{source}:log:".encode())
+    ]
     assert len(entries) == sum(len(log) for log in logs)
     for log in logs:
         thread = log[0][1][b"thread"].decode()
@@ -126,14 +134,18 @@ def test_feeds_are_regenerated_in_log_order_for_every_surviving_thread(
     assert _feed_pointers(client, prefix) == original
 
 
-def test_an_import_without_feeds_leaves_them_empty(client: redis.Redis, export_file: Path, prefix: str) -> None:
+def test_an_import_without_feeds_leaves_them_empty(
+    client: redis.Redis, export_file: Path, prefix: str
+) -> None:
     import_logs(client, export_file, prefix=prefix, feeds=False)
 
     assert _feed_pointers(client, prefix) == {}
     assert any(b":log:" in k for k in keys_of(client, prefix))
 
 
-def test_the_restored_deployment_takes_new_writes(client: redis.Redis, export_file: Path, prefix: str) -> None:
+def test_the_restored_deployment_takes_new_writes(
+    client: redis.Redis, export_file: Path, prefix: str
+) -> None:
     import_logs(client, export_file, prefix=prefix)
     saver = StreamSaver(client, prefix=prefix)
     config = {"configurable": {"thread_id": "chat", "checkpoint_ns": ""}}
@@ -164,7 +176,7 @@ def test_an_import_into_a_prefix_holding_any_key_is_refused_and_changes_nothing(
 
 
 def _rewrite(path: Path, target: Path, change: Any) -> Path:
-    lines = gzip.open(path).read().splitlines(keepends=True)
+    lines = gzip.decompress(path.read_bytes()).splitlines(keepends=True)
     target.write_bytes(gzip.compress(b"".join(change(lines))))
     return target
 
@@ -183,9 +195,19 @@ def _damaged(kind: str, good: Path, tmp_path: Path) -> Path:
     elif kind == "entry-missing":
         _rewrite(good, bad, lambda lines: lines[:5] + lines[6:])
     elif kind == "bad-base64":
-        _rewrite(good, bad, lambda lines: [*lines[:3], lines[3].replace(b'"fields":[["', b'"fields":[["!'), *lines[4:]])
+        _rewrite(
+            good,
+            bad,
+            lambda lines: [
+                *lines[:3],
+                lines[3].replace(b'"fields":[["', b'"fields":[["!'),
+                *lines[4:],
+            ],
+        )
     elif kind == "newer-version":
-        _rewrite(good, bad, lambda lines: [lines[0].replace(b'"version":1', b'"version":2'), *lines[1:]])
+        _rewrite(
+            good, bad, lambda lines: [lines[0].replace(b'"version":1', b'"version":2'), *lines[1:]]
+        )
     elif kind == "not-an-export":
         _rewrite(good, bad, lambda lines: [b'{"hello": "world"}\n', *lines[1:]])
     return bad
@@ -216,7 +238,12 @@ def test_a_damaged_file_is_refused_with_a_clear_error_and_writes_nothing(
 
 
 def test_the_cli_exports_and_imports_with_json_output(
-    redis_url: str, client: redis.Redis, source: str, prefix: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    redis_url: str,
+    client: redis.Redis,
+    source: str,
+    prefix: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     path = str(tmp_path / "cli.jsonl.gz")
 

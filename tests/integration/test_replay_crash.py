@@ -5,6 +5,7 @@ what the killed process did is either whole or absent, and the resumed replay sk
 from __future__ import annotations
 
 import random
+import signal
 import subprocess
 import sys
 from typing import Any
@@ -48,11 +49,16 @@ def _write_threads(client: redis.Redis, prefix: str) -> int:
         for ns in namespaces:
             previous: Any = None
             for step in range(STEPS):
-                values = {"messages": [f"message {i} of thread {t}" for i in range(step + 1)], "step": step}
+                values = {
+                    "messages": [f"message {i} of thread {t}" for i in range(step + 1)],
+                    "step": step,
+                }
                 checkpoint, versions = new_checkpoint(values, previous)
                 parent = config(f"thread-{t}", ns, previous["id"] if previous else None)
                 saved = saver.put(parent, checkpoint, {"source": "loop", "step": step}, versions)
-                saver.put_writes(saved, [("messages", f"reply {step}"), ("step", step + 1)], f"task-{step}")
+                saver.put_writes(
+                    saved, [("messages", f"reply {step}"), ("step", step + 1)], f"task-{step}"
+                )
                 previous, events = checkpoint, events + 2
     return events
 
@@ -65,12 +71,14 @@ def _replay_then_kill(url: str, prefix: str, pages: int) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert child.stdout is not None and child.stderr is not None
     try:
-        assert child.stdout is not None
         for done in range(pages):
             line = child.stdout.readline()
-            assert line and line != "done\n", f"the replay ended after {done} pages: {child.stderr.read()!r}"  # type: ignore[union-attr]
-        child.kill()
+            assert line and line != "done\n", (
+                f"the replay ended after {done} pages: {child.stderr.read()}"
+            )
+        child.send_signal(signal.SIGKILL)
         child.wait()
         assert "done" not in child.stdout.read(), "the replay finished before it was killed"
     finally:
@@ -84,11 +92,15 @@ def _replay_then_kill(url: str, prefix: str, pages: int) -> None:
 
 def _positions(client: redis.Redis, prefix: str) -> dict[bytes, dict[bytes, bytes]]:
     """The recorded positions: per thread, the last event each view applied."""
-    return {key: client.hgetall(key) for key in client.scan_iter(match=f"{prefix}:pos:*", count=1000)}
+    return {
+        key: client.hgetall(key) for key in client.scan_iter(match=f"{prefix}:pos:*", count=1000)
+    }
 
 
 def _positions_of(state: dict[bytes, Any], prefix: str) -> dict[bytes, dict[bytes, bytes]]:
-    return {key: value for key, (_, value) in state.items() if key.startswith(f"{prefix}:pos:".encode())}
+    return {
+        key: value for key, (_, value) in state.items() if key.startswith(f"{prefix}:pos:".encode())
+    }
 
 
 def test_a_replay_killed_at_random_points_resumes_to_byte_identical_views(
@@ -104,9 +116,13 @@ def test_a_replay_killed_at_random_points_resumes_to_byte_identical_views(
         replayer.drop(VIEWS)
         pages = rng.randrange(1, events // PAGE * 9 // 10)
         _replay_then_kill(redis_url, prefix, pages)
-        assert _positions(client, prefix) != _positions_of(live, prefix), f"seed {seed}, trial {trial}: nothing to resume"
+        assert _positions(client, prefix) != _positions_of(live, prefix), (
+            f"seed {seed}, trial {trial}: nothing to resume"
+        )
 
         stats = replayer.replay(VIEWS)
 
         assert stats.events == events
-        assert snapshot(client, prefix) == live, f"seed {seed}, trial {trial}: killed after {pages} pages"
+        assert snapshot(client, prefix) == live, (
+            f"seed {seed}, trial {trial}: killed after {pages} pages"
+        )

@@ -17,8 +17,8 @@ from typing import Any
 
 from redis import Redis
 
-from streamsaver.errors import ConfigurationError
 from streamsaver.events import from_fields
+from streamsaver.inspection import deployment_keyspace
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
 from streamsaver.saver.append import apply_call
 from streamsaver.saver.core import LOAD_SCRIPTS, Command, enqueue, failed_reply
@@ -67,10 +67,7 @@ class Replayer:
         Raises:
             ConfigurationError: nothing was ever set up under `prefix`.
         """
-        partitions = client.hget(Keyspace(prefix).meta, "partitions")
-        if partitions is None:
-            raise ConfigurationError(f"no streamsaver deployment under prefix {prefix!r}")
-        keyspace = Keyspace(prefix, int(partitions))
+        keyspace = deployment_keyspace(client, prefix)
         into = Keyspace(target, keyspace.partitions) if target is not None else None
         return cls(client, keyspace, page=page, target=into)
 

@@ -191,10 +191,14 @@ def _excerpt(client: Redis, saver: StreamSaver, show: Show, thread_id: str, view
     show.block(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
     show.say("th / nh / ph / mt are digests of thread id, namespace, parent id and metadata pairs:")
     show.say("the index queries those, so no user input ever reaches query syntax.")
-    blobs = keys.in_ns(view, "blobs", "")
-    entries = command(client, "HLEN", blobs)
-    show.say(f"Its 'refs' point into the hash {blobs} ({entries} entries), which holds")
-    show.say("every checkpoint body and each channel value once per version, as binary.")
+    ptrs = keys.in_ns(view, "ptrs", "")
+    entries = command(client, "HLEN", ptrs)
+    body_ref = doc["refs"][0] if doc.get("refs") else None
+    entry = command(client, "HGET", ptrs, body_ref) if body_ref else None
+    show.say(f"Its 'refs' name fields of the hash {ptrs} ({entries} entries); each holds the id")
+    show.say("of the log entry that carries the payload (the body, or a channel at a version), e.g.")
+    show.say(f"  HGET {ptrs} {body_ref} -> {entry.decode() if entry else '-'}")
+    show.say("Views hold no payloads: every value is stored once, in the thread log.")
 
 
 def _early_writes(log: Sequence[LoggedEvent]) -> int:

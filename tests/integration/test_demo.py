@@ -7,6 +7,7 @@ saver on the demo's key prefix, so the facts come from Redis, not from the demo'
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -212,3 +213,12 @@ def test_module_and_console_script_entry_points_answer_help() -> None:
         pytest.skip("the streamsaver console script is not installed next to this interpreter")
     installed = subprocess.run([str(script), "--help"], check=False, capture_output=True, text=True)
     assert installed.returncode == 0 and "demo" in installed.stdout
+
+
+def test_the_pointer_the_demo_shows_names_an_entry_of_the_thread_log(demo: Demo) -> None:
+    match = re.search(r"HGET (\S+) (\S+) -> (\d+-\d+)", demo.output)
+    assert match, "the demo shows one pointer of the view into the log"
+    ptrs, field, entry_id = match.groups()
+    assert demo.client.hget(ptrs, field).decode() == entry_id
+    log = demo.saver.core.keys.thread("trip").log
+    assert demo.client.xrange(log, entry_id, entry_id), "the pointer names a real log entry"

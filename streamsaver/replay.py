@@ -21,7 +21,8 @@ from streamsaver.events import from_fields
 from streamsaver.inspection import deployment_keyspace
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
 from streamsaver.saver.append import apply_call
-from streamsaver.saver.core import LOAD_SCRIPTS, Command, enqueue, failed_reply
+from streamsaver.saver.core import Command
+from streamsaver.saver.sync import round_trip
 
 __all__ = ["ReplayStats", "Replayer"]
 
@@ -78,23 +79,6 @@ class Replayer:
         """The key of every thread log of the deployment."""
         return self._scan(f"{self.keyspace.prefix}:log:*", "stream")
 
-    def _send(self, commands: Sequence[Command]) -> list[Any]:
-        """One pipelined round trip; on NOSCRIPT load the scripts and send it all again (reads
-        are harmless and applies idempotent, so a resend changes nothing twice)."""
-        for attempt in (1, 2):
-            pipe = self.redis.pipeline(transaction=False)
-            enqueue(pipe, commands)
-            replies: list[Any] = pipe.execute(raise_on_error=False)
-            error = failed_reply(replies)
-            if error is None:
-                return replies
-            if attempt == 2 or "NOSCRIPT" not in str(error):
-                raise error
-            pipe = self.redis.pipeline(transaction=False)
-            enqueue(pipe, LOAD_SCRIPTS)
-            pipe.execute()
-        raise AssertionError("unreachable")
-
     def replay_log(self, log: bytes | str, views: Sequence[ViewName], *, until: str = "+") -> ReplayStats:
         """Apply one thread log, oldest first, up to the entry id `until` (inclusive)."""
         return self._fold(iter([log]), views, width=1, until=until)
@@ -129,7 +113,7 @@ class Replayer:
             if not cursors and not calls:
                 return stats
             reads: list[Command] = [["XRANGE", log, start, until, "COUNT", count] for log, start in cursors]
-            pages = self._send([*calls, *reads])[len(calls) :]
+            pages = round_trip(self.redis, [*calls, *reads])[len(calls) :]
             stats.events += len(calls)
             if progress is not None and calls:
                 progress(len(calls))

@@ -31,7 +31,39 @@ from streamsaver.saver.core import (
     failed_reply,
 )
 
-__all__ = ["StreamSaver"]
+__all__ = ["StreamSaver", "round_trip", "send_raw"]
+
+
+def send_raw(client: Redis, commands: Sequence[Command]) -> list[Any]:
+    """Send `commands` in one pipelined round trip; errors come back as reply objects."""
+    pipe = client.pipeline(transaction=False)
+    enqueue(pipe, commands)
+    replies: list[Any] = pipe.execute(raise_on_error=False)
+    return replies
+
+
+def _send_once(client: Redis, commands: Sequence[Command]) -> list[Any]:
+    if len(commands) == 1:
+        execute: Callable[..., Any] = client.execute_command
+        return [execute(*commands[0])]
+    replies = send_raw(client, commands)
+    if (error := failed_reply(replies)) is not None:
+        raise error
+    return replies
+
+
+def round_trip(client: Redis, commands: Sequence[Command]) -> list[Any]:
+    """One round trip (a pipeline when there are several commands); on NOSCRIPT (a flushed or
+    restarted server) load the scripts and send again: a refused script ran nothing.
+
+    Raises:
+        RedisError: the first error among the replies.
+    """
+    try:
+        return _send_once(client, commands)
+    except NoScriptError:
+        send_raw(client, LOAD_SCRIPTS)
+        return _send_once(client, commands)
 
 
 class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
@@ -63,7 +95,6 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         check_client(redis_client)
         self.redis = redis_client
-        self._execute: Callable[..., Any] = redis_client.execute_command
         self.core = SaverCore.configure(
             self.serde, view=view, projections=projections, prefix=prefix, partitions=partitions
         )
@@ -79,25 +110,10 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
             client.close()
 
     def _send(self, commands: Sequence[Command]) -> builtins.list[Any]:
-        """One round trip; on NOSCRIPT (a flushed or restarted server) load scripts and resend."""
-        try:
-            return self._send_once(commands)
-        except NoScriptError:
-            self._send_raw(LOAD_SCRIPTS)
-            return self._send_once(commands)
-
-    def _send_once(self, commands: Sequence[Command]) -> builtins.list[Any]:
-        if len(commands) == 1:
-            return [self._execute(*commands[0])]
-        replies = self._send_raw(commands)
-        if (error := failed_reply(replies)) is not None:
-            raise error
-        return replies
+        return round_trip(self.redis, commands)
 
     def _send_raw(self, commands: Sequence[Command]) -> builtins.list[Any]:
-        pipe = self.redis.pipeline(transaction=False)
-        enqueue(pipe, commands)
-        return pipe.execute(raise_on_error=False)
+        return send_raw(self.redis, commands)
 
     def setup(self) -> None:
         """Check the modules, fix the partition count, create indexes. Idempotent."""

@@ -17,6 +17,7 @@ import hashlib
 import re
 import struct
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -25,6 +26,7 @@ __all__ = ["canonical_json", "escape", "metadata_tags", "pack", "strict_json", "
 
 _LEN = struct.Struct(">I")
 _UNSAFE = re.compile(rb"[^A-Za-z0-9._-]")
+_SAFE = re.compile(r"[A-Za-z0-9._-]*")
 _TAG_BYTES = 10
 
 
@@ -57,8 +59,12 @@ def unpack(data: bytes) -> list[bytes]:
     return parts
 
 
+@lru_cache(maxsize=16384)
 def escape(component: str) -> str:
     """Spell one key component with ``[A-Za-z0-9._-%]`` only; distinct inputs stay distinct."""
+    # Cached: the same thread ids, namespaces and channel names recur in every event.
+    if _SAFE.fullmatch(component):
+        return component
     raw = component.encode("utf-8", "surrogatepass")
     return _UNSAFE.sub(lambda m: b"%%%02X" % m.group()[0], raw).decode("ascii")
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from streamsaver.codec import escape
@@ -46,6 +47,7 @@ ViewName = Literal["full", "shallow"]
 _PREFIX_RULE = re.compile(r"^[A-Za-z0-9._-]+(:[A-Za-z0-9._-]+)*$")
 
 
+@lru_cache(maxsize=16384)
 def partition_of(thread_id: str, partitions: int) -> int:
     """The partition of a thread: a stable hash of its id, modulo the partition count."""
     digest = hashlib.blake2b(thread_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()

@@ -12,6 +12,7 @@ stopped, and views rebuilt from empty keys equal the live ones.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,30 +101,55 @@ class Replayer:
         until: str = "+",
         progress: Progress | None = None,
     ) -> ReplayStats:
-        """Fold `logs`, `width` at a time. Each round trip sends the applies of the entries the
-        previous one read, then reads the next entries of the logs in progress; the events of
-        one log are applied in log order, the logs in any order."""
+        """Fold `logs`, `width` at a time. The events of one log are applied in log order, the
+        logs in any order.
+
+        Reading and projecting a page overlaps with the server applying the previous one: one
+        round trip of applies is in flight on its own connection (from one worker thread, so
+        the applies keep their order) while this thread reads and projects the next page.
+        """
         stats, count = ReplayStats(), max(1, self.page // width)
         cursors: list[list[Any]] = []  # [log, start] of the logs being read
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamsaver-replay") as applier:
+            in_flight: Future[int] | None = None
+            while True:
+                while len(cursors) < width and (log := next(logs, None)) is not None:
+                    cursors.append([log, "-"])
+                    stats.threads += 1
+                if not cursors:
+                    break
+                calls = self._read_page(cursors, count, until, views)
+                cursors = [cursor for cursor in cursors if cursor[1] is not None]
+                if in_flight is not None:
+                    self._applied(in_flight.result(), stats, progress)
+                in_flight = applier.submit(self._apply, calls) if calls else None
+            if in_flight is not None:
+                self._applied(in_flight.result(), stats, progress)
+        return stats
+
+    def _read_page(
+        self, cursors: list[list[Any]], count: int, until: str, views: Sequence[ViewName]
+    ) -> list[Command]:
+        """Read the next entries of each log in `cursors` (one round trip), advance the cursors
+        (None when a log is exhausted) and return the applies of the entries read."""
+        reads: list[Command] = [["XRANGE", log, start, until, "COUNT", count] for log, start in cursors]
         calls: list[Command] = []
-        while True:
-            while len(cursors) < width and (log := next(logs, None)) is not None:
-                cursors.append([log, "-"])
-                stats.threads += 1
-            if not cursors and not calls:
-                return stats
-            reads: list[Command] = [["XRANGE", log, start, until, "COUNT", count] for log, start in cursors]
-            pages = round_trip(self.redis, [*calls, *reads])[len(calls) :]
-            stats.events += len(calls)
-            if progress is not None and calls:
-                progress(len(calls))
-            calls = []
-            for cursor, entries in zip(cursors, pages):
-                for raw_id, fields in entries:
-                    entry_id = raw_id.decode()
-                    calls.append(apply_call(from_fields(fields, entry_id), entry_id, self.target, views))
-                cursor[1] = "(" + entries[-1][0].decode() if len(entries) == count else None
-            cursors = [cursor for cursor in cursors if cursor[1] is not None]
+        for cursor, entries in zip(cursors, round_trip(self.redis, reads)):
+            for raw_id, fields in entries:
+                entry_id = raw_id.decode()
+                calls.append(apply_call(from_fields(fields, entry_id), entry_id, self.target, views))
+            cursor[1] = "(" + entries[-1][0].decode() if len(entries) == count else None
+        return calls
+
+    def _apply(self, calls: list[Command]) -> int:
+        round_trip(self.redis, calls)
+        return len(calls)
+
+    @staticmethod
+    def _applied(events: int, stats: ReplayStats, progress: Progress | None) -> None:
+        stats.events += events
+        if progress is not None:
+            progress(events)
 
     def drop(self, views: Sequence[ViewName]) -> int:
         """Delete every key of `views` and their recorded positions; returns keys deleted."""

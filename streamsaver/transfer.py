@@ -37,9 +37,7 @@ from __future__ import annotations
 import base64
 import gzip
 import os
-import re
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,27 +47,30 @@ import orjson
 from redis import Redis
 
 from streamsaver import __version__
-from streamsaver.errors import EventDecodeError, ExportFileError, TargetNotEmptyError
+from streamsaver.errors import EventDecodeError, TargetNotEmptyError
 from streamsaver.events import from_fields
+from streamsaver.export_file import (
+    FORMAT,
+    VERSION,
+    Entry,
+    Header,
+    ProgressFactory,
+    check_export,
+    phase_bar,
+    records,
+)
 from streamsaver.keys import Keyspace, ThreadKeys, ViewName
 from streamsaver.progress import Progress
 from streamsaver.replay import Replayer
+from streamsaver.restore import log_bound
 from streamsaver.saver.append import feed_pointer
 from streamsaver.saver.sync import StreamSaver
 
 __all__ = ["FORMAT", "VERSION", "Header", "ProgressFactory", "TransferStats", "check_export", "export_logs",
-           "import_logs"]
+           "import_logs"]  # the file format's names stay importable from here
 
-FORMAT = "streamsaver-logs"
-VERSION = 1
 VIEWS: tuple[ViewName, ...] = ("full", "shallow")
-_ID = re.compile(r"^[0-9]+-[0-9]+$")
 _BATCH = 500
-
-ProgressFactory = Callable[[str, "int | None"], Progress]
-"""Makes the progress display of one phase from its label and expected count (None: unknown),
-e.g. ``lambda label, total: Progress(label, total)``. Export has the phase ``export``; import
-has ``check``, ``restore`` and ``replay``."""
 
 
 @dataclass
@@ -92,29 +93,6 @@ class TransferStats:
     replayed: int = 0
 
 
-@dataclass(frozen=True)
-class Header:
-    """The first line of an export file."""
-
-    prefix: str
-    partitions: int
-    created: str
-    streamsaver: str
-    version: int = VERSION
-
-
-@dataclass(frozen=True)
-class _Entry:
-    line: int
-    thread: str
-    id: str
-    fields: list[tuple[bytes, bytes]]
-
-
-def _bar(progress: ProgressFactory | None, label: str, total: int | None) -> Progress:
-    return progress(label, total) if progress is not None else Progress(label, total, enabled=False)
-
-
 def _line(document: Any) -> bytes:
     return orjson.dumps(document) + b"\n"
 
@@ -122,9 +100,12 @@ def _line(document: Any) -> bytes:
 # export --------------------------------------------------------------------------------------
 def export_logs(
     client: Redis, prefix: str, path: str | os.PathLike[str], *, page: int = 500,
-    progress: ProgressFactory | None = None,
+    progress: ProgressFactory | None = None, until: str | int | datetime | None = None,
 ) -> TransferStats:
     """Write every thread log of the deployment under `prefix` to the file `path`.
+
+    With `until`, each log only up to that moment (see `streamsaver.restore.log_bound`): the
+    deployment as it was then, which `import_logs` restores under a new prefix.
 
     Args:
         client: a ``redis.Redis`` with ``decode_responses=False``.
@@ -132,6 +113,8 @@ def export_logs(
         path: the file to write (replaced if it exists; written as ``path.part`` first).
         page: log entries read per XRANGE.
         progress: makes the progress display (phase ``export``, total: entries); none if None.
+        until: a log entry id, epoch milliseconds, or a timezone-aware time (or ISO 8601
+            string): the last moment exported; every entry if None.
 
     Returns:
         The prefix, partition count, and the numbers of threads and entries written.
@@ -139,9 +122,11 @@ def export_logs(
     Raises:
         ConfigurationError: nothing was ever set up under `prefix`.
         EventDecodeError: a log holds an entry without a thread id, or another thread's.
+        InvalidInputError: `until` is not a time or a log entry id.
         OSError: the file cannot be written.
         redis.exceptions.RedisError: the server refused a command or cannot be reached.
     """
+    bound = "+" if until is None else log_bound(until)
     replayer = Replayer.open(client, prefix)
     keyspace = replayer.keyspace
     logs = sorted(set(replayer.thread_logs()))
@@ -149,12 +134,13 @@ def export_logs(
     part = Path(f"{os.fspath(path)}.part")
     try:
         total = _entry_count(client, logs) if progress is not None else None
-        with gzip.open(part, "wb", compresslevel=6) as out, _bar(progress, "export", total) as bar:
+        with gzip.open(part, "wb", compresslevel=6) as out, phase_bar(progress, "export", total) as bar:
             created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            header = {"format": FORMAT, "version": VERSION, "prefix": prefix, "partitions": keyspace.partitions}
+            header = {"format": FORMAT, "version": VERSION, "prefix": prefix, "partitions": keyspace.partitions,
+                      "until": bound}
             out.write(_line(header | {"created": created, "streamsaver": __version__}))
             for log in logs:
-                count = _export_log(client, keyspace, log, out, page, bar)
+                count = _export_log(client, keyspace, log, out, (bound, page), bar)
                 stats.threads += count > 0
                 stats.entries += count
             out.write(_line({"end": True, "threads": stats.threads, "entries": stats.entries}))
@@ -175,11 +161,13 @@ def _entry_count(client: Redis, logs: list[bytes]) -> int:
     return total
 
 
-def _export_log(client: Redis, keyspace: Keyspace, log: bytes, out: gzip.GzipFile, page: int, bar: Progress) -> int:
+def _export_log(
+    client: Redis, keyspace: Keyspace, log: bytes, out: gzip.GzipFile, reading: tuple[str, int], bar: Progress
+) -> int:
     xrange: Callable[..., Any] = client.xrange
-    start, count, thread = "-", 0, None
+    (bound, page), start, count, thread = reading, "-", 0, None
     entries: list[tuple[bytes, dict[bytes, bytes]]]
-    while entries := xrange(log, start, "+", count=page):
+    while entries := xrange(log, start, bound, count=page):
         for raw_id, fields in entries:
             if thread is None:
                 thread = _thread_of(keyspace, log, fields, raw_id.decode())
@@ -199,125 +187,6 @@ def _thread_of(keyspace: Keyspace, log: bytes, fields: dict[bytes, bytes], entry
     if keyspace.thread(thread).log.encode() != log:
         raise EventDecodeError(f"log {log!r} holds an event of thread {thread!r}", event_id=entry_id)
     return thread
-
-
-# reading a file ------------------------------------------------------------------------------
-def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:
-    try:
-        with gzip.open(path, "rb") as file:
-            yield from enumerate(file, 1)
-    except EOFError as exc:
-        raise ExportFileError(f"{os.fspath(path)} is truncated: {exc}") from exc
-    except (OSError, zlib.error) as exc:
-        raise ExportFileError(f"{os.fspath(path)} cannot be read as a streamsaver export: {exc}") from exc
-
-
-def _json(line: bytes, number: int) -> dict[str, Any]:
-    try:
-        document = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        raise ExportFileError(f"line {number} of the export is not JSON: {exc}") from exc
-    if not isinstance(document, dict):
-        raise ExportFileError(f"line {number} of the export is not a JSON object")
-    return document
-
-
-def _header(line: bytes) -> Header:
-    document = _json(line, 1)
-    if document.get("format") != FORMAT:
-        raise ExportFileError(f"not a streamsaver export: the first line has no format {FORMAT!r}")
-    version = document.get("version")
-    if not isinstance(version, int) or version > VERSION:
-        raise ExportFileError(f"export format version {version!r}: this streamsaver reads up to {VERSION}")
-    try:
-        fields = (str(document[k]) for k in ("prefix", "partitions", "created", "streamsaver"))
-        prefix, partitions, created, writer = fields
-        return Header(prefix, int(partitions), created, writer, version)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ExportFileError(f"the export's header lacks or garbles {exc}") from exc
-
-
-def _entry(document: dict[str, Any], number: int) -> _Entry:
-    thread, entry_id, pairs = document.get("thread"), document.get("id"), document.get("fields")
-    if not isinstance(thread, str) or not isinstance(entry_id, str) or not _ID.match(entry_id):
-        raise ExportFileError(f"line {number} of the export has no valid thread and stream id")
-    if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
-        raise ExportFileError(f"line {number} of the export has no valid fields")
-    try:
-        fields = [(base64.b64decode(k, validate=True), base64.b64decode(v, validate=True)) for k, v in pairs]
-    except (TypeError, ValueError) as exc:
-        raise ExportFileError(f"line {number} of the export has a field that is not base64: {exc}") from exc
-    return _Entry(number, thread, entry_id, fields)
-
-
-def _records(path: str | os.PathLike[str]) -> Iterator[Header | _Entry | tuple[int, int]]:
-    """The header, the entries and the trailer's counts (threads, entries); ExportFileError
-    for a file that is not an export, is truncated or corrupt."""
-    lines = _lines(path)
-    number, first = next(lines, (0, b""))
-    if number == 0:
-        raise ExportFileError(f"{os.fspath(path)} is empty")
-    yield _header(first)
-    for number, line in lines:
-        document = _json(line, number)
-        if document.get("end") is True:
-            if next(lines, None) is not None:
-                raise ExportFileError(f"the export goes on after its trailer (line {number})")
-            try:
-                yield int(document["threads"]), int(document["entries"])
-            except (KeyError, TypeError, ValueError) as exc:
-                raise ExportFileError(f"the export's trailer (line {number}) lacks or garbles {exc}") from exc
-            return
-        yield _entry(document, number)
-    raise ExportFileError(f"{os.fspath(path)} ends without its trailer line: the file is truncated")
-
-
-def check_export(path: str | os.PathLike[str], *, progress: ProgressFactory | None = None) -> tuple[Header, int, int]:
-    """Read a whole export file without writing anything: is it complete and importable?
-
-    Args:
-        path: the export file.
-        progress: makes the progress display (phase ``check``); none if None.
-
-    Returns:
-        The header, the number of threads and the number of entries.
-
-    Raises:
-        ExportFileError: the file is not an export, is of a newer format, is truncated or
-            corrupt, or holds an event this version cannot read.
-    """
-    records = _records(path)
-    header = next(records)
-    assert isinstance(header, Header)
-    last: dict[str, tuple[int, ...]] = {}
-    entries = 0
-    with _bar(progress, "check", None) as bar:
-        for record in records:
-            if isinstance(record, tuple):
-                if record != (len(last), entries):
-                    raise ExportFileError(
-                        f"the export's trailer counts {record[0]} threads and {record[1]} entries, "
-                        f"the file holds {len(last)} and {entries}"
-                    )
-                return header, len(last), entries
-            assert isinstance(record, _Entry)
-            _check_entry(record, last)
-            entries += 1
-            bar.advance()
-    raise AssertionError("unreachable: _records ends with a trailer or raises")
-
-
-def _check_entry(entry: _Entry, last: dict[str, tuple[int, ...]]) -> None:
-    key = tuple(int(part) for part in entry.id.split("-"))
-    if key <= last.get(entry.thread, (0, 0)):
-        raise ExportFileError(f"line {entry.line}: stream id {entry.id} does not follow the thread's previous one")
-    last[entry.thread] = key
-    try:
-        event = from_fields(dict(entry.fields), entry.id)
-    except EventDecodeError as exc:
-        raise ExportFileError(f"line {entry.line}: {exc}") from exc
-    if event.thread_id != entry.thread:
-        raise ExportFileError(f"line {entry.line}: an event of thread {event.thread_id!r} in {entry.thread!r}")
 
 
 # import --------------------------------------------------------------------------------------
@@ -351,16 +220,16 @@ def import_logs(
         ConfigurationError: a bad prefix, or the server lacks a module.
         redis.exceptions.RedisError: the server refused a command or cannot be reached.
     """
-    header = next(_records(path))  # the first line only: the target is known before the long check
+    header = next(records(path))  # the first line only: the target is known before the long check
     assert isinstance(header, Header)
     keyspace = Keyspace(prefix or header.prefix, header.partitions)
     _refuse_unless_empty(client, keyspace.prefix)
     _, threads, entries = check_export(path, progress=progress)
     stats = TransferStats(keyspace.prefix, header.prefix, keyspace.partitions, threads, entries)
     StreamSaver(client, prefix=keyspace.prefix, partitions=keyspace.partitions).setup()
-    with _bar(progress, "restore", entries) as bar:
+    with phase_bar(progress, "restore", entries) as bar:
         _restore(client, keyspace, path, feeds, bar)
-    with _bar(progress, "replay", entries) as bar:
+    with phase_bar(progress, "replay", entries) as bar:
         stats.replayed = Replayer(client, keyspace, page=page).replay(VIEWS, progress=bar.advance).events
     return stats
 
@@ -377,8 +246,8 @@ def _restore(client: Redis, keyspace: Keyspace, path: str | os.PathLike[str], fe
     pipe: Any = client.pipeline(transaction=False)
     keys: ThreadKeys | None = None
     thread: str | None = None
-    for record in _records(path):
-        if not isinstance(record, _Entry):
+    for record in records(path):
+        if not isinstance(record, Entry):
             continue
         if record.thread != thread:
             thread, keys = record.thread, keyspace.thread(record.thread)

@@ -18,7 +18,7 @@ def _run(args: argparse.Namespace) -> int:
         return Progress(label, total, enabled=False if args.json else None)
 
     with open_client(args) as client:
-        stats = export_logs(client, args.prefix, args.file, page=args.page, progress=bars)
+        stats = export_logs(client, args.prefix, args.file, page=args.page, progress=bars, until=args.until)
     if args.json:
         emit_json(dataclasses.asdict(stats) | {"file": args.file})
     else:
@@ -40,9 +40,17 @@ def register(
         "JSON Lines, a header (format, version, prefix, partition count, time, streamsaver version), "
         "one line per log entry with its thread, its original stream id and its fields (base64), "
         "and a trailer with the counts. The views are not exported: 'streamsaver import' rebuilds "
-        "them from the logs. FILE is written as FILE.part and renamed when complete.",
+        "them from the logs. FILE is written as FILE.part and renamed when complete. With --until, "
+        "the deployment as it was at that moment: import the file under a new prefix for a "
+        "point-in-time copy of every thread.",
     )
     parser.add_argument("file", metavar="FILE", help="the file to write (replaced if it exists)")
+    parser.add_argument(
+        "--until",
+        metavar="TIME",
+        help="export each log only up to this moment: a log entry id (1718000000000-0), epoch "
+        "milliseconds, or an ISO 8601 time with a timezone (2024-06-10T09:30:00Z)",
+    )
     parser.add_argument(
         "--page",
         type=int,

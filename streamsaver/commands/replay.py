@@ -16,6 +16,8 @@ def _run(args: argparse.Namespace) -> int:
     from streamsaver.replay import Replayer
 
     views = cast(list[ViewName], args.view or ["full", "shallow"])
+    if args.shadow:
+        return _run_shadow(args, views)
     with open_client(args) as client:
         replayer = Replayer.open(client, args.prefix)
         total = sum(int(client.xlen(log)) for log in replayer.thread_logs())
@@ -29,6 +31,29 @@ def _run(args: argparse.Namespace) -> int:
         emit_json(result)
     else:
         print(f"replayed {stats.events:,} events of {stats.threads:,} threads into {', '.join(views)}")
+    return 0
+
+
+def _run_shadow(args: argparse.Namespace, views: list[ViewName]) -> int:
+    from streamsaver.shadow import ShadowRebuild
+
+    quiet = False if args.json else None
+    with open_client(args) as client:
+        rebuild = ShadowRebuild.open(client, args.prefix)
+        total = sum(int(client.xlen(log)) for log in rebuild.replayer.thread_logs())
+        threads = sum(1 for _ in rebuild.threads())
+        with Progress("events", total, enabled=quiet) as folding, Progress(
+            "swapped", threads * len(views), enabled=quiet
+        ) as swapping:
+            stats = rebuild.run(views, progress=folding.advance, swapping=swapping.advance)
+    result = {"events": stats.events, "swapped": stats.swapped, "caught_up": stats.caught_up}
+    if args.json:
+        emit_json(result | {"views": views, "shadow": True})
+    else:
+        print(
+            f"folded {stats.events:,} events into shadow {', '.join(views)}; swapped {stats.swapped:,} "
+            f"thread views in ({stats.caught_up:,} caught up first)"
+        )
     return 0
 
 
@@ -48,4 +73,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         "--view", action="append", choices=["full", "shallow"], help="a view to rebuild (repeatable; default: both)"
     )
     parser.add_argument("--keep", action="store_true", help="do not drop the views first; apply what is missing")
+    parser.add_argument(
+        "--shadow",
+        action="store_true",
+        help="build the views in shadow keys and swap them in thread by thread, caught up with "
+        "the writes made meanwhile: readers see every thread whole, old or rebuilt, all along",
+    )
     parser.set_defaults(handler=_run)

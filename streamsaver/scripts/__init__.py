@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from typing import Any
 
-__all__ = ["APPEND", "APPLY", "READ_FULL", "READ_SHALLOW", "Script"]
+__all__ = ["ALL", "APPEND", "APPLY", "READ_FULL", "READ_SHALLOW", "SWAP", "Script"]
 
 Arg = str | bytes | int
 
@@ -45,7 +46,7 @@ class Script:
         """A script from inline Lua with the shared prelude spliced in (for tools and tests)."""
         return cls(name, f"{shebang}\n{_read('_lib.lua')}\n{body}")
 
-    @property
+    @cached_property
     def sha(self) -> str:
         """The SHA1 that EVALSHA names the script by."""
         return hashlib.sha1(self.source.encode()).hexdigest()
@@ -63,4 +64,5 @@ APPEND = Script.load("append")
 READ_FULL = Script.load("read_full")
 READ_SHALLOW = Script.load("read_shallow")
 APPLY = Script.load("apply")
-ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW)
+SWAP = Script.load("swap")
+ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP)

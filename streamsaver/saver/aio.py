@@ -62,6 +62,9 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
             self.serde, view=view, projections=projections, prefix=prefix, partitions=partitions
         )
         self._setup_lock = asyncio.Lock()
+        # A plain redis.asyncio pool raises MaxConnectionsError past its size instead of
+        # waiting; many graph tasks saving at once must queue here instead.
+        self._slots = asyncio.Semaphore(max(1, int(getattr(redis_client.connection_pool, "max_connections", 100))))
         try:
             self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -78,12 +81,14 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
             await client.aclose()
 
     async def _send(self, commands: Sequence[Command]) -> builtins.list[Any]:
-        """One round trip; on NOSCRIPT (a flushed or restarted server) load scripts and resend."""
-        try:
-            return await self._send_once(commands)
-        except NoScriptError:
-            await self._send_raw(LOAD_SCRIPTS)
-            return await self._send_once(commands)
+        """One round trip; on NOSCRIPT (a flushed or restarted server) load scripts and resend.
+        At most the client pool's size of calls are in flight at once; the rest wait."""
+        async with self._slots:
+            try:
+                return await self._send_once(commands)
+            except NoScriptError:
+                await self._send_raw(LOAD_SCRIPTS)
+                return await self._send_once(commands)
 
     async def _send_once(self, commands: Sequence[Command]) -> builtins.list[Any]:
         if len(commands) == 1:

@@ -1,0 +1,143 @@
+"""A writer killed with SIGKILL at any instant of a `put` or `put_writes` leaves either the whole
+event with its projections or nothing (invariant 2), and every acknowledged checkpoint and write
+stays readable.
+
+Writers are forked from the test process (no interpreter start-up per kill, so hundreds of kills
+take seconds). Each writer continues one of a few threads from its latest checkpoint, putting
+checkpoints of mixed sizes (up to ~200 kB, so a kill often lands mid-send) each followed by its
+writes, and records an acknowledgement in a shared file only after the call returned. The test
+kills it after a random delay, then checks the deployment: `verify` folds every log afresh and
+compares with the live views (a view without its event is *extra*, an event without its view is
+*missing*), every feed pointer names a log entry and every log entry has one, and every
+acknowledged checkpoint and write reads back with its values.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from helpers import config, new_checkpoint
+
+from streamsaver import StreamSaver
+from streamsaver.keys import Keyspace
+from streamsaver.verify import verify
+
+pytestmark = pytest.mark.slow
+
+KILLS = int(os.environ.get("STREAMSAVER_CRASH_KILLS", "240"))
+THREADS = 6
+SIZES = (10, 2_000, 60_000, 200_000)
+
+
+def _values(thread: str, step: int) -> dict[str, Any]:
+    size = SIZES[step % len(SIZES)]
+    return {"step": step, "text": f"{thread}/{step}:" + "x" * size}
+
+
+def _write_forever(url: str, prefix: str, thread: str, acks: Path) -> None:
+    """The child: continue `thread` from its latest checkpoint, acknowledging each call after
+    it returned (one line, one write(2), so a kill never leaves half a line)."""
+    client = redis.Redis.from_url(url)
+    saver = StreamSaver(client, prefix=prefix)
+    saver.setup()
+    fd = os.open(acks, os.O_WRONLY | os.O_APPEND)
+    latest = saver.get_tuple(config(thread))
+    previous = latest.checkpoint if latest else None
+    step = latest.checkpoint["channel_values"]["step"] + 1 if latest else 0
+    while True:
+        checkpoint, versions = new_checkpoint(_values(thread, step), previous)
+        parent = config(thread, "", previous["id"] if previous else None)
+        saved = saver.put(parent, checkpoint, {"source": "loop", "step": step}, versions)
+        os.write(fd, f"put {thread} {checkpoint['id']} {step}\n".encode())
+        saver.put_writes(saved, [("text", f"w{step}"), ("step", step)], f"task-{step}")
+        os.write(fd, f"writes {thread} {checkpoint['id']} task-{step}\n".encode())
+        previous, step = checkpoint, step + 1
+
+
+def _spawn(url: str, prefix: str, thread: str, acks: Path) -> int:
+    pid = os.fork()
+    if pid == 0:  # the child never returns into pytest
+        code = 0
+        try:
+            _write_forever(url, prefix, thread, acks)
+        except BaseException:  # noqa: BLE001 - any failure must end the child, not pytest
+            code = 1
+        finally:
+            os._exit(code)
+    return pid
+
+
+def _read_acks(acks: Path) -> tuple[dict[str, tuple[str, int]], set[tuple[str, str, str]]]:
+    puts: dict[str, tuple[str, int]] = {}
+    writes: set[tuple[str, str, str]] = set()
+    for line in acks.read_text().splitlines():
+        kind, thread, cid, last = line.split(" ")
+        if kind == "put":
+            puts[cid] = (thread, int(last))
+        else:
+            writes.add((thread, cid, last))
+    return puts, writes
+
+
+def _kill_writers(url: str, prefix: str, acks: Path, rng: random.Random) -> int:
+    """KILLS writers, each SIGKILLed after a random delay; returns how many were still running
+    (so killed mid-work) when the signal came."""
+    killed_running = 0
+    for n in range(KILLS):
+        pid = _spawn(url, prefix, f"thread-{n % THREADS}", acks)
+        time.sleep(rng.uniform(0.002, 0.035))  # the random moment of the kill, not a wait
+        exited, status = os.waitpid(pid, os.WNOHANG)
+        if exited == 0:
+            os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+            killed_running += 1
+        assert not (os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0), f"writer {n} failed"
+    return killed_running
+
+
+def _feeds_match_logs(client: redis.Redis, prefix: str) -> None:
+    keyspace = Keyspace(prefix, int(client.hget(f"{prefix}:meta", "partitions") or 0))
+    pointed: set[tuple[bytes, bytes]] = set()
+    for partition in range(keyspace.partitions):
+        for _, fields in client.xrange(keyspace.feed(partition)):
+            pointed.add((fields[b"thread"], fields[b"id"]))
+    logged = {
+        (f"thread-{t}".encode(), entry_id)
+        for t in range(THREADS)
+        for entry_id, _ in client.xrange(keyspace.thread(f"thread-{t}").log)
+    }
+    assert pointed == logged, "a log entry without its feed pointer, or a pointer without its entry"
+
+
+def test_writers_killed_at_random_instants_leave_whole_events_and_every_ack_readable(
+    client: redis.Redis, redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    StreamSaver(client, prefix=prefix).setup()
+    acks = tmp_path / "acks"
+    acks.touch()
+    seed = random.randrange(2**32)
+
+    killed = _kill_writers(redis_url, prefix, acks, random.Random(seed))
+
+    puts, writes = _read_acks(acks)
+    assert killed >= 200, f"seed {seed}: only {killed} writers were killed mid-work"
+    assert len(puts) > THREADS, f"seed {seed}: the writers hardly got anything done"
+    report = verify(client, prefix)
+    assert report.matches, (seed, report.differences)
+    _feeds_match_logs(client, prefix)
+    saver = StreamSaver(client, prefix=prefix)
+    for cid, (thread, step) in puts.items():
+        got = saver.get_tuple(config(thread, "", cid))
+        assert got is not None, f"seed {seed}: acknowledged checkpoint {cid} of {thread} is lost"
+        assert got.checkpoint["channel_values"] == _values(thread, step)
+    for thread, cid, task in writes:
+        got = saver.get_tuple(config(thread, "", cid))
+        assert got is not None and (task, "text", f"w{task.split('-')[1]}") in got.pending_writes
+    print(f"kills mid-work: {killed}, acknowledged: {len(puts)} puts, {len(writes)} put_writes")

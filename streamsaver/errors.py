@@ -7,10 +7,12 @@ The tree::
     │   └── MissingModuleError       the Redis server lacks RediSearch or RedisJSON
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
     ├── EventDecodeError             a stored event cannot be read (unknown type or version, bad field)
+    │   └── PayloadDecodeError       (also ValueError) a payload a view points at is missing or unreadable
     ├── EmbeddedServerError          the embedded Redis could not be found or started
     ├── ExportFileError              an export file cannot be imported: not one, newer, truncated, corrupt
     └── TargetNotEmptyError          an import was refused: the target prefix already holds keys
 
+`PayloadDecodeError` subclasses `ValueError` as the serde's own decoding errors do.
 `InvalidInputError` subclasses `ValueError` because LangGraph code and users catch `ValueError`
 for a missing `thread_id`; a rejected call never changes the log or the views.
 """
@@ -24,6 +26,7 @@ __all__ = [
     "ExportFileError",
     "InvalidInputError",
     "MissingModuleError",
+    "PayloadDecodeError",
     "StreamSaverError",
     "TargetNotEmptyError",
 ]
@@ -59,6 +62,12 @@ class EventDecodeError(StreamSaverError):
     def __init__(self, message: str, *, event_id: str | None = None) -> None:
         super().__init__(f"{message} (event {event_id})" if event_id else message)
         self.event_id = event_id
+
+
+class PayloadDecodeError(EventDecodeError, ValueError):
+    """A payload a view points at cannot be read: the log entry lacks it, it is malformed, or the
+    serde rejects it (e.g. an `EncryptedSerializer` whose MAC check fails on a tampered or
+    foreign payload). `event_id` names the log entry; only the checkpoint read fails."""
 
 
 class EmbeddedServerError(StreamSaverError):

@@ -9,7 +9,8 @@ RediSearch index and fetches the page's checkpoints in one pipelined round trip.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,7 @@ from langgraph.checkpoint.base import CheckpointTuple, PendingWrite, writes_sort
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from streamsaver.codec import canonical_json, metadata_tags, tag, unpack
-from streamsaver.errors import InvalidInputError
+from streamsaver.errors import InvalidInputError, PayloadDecodeError
 from streamsaver.events import Blob, decode_channel_value
 from streamsaver.keys import Keyspace, ViewName
 from streamsaver.saver.append import namespace_of, thread_id_of
@@ -67,54 +68,96 @@ def _loads(serde: SerializerProtocol, blob: Blob) -> Any:
     return serde.loads_typed((blob.type, blob.data))
 
 
-def _pending_writes(serde: SerializerProtocol, flat: Sequence[bytes]) -> list[PendingWrite]:
-    """Writes from a read script's flat ``field, task id, task path, write`` groups, in
-    ``writes_sort_key`` order."""
+_DECODE_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, NotImplementedError)
+"""What a malformed payload raises while being unpacked or loaded (orjson's and the serdes'
+decode errors are ValueErrors, UnicodeDecodeError too; JsonPlusSerializer raises
+NotImplementedError for a type it does not know)."""
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """Which checkpoint a row holds, so a payload that cannot be read is named with its entry."""
+
+    doc: Mapping[str, Any]
+
+    @contextmanager
+    def entry(self, entry_id: bytes | str | None, what: str) -> Iterator[None]:
+        try:
+            yield
+        except _DECODE_ERRORS as exc:
+            doc = self.doc
+            raise PayloadDecodeError(
+                f"cannot read {what} of checkpoint {doc.get('checkpoint_id')!r} (thread "
+                f"{doc.get('thread_id')!r}, namespace {doc.get('checkpoint_ns')!r}): {exc}",
+                event_id=_text(entry_id) if entry_id else None,
+            ) from exc
+
+
+def _pending_writes(serde: SerializerProtocol, reading: _Reading, flat: Sequence[bytes]) -> list[PendingWrite]:
+    """Writes from a read script's flat ``field, task id, task path, write, entry id`` groups,
+    in ``writes_sort_key`` order."""
     keyed: list[tuple[tuple[str, str, int], PendingWrite]] = []
-    for i in range(0, len(flat), 4):
-        field, task_id, task_path, packed = flat[i : i + 4]
-        channel, type_, data = unpack(packed)
-        idx = int(field.rsplit(b":", 1)[1])
-        task = task_id.decode("utf-8", "surrogatepass")
-        value = _loads(serde, Blob(type_.decode(), data))
+    for i in range(0, len(flat), 5):
+        field, task_id, task_path, packed, entry_id = flat[i : i + 5]
+        with reading.entry(entry_id, f"the write {_text(field)!r}"):
+            channel, type_, data = unpack(packed)
+            idx = int(field.rsplit(b":", 1)[1])
+            task = task_id.decode("utf-8", "surrogatepass")
+            value = _loads(serde, Blob(type_.decode(), data))
         keyed.append((writes_sort_key(task_path.decode("utf-8", "surrogatepass"), task, idx), (task, channel.decode("utf-8", "surrogatepass"), value)))
     keyed.sort(key=lambda item: item[0])
     return [write for _, write in keyed]
 
 
-def _channel_values(serde: SerializerProtocol, versions: Mapping[str, Any], payloads: Sequence[bytes | None]) -> dict[str, Any]:
+def _channel_values(
+    serde: SerializerProtocol,
+    reading: _Reading,
+    versions: Mapping[str, Any],
+    payloads: Sequence[bytes | None],
+    entry_ids: Sequence[bytes],
+) -> dict[str, Any]:
     """Channel values from the payloads the refs point at; a payload of another version than
     the checkpoint names (possible only in the shallow view) is not this checkpoint's value."""
     values: dict[str, Any] = {}
-    for payload in payloads:
+    for payload, entry_id in zip(payloads, entry_ids):
         if payload is None:
             continue
-        cv = decode_channel_value(payload)
-        if cv.channel in versions and versions[cv.channel] == cv.version and cv.blob.type != "empty":
-            values[cv.channel] = _loads(serde, cv.blob)
+        with reading.entry(entry_id, "a channel value"):
+            cv = decode_channel_value(payload)
+            if cv.channel in versions and versions[cv.channel] == cv.version and cv.blob.type != "empty":
+                values[cv.channel] = _loads(serde, cv.blob)
     return values
 
 
-def decode_rows(serde: SerializerProtocol, rows: Sequence[Any]) -> list[CheckpointTuple]:
-    """Checkpoint tuples from the rows a read script returns."""
-    tuples: list[CheckpointTuple] = []
-    for raw_doc, payloads, writes in rows:
-        doc = orjson.loads(raw_doc)
+def _decode_row(serde: SerializerProtocol, row: Sequence[Any]) -> CheckpointTuple:
+    raw_doc, payloads, writes, entry_ids = row
+    doc = orjson.loads(raw_doc)
+    reading = _Reading(doc)
+    with reading.entry(entry_ids[0] if entry_ids else None, "the checkpoint body"):
+        if not payloads or payloads[0] is None:
+            raise KeyError("the log holds no body where the view points")
         body_type, body_data = unpack(payloads[0])
         body = _loads(serde, Blob(body_type.decode(), body_data))
-        body["channel_values"] = _channel_values(serde, body.get("channel_versions", {}), payloads[1:])
-        identity = {"thread_id": doc["thread_id"], "checkpoint_ns": doc["checkpoint_ns"]}
-        parent = doc.get("parent_checkpoint_id")
-        tuples.append(
-            CheckpointTuple(
-                config={"configurable": {**identity, "checkpoint_id": doc["checkpoint_id"]}},
-                checkpoint=body,
-                metadata=doc["metadata"],
-                parent_config={"configurable": {**identity, "checkpoint_id": parent}} if parent else None,
-                pending_writes=_pending_writes(serde, writes),
-            )
-        )
-    return tuples
+    body["channel_values"] = _channel_values(serde, reading, body.get("channel_versions", {}), payloads[1:], entry_ids[1:])
+    identity = {"thread_id": doc["thread_id"], "checkpoint_ns": doc["checkpoint_ns"]}
+    parent = doc.get("parent_checkpoint_id")
+    return CheckpointTuple(
+        config={"configurable": {**identity, "checkpoint_id": doc["checkpoint_id"]}},
+        checkpoint=body,
+        metadata=doc["metadata"],
+        parent_config={"configurable": {**identity, "checkpoint_id": parent}} if parent else None,
+        pending_writes=_pending_writes(serde, reading, writes),
+    )
+
+
+def decode_rows(serde: SerializerProtocol, rows: Sequence[Any]) -> list[CheckpointTuple]:
+    """Checkpoint tuples from the rows a read script returns.
+
+    Raises:
+        PayloadDecodeError: a payload the view points at is missing, malformed or refused by
+            the serde; the error names the log entry. Other rows and other threads are unaffected.
+    """
+    return [_decode_row(serde, row) for row in rows]
 
 
 def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:

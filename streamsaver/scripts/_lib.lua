@@ -90,18 +90,20 @@ local function ref_field(ref)
   return 'c:' .. ref
 end
 
--- The payloads a document's refs point at, in refs order (false where missing).
+-- The payloads a document's refs point at, in refs order (false where missing), and the ids
+-- of the log entries they come from (so a reader can name an entry it cannot decode).
 local function resolve_refs(read, ptrs, refs)
-  local values = {}
-  if #refs == 0 then return values end
-  local ids = redis.call('HMGET', ptrs, unpack(refs))
+  local values, ids = {}, {}
+  if #refs == 0 then return values, ids end
+  local found = redis.call('HMGET', ptrs, unpack(refs))
   for k, ref in ipairs(refs) do
-    values[k] = (ids[k] and read(ids[k], ref_field(ref))) or false
+    ids[k] = found[k] or ''
+    values[k] = (found[k] and read(found[k], ref_field(ref))) or false
   end
-  return values
+  return values, ids
 end
 
--- The writes a writes hash points at: flat {field, task id, task path, write, ...}.
+-- The writes a writes hash points at: flat {field, task id, task path, write, entry id, ...}.
 local function resolve_writes(read, key)
   local out = {}
   local flat = redis.call('HGETALL', key)
@@ -114,16 +116,18 @@ local function resolve_writes(read, key)
         out[#out + 1] = read(id, 'task')
         out[#out + 1] = read(id, 'path')
         out[#out + 1] = write
+        out[#out + 1] = id
       end
     end
   end
   return out
 end
 
--- Reads one checkpoint of the full view: {document, payloads of its refs, writes} or false.
+-- Reads one checkpoint of the full view: {document, payloads of its refs, writes, entry ids
+-- of the payloads} or false.
 local function read_full_checkpoint(read, cp_prefix, ptrs, writes_prefix, cid)
   local doc = redis.call('JSON.GET', cp_prefix .. esc(cid))
   if not doc then return false end
-  local refs = cjson.decode(doc)['refs']
-  return {doc, resolve_refs(read, ptrs, refs), resolve_writes(read, writes_prefix .. esc(cid))}
+  local values, ids = resolve_refs(read, ptrs, cjson.decode(doc)['refs'])
+  return {doc, values, resolve_writes(read, writes_prefix .. esc(cid)), ids}
 end

@@ -154,11 +154,19 @@ class SaverAdapter:
 
 @asynccontextmanager
 async def open_adapter(
-    kind: str, view: str, url: str, prefix: str, *, setup: bool = True, **options: Any
+    kind: str,
+    view: str,
+    url: str,
+    prefix: str,
+    *,
+    setup: bool = True,
+    client_options: Mapping[str, Any] | None = None,
+    **options: Any,
 ) -> AsyncIterator[SaverAdapter]:
-    """A saver of `kind` reading `view` on its own client, set up unless told not to."""
+    """A saver of `kind` reading `view` on its own client (made with `client_options`), set up
+    unless told not to."""
     if kind == "sync":
-        client = redis.Redis.from_url(url)
+        client = redis.Redis.from_url(url, **(client_options or {}))
         try:
             adapter = SaverAdapter(
                 StreamSaver(client, view=view, prefix=prefix, **options), kind, view
@@ -169,7 +177,7 @@ async def open_adapter(
         finally:
             client.close()
     else:
-        aclient = redis.asyncio.Redis.from_url(url)
+        aclient = redis.asyncio.Redis.from_url(url, **(client_options or {}))
         try:
             adapter = SaverAdapter(
                 AsyncStreamSaver(aclient, view=view, prefix=prefix, **options), kind, view

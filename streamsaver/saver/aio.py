@@ -18,10 +18,12 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
 from redis.exceptions import NoScriptError
 
 from streamsaver.keys import DEFAULT_PREFIX
 from streamsaver.saver.core import (
+    CONNECTION_RETRIES,
     LOAD_SCRIPTS,
     Command,
     CoreBinding,
@@ -29,6 +31,7 @@ from streamsaver.saver.core import (
     check_client,
     enqueue,
     failed_reply,
+    retry_backoff,
 )
 
 __all__ = ["AsyncStreamSaver"]
@@ -74,7 +77,7 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     @asynccontextmanager
     async def from_conn_string(cls, url: str, **options: Any) -> AsyncIterator[AsyncStreamSaver]:
         """A saver on a new client for `url`, closed on exit."""
-        client = Redis.from_url(url)
+        client = Redis.from_url(url, retry=Retry(retry_backoff(), CONNECTION_RETRIES))
         try:
             yield cls(client, **options)
         finally:

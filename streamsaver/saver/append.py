@@ -23,6 +23,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from projectors import PROJECTORS
 from projectors.commands import Command
+from projectors.documents import BODY_FIELD, body_field, write_field
 from streamsaver.codec import strict_json
 from streamsaver.errors import InvalidInputError
 from streamsaver.events import (
@@ -38,7 +39,10 @@ from streamsaver.events import (
 from streamsaver.keys import Keyspace, ViewName
 from streamsaver.scripts import APPEND, APPLY
 
-__all__ = ["append_call", "apply_call", "checkpoint_saved", "feed_pointer", "thread_deleted", "thread_id_of", "view_blocks", "writes_saved"]
+__all__ = [
+    "append_call", "apply_call", "checkpoint_saved", "feed_pointer", "held_entry_probe", "thread_deleted", "thread_id_of",
+    "view_blocks", "writes_saved",
+]
 
 EMPTY = Blob("empty", b"")
 """Stands for a channel with a new version but no value (LangGraph's convention)."""
@@ -187,14 +191,40 @@ def view_blocks(event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> 
     return args
 
 
+def held_entry_probe(event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> tuple[str, str, str] | None:
+    """Where a view records the log entry that holds `event` once appended: ``(hash, field,
+    checkpoint id the hash's @cid must hold or "")``, for `append.lua` to recognise a repeat.
+
+    A checkpoint is recorded by its body pointer (full: per checkpoint id; shallow: the latest,
+    so only while ``@cid`` names it); a put_writes by the pointer of its first write.
+    """
+    view: ViewName = "full" if "full" in views else views[0]
+    keys = keyspace.thread(event.thread_id)
+    if isinstance(event, CheckpointSaved):
+        ptrs = keys.in_ns(view, "ptrs", event.checkpoint_ns)
+        if view == "full":
+            return ptrs, body_field(event.checkpoint_id), ""
+        return ptrs, BODY_FIELD, event.checkpoint_id
+    if isinstance(event, WritesSaved) and event.writes:
+        ns, cid = event.checkpoint_ns, event.checkpoint_id
+        key = keys.per_checkpoint(view, "writes", ns, cid) if view == "full" else keys.in_ns(view, "writes", ns)
+        return key, write_field(event.task_id, event.writes[0].idx), "" if view == "full" else cid
+    return None
+
+
 def append_call(event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> list[str | bytes | int]:
-    """The EVALSHA arguments that append `event` and project it into `views`, atomically."""
+    """The EVALSHA arguments that append `event` and project it into `views`, atomically; a
+    repeat of an event already logged (a retried call) writes nothing."""
     keys = keyspace.thread(event.thread_id)
     fields = [x for pair in to_fields(event).items() for x in pair]
     pointer = feed_pointer(event)
     args: list[str | bytes | int] = [len(fields), *fields, len(pointer), *pointer]
     args += ["1" if isinstance(event, ThreadDeleted) else "0", *view_blocks(event, keyspace, views)]
-    return APPEND.evalsha_args([keys.log, keys.feed, keys.positions], args)
+    script_keys = [keys.log, keys.feed, keys.positions]
+    if (probe := held_entry_probe(event, keyspace, views)) is not None:
+        script_keys.append(probe[0])
+        args += [probe[1], probe[2]]
+    return APPEND.evalsha_args(script_keys, args)
 
 
 def apply_call(event: Event, event_id: str, keyspace: Keyspace, views: Sequence[ViewName]) -> list[str | bytes | int]:

@@ -21,6 +21,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from redis.backoff import ExponentialBackoff
 from redis.exceptions import NoScriptError
 
 from streamsaver.errors import ConfigurationError
@@ -28,7 +29,9 @@ from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
 from streamsaver.saver import append, reads, setup
 from streamsaver.scripts import ALL
 
-__all__ = ["Command", "CoreBinding", "SaverCore", "check_client", "enqueue", "failed_reply"]
+__all__ = [
+    "CONNECTION_RETRIES", "Command", "CoreBinding", "SaverCore", "check_client", "enqueue", "failed_reply", "retry_backoff",
+]
 
 Command = list[str | bytes | int]
 
@@ -56,6 +59,15 @@ def enqueue(pipe: Any, commands: Sequence[Command]) -> None:
 
 
 LOAD_SCRIPTS: list[Command] = [["SCRIPT", "LOAD", s.source] for s in ALL]
+
+CONNECTION_RETRIES = 3
+"""How often a client that `from_conn_string` makes resends a call whose connection dropped.
+Safe for appends: a repeat of an event already logged writes nothing (see `append.lua`)."""
+
+
+def retry_backoff() -> ExponentialBackoff:
+    """The pause between those resends: 10 ms doubling, at most 0.5 s."""
+    return ExponentialBackoff(cap=0.5, base=0.01)
 
 
 @dataclass

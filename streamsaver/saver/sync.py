@@ -19,9 +19,11 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis import Redis
 from redis.exceptions import NoScriptError
+from redis.retry import Retry
 
 from streamsaver.keys import DEFAULT_PREFIX
 from streamsaver.saver.core import (
+    CONNECTION_RETRIES,
     LOAD_SCRIPTS,
     Command,
     CoreBinding,
@@ -29,6 +31,7 @@ from streamsaver.saver.core import (
     check_client,
     enqueue,
     failed_reply,
+    retry_backoff,
 )
 
 __all__ = ["StreamSaver", "round_trip", "send_raw"]
@@ -103,7 +106,7 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     @contextmanager
     def from_conn_string(cls, url: str, **options: Any) -> Iterator[StreamSaver]:
         """A saver on a new client for `url` (``redis://``, ``rediss://``, ``unix://``), closed on exit."""
-        client = Redis.from_url(url)
+        client = Redis.from_url(url, retry=Retry(retry_backoff(), CONNECTION_RETRIES))
         try:
             yield cls(client, **options)
         finally:

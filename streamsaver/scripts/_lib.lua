@@ -64,6 +64,21 @@ local function expect_type(key, allowed)
   end
 end
 
+-- The id of the entry of `log` that hash `probe` names in `field` (when `cid` is not "", only
+-- if the hash's '@cid' is `cid`), provided its fields equal ARGV[first .. first + n - 1] in
+-- order; false otherwise. Lets an append recognise an event it already logged.
+local function logged_entry(log, probe, field, cid, first, n)
+  local held = redis.call('HMGET', probe, field, '@cid')
+  if not held[1] or (cid ~= '' and held[2] ~= cid) then return false end
+  local found = redis.call('XRANGE', log, held[1], held[1])[1]
+  if not found or #found[2] ~= n then return false end
+  local kv = found[2]
+  for k = 1, n do
+    if kv[k] ~= ARGV[first + k - 1] then return false end
+  end
+  return held[1]
+end
+
 -- A reader of log entry fields: read(id, field) -> value or false. Each entry is read once.
 local function log_reader(log)
   local cache = {}

@@ -8,6 +8,7 @@ The tree::
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
     ├── EventDecodeError             a stored event cannot be read (unknown type or version, bad field)
     │   └── PayloadDecodeError       (also ValueError) a payload a view points at is missing or unreadable
+    ├── DurabilityError              an append was made but not confirmed durable (AOF fsync, replica)
     ├── EmbeddedServerError          the embedded Redis could not be found or started
     ├── ExportFileError              an export file cannot be imported: not one, newer, truncated, corrupt
     └── TargetNotEmptyError          an import was refused: the target prefix already holds keys
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigurationError",
+    "DurabilityError",
     "EmbeddedServerError",
     "EventDecodeError",
     "ExportFileError",
@@ -62,6 +64,12 @@ class EventDecodeError(StreamSaverError):
     def __init__(self, message: str, *, event_id: str | None = None) -> None:
         super().__init__(f"{message} (event {event_id})" if event_id else message)
         self.event_id = event_id
+
+
+class DurabilityError(StreamSaverError):
+    """An append was made, but the server did not confirm it durable (fsynced to the AOF, or
+    acknowledged by a replica) within the saver's `durability_timeout_ms`. Calling again is
+    safe: a repeat of an event already logged writes nothing."""
 
 
 class PayloadDecodeError(EventDecodeError, ValueError):

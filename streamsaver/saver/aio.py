@@ -56,13 +56,16 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         prefix: str = DEFAULT_PREFIX,
         partitions: int | None = None,
         serde: SerializerProtocol | None = None,
+        durability: str = "memory",
+        durability_timeout_ms: int = 5000,
     ) -> None:
         super().__init__(serde=serde)
         check_client(redis_client)
         self.redis = redis_client
         self._execute: Callable[..., Any] = redis_client.execute_command
         self.core = SaverCore.configure(
-            self.serde, view=view, projections=projections, prefix=prefix, partitions=partitions
+            self.serde, view=view, projections=projections, prefix=prefix, partitions=partitions,
+            durability=durability, durability_timeout_ms=durability_timeout_ms,
         )
         self._setup_lock = asyncio.Lock()
         # A plain redis.asyncio pool raises MaxConnectionsError past its size instead of
@@ -143,17 +146,20 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        command, saved = (await self._ready()).put_request(config, checkpoint, metadata, new_versions)
-        await self._send([command])
+        core = await self._ready()
+        command, saved = core.put_request(config, checkpoint, metadata, new_versions)
+        core.read_durable(await self._send(core.durable(command)))
         return saved
 
     async def aput_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
-        await self._send([(await self._ready()).put_writes_request(config, writes, task_id, task_path)])
+        core = await self._ready()
+        core.read_durable(await self._send(core.durable(core.put_writes_request(config, writes, task_id, task_path))))
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self._send([(await self._ready()).delete_request(thread_id)])
+        core = await self._ready()
+        core.read_durable(await self._send(core.durable(core.delete_request(thread_id))))
 
     def get_next_version(self, current: str | None, channel: None = None) -> str:
         return SaverCore.next_version(current)

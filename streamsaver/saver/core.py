@@ -27,6 +27,7 @@ from redis.exceptions import NoScriptError
 from streamsaver.errors import ConfigurationError
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
 from streamsaver.saver import append, reads, setup
+from streamsaver.saver import durability as durability_
 from streamsaver.scripts import ALL
 
 __all__ = [
@@ -80,6 +81,8 @@ class SaverCore:
     prefix: str = DEFAULT_PREFIX
     partitions: int | None = None
     keyspace: Keyspace | None = None
+    durability: durability_.Durability = "memory"
+    durability_timeout_ms: int = 5000
 
     @classmethod
     def configure(
@@ -90,16 +93,20 @@ class SaverCore:
         projections: Iterable[str],
         prefix: str,
         partitions: int | None,
+        durability: str = "memory",
+        durability_timeout_ms: int = 5000,
     ) -> SaverCore:
         """Validate saver options.
 
         Raises:
-            InvalidInputError: an unknown view, or a read view that is not projected.
+            InvalidInputError: an unknown view or durability, or a read view that is not projected.
             ConfigurationError: a bad prefix or partition count.
         """
         read_view = append.view_of(view)
         Keyspace(prefix, partitions or 1)
-        return cls(serde, read_view, append.projections_of(projections, read_view), prefix, partitions)
+        level = durability_.durability_of(durability, durability_timeout_ms)
+        views = append.projections_of(projections, read_view)
+        return cls(serde, read_view, views, prefix, partitions, None, level, durability_timeout_ms)
 
     @property
     def keys(self) -> Keyspace:
@@ -144,6 +151,20 @@ class SaverCore:
         """The append of a `put_writes`."""
         event = append.writes_saved(self.serde, config, writes, task_id, task_path)
         return append.append_call(event, self.keys, self.projections)
+
+    def durable(self, command: Command) -> list[Command]:
+        """An append followed by the wait its durability asks for: one pipelined round trip."""
+        wait = durability_.wait_command(self.durability, self.durability_timeout_ms)
+        return [command] if wait is None else [command, wait]
+
+    def read_durable(self, replies: Sequence[Any]) -> None:
+        """Check the wait of `durable`.
+
+        Raises:
+            DurabilityError: the append was not confirmed durable in time (it was made).
+        """
+        if len(replies) > 1:
+            durability_.check_waited(self.durability, self.durability_timeout_ms, replies[1])
 
     def delete_request(self, thread_id: str) -> Command:
         """The append of a `delete_thread`: a tombstone on the feed, nothing left of the thread."""

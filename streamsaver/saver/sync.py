@@ -79,6 +79,10 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         prefix: the key prefix; deployments with different prefixes share a Redis safely.
         partitions: the partition count of a new deployment (an existing one keeps its own).
         serde: the serializer of checkpoint bodies, channel values and writes.
+        durability: when an append returns: ``"memory"`` (applied by Redis), ``"aof"`` (also
+            fsynced to the AOF: ``WAITAOF``) or ``"replica"`` (also acknowledged by a replica:
+            ``WAIT``); the wait is pipelined with the append, still one round trip.
+        durability_timeout_ms: how long to wait before raising `DurabilityError`.
 
     `put`, `put_writes` and `get_tuple` make one round trip each; `list` makes one per page of
     a thread's history, or one query and one fetch per page across threads or with a filter.
@@ -94,12 +98,15 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         prefix: str = DEFAULT_PREFIX,
         partitions: int | None = None,
         serde: SerializerProtocol | None = None,
+        durability: str = "memory",
+        durability_timeout_ms: int = 5000,
     ) -> None:
         super().__init__(serde=serde)
         check_client(redis_client)
         self.redis = redis_client
         self.core = SaverCore.configure(
-            self.serde, view=view, projections=projections, prefix=prefix, partitions=partitions
+            self.serde, view=view, projections=projections, prefix=prefix, partitions=partitions,
+            durability=durability, durability_timeout_ms=durability_timeout_ms,
         )
 
     @classmethod
@@ -151,17 +158,20 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        command, saved = self._ready().put_request(config, checkpoint, metadata, new_versions)
-        self._send([command])
+        core = self._ready()
+        command, saved = core.put_request(config, checkpoint, metadata, new_versions)
+        core.read_durable(self._send(core.durable(command)))
         return saved
 
     def put_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
-        self._send([self._ready().put_writes_request(config, writes, task_id, task_path)])
+        core = self._ready()
+        core.read_durable(self._send(core.durable(core.put_writes_request(config, writes, task_id, task_path))))
 
     def delete_thread(self, thread_id: str) -> None:
-        self._send([self._ready().delete_request(thread_id)])
+        core = self._ready()
+        core.read_durable(self._send(core.durable(core.delete_request(thread_id))))
 
     def get_next_version(self, current: str | None, channel: None = None) -> str:
         return SaverCore.next_version(current)

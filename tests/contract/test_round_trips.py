@@ -167,3 +167,26 @@ async def test_a_filtered_listing_of_one_thread_is_two_round_trips(
 
     assert len(listed) == 3
     assert counter.trips == 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_durable_append_is_still_one_round_trip(redis_url: str, prefix: str, client: redis.Redis, kind: str) -> None:
+    """``durability="aof"`` pipelines WAITAOF with the append."""
+    if not int(client.info("persistence")["aof_enabled"]):
+        pytest.skip("the test server runs without AOF, so WAITAOF cannot succeed")
+    counter = TripCounter()
+    if kind == "sync":
+        saver: StreamSaver | AsyncStreamSaver = StreamSaver(counting_sync_client(redis_url, counter), prefix=prefix, durability="aof")
+    else:
+        saver = AsyncStreamSaver(counting_async_client(redis_url, counter), prefix=prefix, durability="aof")
+    adapter = SaverAdapter(saver, kind, "full")
+    await adapter.setup()
+    warm, _ = await adapter.save("warm-up", {"a": 1})
+    counter.reset()
+
+    saved, _ = await adapter.save("t1", {"a": 1})
+    assert counter.trips == 1
+    await adapter.put_writes(saved, [("a", 2)], "task")
+    assert counter.trips == 2
+    await adapter.delete_thread("t1")
+    assert counter.trips == 3

@@ -16,7 +16,7 @@ def test_package_exports() -> None:
 def test_error_tree() -> None:
     e = streamsaver.errors
     assert sorted(e.__all__) == sorted(
-        ["ConfigurationError", "EmbeddedServerError", "EventDecodeError", "ExportFileError",
+        ["ConfigurationError", "DurabilityError", "EmbeddedServerError", "EventDecodeError", "ExportFileError",
          "InvalidInputError", "MissingModuleError", "PayloadDecodeError", "StreamSaverError", "TargetNotEmptyError"]
     )
     assert issubclass(e.InvalidInputError, ValueError)

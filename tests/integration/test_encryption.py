@@ -17,6 +17,8 @@ from helpers import VARIANT_IDS, VARIANTS, SaverAdapter, config, open_adapter, s
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
+from streamsaver.errors import PayloadDecodeError
+
 KEY = b"0123456789abcdef0123456789abcdef"
 OTHER_KEY = b"fedcba9876543210fedcba9876543210"
 
@@ -108,3 +110,29 @@ async def test_a_saver_with_the_wrong_key_cannot_read_the_values(
             await intruder.get_tuple(config("t1"))
         with pytest.raises(ValueError, match="MAC check failed"):
             await intruder.list(config("t1"))
+
+
+async def test_a_tampered_payload_is_rejected_naming_its_log_entry(
+    encrypted: SaverAdapter, client: redis.Redis
+) -> None:
+    """Flipping one byte of a stored ciphertext fails its MAC check: the read raises (never
+    returns altered values), names the log entry, and other threads still read."""
+    await _save_secrets(encrypted, f"CANARY-{uuid.uuid4().hex}")
+    await encrypted.save("t2", {"text": "untouched"})
+    log = encrypted.saver.core.keys.thread("t1").log
+    entries = client.xrange(log)
+    target = next(eid for eid, f in entries if b"body" in f)
+    client.delete(log)
+    for eid, fields in entries:
+        if eid == target:
+            body = bytearray(fields[b"body"])
+            body[-1] ^= 0x01
+            fields[b"body"] = bytes(body)
+        client.xadd(log, fields, id=eid)
+
+    with pytest.raises(PayloadDecodeError, match="MAC check failed") as caught:
+        await encrypted.get_tuple(config("t1"))
+    assert caught.value.event_id == target.decode()
+    assert isinstance(caught.value, ValueError)
+    other = await encrypted.get_tuple(config("t2"))
+    assert other is not None and other.checkpoint["channel_values"] == {"text": "untouched"}

@@ -1,0 +1,180 @@
+"""Security: least-privilege ACL users, refusal of users without rights, and TLS.
+
+* The ``ACL SETUSER`` line in docs/reliability.md (read from the file, so the docs stay true)
+  is enough for every saver operation, on both views, with ``durability="aof"``.
+* A user whose keys are another prefix's is refused at setup with a `ConfigurationError` naming
+  the missing permission; a user who may read the deployment but not append to its streams is
+  refused at the first append with a ``ResponseError`` saying "ACL failure in script: ... no
+  permissions to run the 'xadd' command", and nothing is written.
+* TLS: a saver reaches Redis through ``rediss://`` (stunnel in front of the embedded server,
+  which is built without TLS, with a throw-away self-signed certificate); a client that does
+  not trust the certificate is refused. Skipped, saying why, where ``stunnel4`` or ``openssl``
+  is not installed (``apt-get install stunnel4``); CI machines without it skip this one test.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+import redis
+from helpers import config, new_checkpoint, snapshot
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoPermissionError, ResponseError
+
+from streamsaver import StreamSaver
+from streamsaver.embedded import free_port
+from streamsaver.errors import ConfigurationError
+
+DOCS = Path(__file__).parents[2] / "docs" / "reliability.md"
+
+
+def documented_acl_rules(prefix: str) -> list[str]:
+    """The rules of the docs' ``ACL SETUSER streamsaver on >PASSWORD ...`` line, for `prefix`."""
+    match = re.search(r"ACL SETUSER streamsaver on >PASSWORD (.+)", DOCS.read_text())
+    assert match, "docs/reliability.md gives no ACL SETUSER line"
+    return match.group(1).strip().strip("`").replace("~streamsaver:*", f"~{prefix}:*").split()
+
+
+@pytest.fixture
+def acl_user(client: redis.Redis) -> Iterator[tuple[str, str]]:
+    name, password = f"ss-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    yield name, password
+    client.execute_command("ACL", "DELUSER", name)
+
+
+def _exercise(saver: StreamSaver) -> None:
+    saver.setup()
+    checkpoint, versions = new_checkpoint({"a": 1})
+    saved = saver.put(config("t1"), checkpoint, {"k": "v"}, versions)
+    saver.put_writes(saved, [("a", 2)], "task")
+    got = saver.get_tuple(saved)
+    assert got is not None and got.pending_writes == [("task", "a", 2)]
+    assert [t.config for t in saver.list(config("t1"))] == [saved]
+    assert [t.config for t in saver.list(None, filter={"k": "v"})] == [saved]
+    saver.delete_thread("t1")
+    assert saver.get_tuple(saved) is None
+
+
+@pytest.mark.parametrize("view", ["full", "shallow"])
+def test_the_documented_acl_line_is_enough_for_the_saver(
+    client: redis.Redis, redis_url: str, prefix: str, acl_user: tuple[str, str], view: str
+) -> None:
+    name, password = acl_user
+    client.execute_command("ACL", "SETUSER", name, "on", f">{password}", *documented_acl_rules(prefix))
+    limited = redis.Redis.from_url(redis_url, username=name, password=password)
+    try:
+        with pytest.raises(NoPermissionError):
+            limited.get("not-the-deployments-key")
+        with pytest.raises(NoPermissionError):
+            limited.execute_command("FLUSHALL")
+        _exercise(StreamSaver(limited, prefix=prefix, view=view, durability="aof"))
+    finally:
+        limited.close()
+
+
+def test_a_user_of_another_prefix_is_refused_at_setup(
+    client: redis.Redis, redis_url: str, prefix: str, acl_user: tuple[str, str]
+) -> None:
+    name, password = acl_user
+    client.execute_command("ACL", "SETUSER", name, "on", f">{password}", *documented_acl_rules("elsewhere"))
+    limited = redis.Redis.from_url(redis_url, username=name, password=password)
+    try:
+        with pytest.raises(ConfigurationError, match="(?i)no permissions"):
+            StreamSaver(limited, prefix=prefix).setup()
+    finally:
+        limited.close()
+    assert snapshot(client, prefix) == {}
+
+
+def test_a_user_who_may_not_append_to_streams_is_refused_and_nothing_is_written(
+    client: redis.Redis, redis_url: str, prefix: str, acl_user: tuple[str, str]
+) -> None:
+    owner = StreamSaver(client, prefix=prefix)
+    checkpoint, versions = new_checkpoint({"a": 1})
+    saved = owner.put(config("t1"), checkpoint, {}, versions)
+    before = snapshot(client, prefix)
+    name, password = acl_user
+    rules = [*documented_acl_rules(prefix), "-xadd"]
+    client.execute_command("ACL", "SETUSER", name, "on", f">{password}", *rules)
+    reader = redis.Redis.from_url(redis_url, username=name, password=password)
+    try:
+        saver = StreamSaver(reader, prefix=prefix)
+        saver.setup()
+        got = saver.get_tuple(saved)
+        assert got is not None and got.checkpoint["channel_values"] == {"a": 1}
+        second, versions = new_checkpoint({"a": 2}, checkpoint)
+        with pytest.raises(ResponseError, match="ACL failure in script.*no permissions to run the 'xadd'"):
+            saver.put(saved, second, {}, versions)
+        with pytest.raises(ResponseError, match="ACL failure in script.*no permissions to run the 'xadd'"):
+            saver.put_writes(saved, [("a", 3)], "task")
+    finally:
+        reader.close()
+    assert snapshot(client, prefix) == before
+
+
+# -- TLS ------------------------------------------------------------------------------------------
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], deadline_s: float = 10.0) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "stunnel exited"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.02)
+    raise TimeoutError(f"stunnel did not listen on {port}")
+
+
+@pytest.fixture
+def tls_url(redis_url: str, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    stunnel = shutil.which("stunnel4") or shutil.which("stunnel")
+    openssl = shutil.which("openssl")
+    if stunnel is None or openssl is None:
+        pytest.skip("TLS test needs stunnel4 and openssl (apt-get install stunnel4 openssl)")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )
+    port = free_port()
+    conf = tmp_path / "stunnel.conf"
+    conf.write_text(
+        f"foreground = yes\npid =\n[redis]\naccept = 127.0.0.1:{port}\n"
+        f"connect = 127.0.0.1:{urlparse(redis_url).port}\ncert = {cert}\nkey = {key}\n"
+    )
+    process = subprocess.Popen([stunnel, str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for_port(port, process)
+        yield f"rediss://localhost:{port}/0", cert
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_a_saver_works_over_tls_and_an_untrusted_certificate_is_refused(tls_url: tuple[str, Path], prefix: str) -> None:
+    url, cert = tls_url
+    secure = redis.Redis.from_url(url, ssl_ca_certs=str(cert))
+    try:
+        _exercise(StreamSaver(secure, prefix=prefix))
+    finally:
+        secure.close()
+    with StreamSaver.from_conn_string(f"{url}?ssl_ca_certs={cert}", prefix=prefix) as saver:
+        _exercise(saver)
+    untrusted = redis.Redis.from_url(url)
+    try:
+        with pytest.raises(RedisConnectionError, match="certificate verify failed"):
+            untrusted.ping()
+    finally:
+        untrusted.close()

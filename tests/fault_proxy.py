@@ -18,6 +18,8 @@ import threading
 from types import TracebackType
 from typing import Literal
 
+from typing_extensions import Self
+
 Moment = Literal["before", "midway", "after"]
 
 
@@ -37,7 +39,7 @@ class DroppingProxy:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def __enter__(self) -> DroppingProxy:
+    def __enter__(self) -> Self:
         threading.Thread(target=self._accept, daemon=True).start()
         return self
 

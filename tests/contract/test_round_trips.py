@@ -181,7 +181,7 @@ async def test_a_durable_append_is_still_one_round_trip(redis_url: str, prefix: 
         saver = AsyncStreamSaver(counting_async_client(redis_url, counter), prefix=prefix, durability="aof")
     adapter = SaverAdapter(saver, kind, "full")
     await adapter.setup()
-    warm, _ = await adapter.save("warm-up", {"a": 1})
+    _warm, _ = await adapter.save("warm-up", {"a": 1})
     counter.reset()
 
     saved, _ = await adapter.save("t1", {"a": 1})

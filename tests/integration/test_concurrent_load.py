@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from load_parts import build, values
 
 from streamsaver import StreamSaver
 from streamsaver.verify import verify
@@ -35,87 +36,7 @@ TASKS = int(os.environ.get("STREAMSAVER_LOAD_TASKS", "64"))
 SECONDS = float(os.environ.get("STREAMSAVER_LOAD_SECONDS", "15"))
 INTERRUPTS = 6
 
-VALUES = """
-def values(thread, step):
-    return {"step": step, "owner": thread, "text": f"{thread}/{step} " * (20 + step % 50)}
-"""
-
-WRITER = VALUES + """
-import asyncio, os, sys, time
-import redis.asyncio
-from streamsaver import AsyncStreamSaver
-from langgraph.checkpoint.base import empty_checkpoint
-
-url, prefix, proc, tasks, seconds, acks = sys.argv[1:7]
-deadline = time.monotonic() + float(seconds)
-
-async def task(saver, thread, fd):
-    previous, step = None, 0
-    while time.monotonic() < deadline:
-        checkpoint = empty_checkpoint()
-        checkpoint["channel_values"] = values(thread, step)
-        versions = {ch: saver.get_next_version(previous["channel_versions"].get(ch) if previous else None)
-                    for ch in checkpoint["channel_values"]}
-        checkpoint["channel_versions"] = versions
-        cfg = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
-        if previous:
-            cfg["configurable"]["checkpoint_id"] = previous["id"]
-        saved = await saver.aput(cfg, checkpoint, {"step": step, "owner": thread}, versions)
-        os.write(fd, f"put {thread} {checkpoint['id']} {step}\\n".encode())
-        await saver.aput_writes(saved, [("step", step + 1)], f"task-{step}")
-        os.write(fd, f"writes {thread} {checkpoint['id']} {step}\\n".encode())
-        previous, step = checkpoint, step + 1
-
-async def main():
-    client = redis.asyncio.Redis.from_url(url, max_connections=32)
-    saver = AsyncStreamSaver(client, prefix=prefix)
-    await saver.setup()
-    fd = os.open(acks, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    await asyncio.gather(*(task(saver, f"p{proc}-t{t}", fd) for t in range(int(tasks))))
-    await client.aclose()
-
-asyncio.run(main())
-"""
-
-GRAPH = """
-import redis
-from typing import TypedDict
-from langgraph.graph import StateGraph, START, END
-from langgraph.types import interrupt
-from streamsaver import StreamSaver
-
-class State(TypedDict, total=False):
-    question: str
-    answer: str
-
-def ask(state):
-    return {"answer": interrupt(state["question"])}
-
-def build(url, prefix):
-    builder = StateGraph(State)
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "ask")
-    builder.add_edge("ask", END)
-    return builder.compile(checkpointer=StreamSaver(redis.Redis.from_url(url), prefix=prefix))
-"""
-
-RESUMER = GRAPH + """
-import sys
-from langgraph.types import Command
-url, prefix, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
-graph = build(url, prefix)
-for k in range(count):
-    cfg = {"configurable": {"thread_id": f"hitl-{k}"}}
-    assert graph.get_state(cfg).next == ("ask",), graph.get_state(cfg)
-    graph.invoke(Command(resume=f"answer {k}"), cfg)
-print("resumed", flush=True)
-"""
-
-
-def _values(thread: str, step: int) -> dict[str, object]:
-    namespace: dict[str, object] = {}
-    exec(VALUES, namespace)
-    return namespace["values"](thread, step)  # type: ignore[operator, no-any-return]
+PARTS = Path(__file__).with_name("load_parts.py")
 
 
 def _acks(files: list[Path]) -> tuple[dict[str, list[tuple[str, int]]], set[tuple[str, str]]]:
@@ -132,13 +53,14 @@ def _acks(files: list[Path]) -> tuple[dict[str, list[tuple[str, int]]], set[tupl
 
 
 def _interrupt_then_resume_elsewhere(url: str, prefix: str) -> None:
-    namespace: dict[str, object] = {}
-    exec(GRAPH, namespace)
-    graph = namespace["build"](url, prefix)  # type: ignore[operator]
+    graph = build(url, prefix)
     for k in range(INTERRUPTS):
         result = graph.invoke({"question": f"question {k}"}, {"configurable": {"thread_id": f"hitl-{k}"}})
         assert "__interrupt__" in result
-    done = subprocess.run([sys.executable, "-c", RESUMER, url, prefix, str(INTERRUPTS)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(PARTS), "resumer", url, prefix, str(INTERRUPTS)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
     assert done.returncode == 0 and "resumed" in done.stdout, done.stderr
     for k in range(INTERRUPTS):
         state = graph.get_state({"configurable": {"thread_id": f"hitl-{k}"}})
@@ -149,7 +71,7 @@ def _check_thread(saver: StreamSaver, thread: str, acked: list[tuple[str, int]],
     history = list(saver.list({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}))
     assert [t.checkpoint["id"] for t in history] == [cid for cid, _ in reversed(acked)], f"{thread}: lost or duplicated"
     for t, (cid, step) in zip(history, reversed(acked)):
-        assert t.checkpoint["channel_values"] == _values(thread, step), f"{thread} {cid}: torn values"
+        assert t.checkpoint["channel_values"] == values(thread, step), f"{thread} {cid}: torn values"
         assert t.metadata["step"] == step and t.metadata["owner"] == thread
         parent = t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None
         assert parent == (acked[step - 1][0] if step else None), f"{thread} {cid}: wrong parent"
@@ -164,7 +86,7 @@ def test_processes_of_async_threads_lose_duplicate_and_tear_nothing(
     files = [tmp_path / f"acks-{p}" for p in range(PROCESSES)]
     started = time.monotonic()
     writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, redis_url, prefix, str(p), str(TASKS), str(SECONDS), str(files[p])],
+        subprocess.Popen([sys.executable, str(PARTS), "writer", redis_url, prefix, str(p), str(TASKS), str(SECONDS), str(files[p])],
                          stderr=subprocess.PIPE, text=True)
         for p in range(PROCESSES)
     ]

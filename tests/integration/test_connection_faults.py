@@ -119,14 +119,16 @@ def test_out_of_memory_refuses_the_whole_append_and_writes_nothing(small_server:
 def test_a_saver_from_a_connection_string_survives_a_lost_reply(redis_url: str, client: redis.Redis, prefix: str) -> None:
     port = urlparse(redis_url).port
     assert port is not None
-    with DroppingProxy(port, marker=b"EVALSHA", moment="after") as proxy:
-        with StreamSaver.from_conn_string(proxy.url, prefix=prefix) as saver:
-            checkpoint, versions = new_checkpoint({"a": 1})
-            proxy.drops = 1
-            saved = saver.put(config("t1"), checkpoint, {}, versions)
-            proxy.drops = 1
-            saver.put_writes(saved, [("a", 2)], "task")
-            got = saver.get_tuple(saved)
+    with (
+        DroppingProxy(port, marker=b"EVALSHA", moment="after") as proxy,
+        StreamSaver.from_conn_string(proxy.url, prefix=prefix) as saver,
+    ):
+        checkpoint, versions = new_checkpoint({"a": 1})
+        proxy.drops = 1
+        saved = saver.put(config("t1"), checkpoint, {}, versions)
+        proxy.drops = 1
+        saver.put_writes(saved, [("a", 2)], "task")
+        got = saver.get_tuple(saved)
     assert proxy.dropped == 2
     assert client.xlen(saver.core.keys.thread("t1").log) == 2
     assert got is not None and got.pending_writes == [("task", "a", 2)]

@@ -130,7 +130,7 @@ def test_fuzzed_ids_metadata_and_values_round_trip_stay_isolated_and_filter_exac
             assert mine == _ids(oracle, config(thread, ns))  # type: ignore[arg-type]
         else:
             assert mine == [checkpoint["id"]]
-        key = sorted(expected_metadata)[0]
+        key = min(expected_metadata)
         value = expected_metadata[key]  # type: ignore[literal-required]
         for wanted in ({key: value}, {key: value, "absent{": "*"}):
             expected = _oracle_ids(oracle, wanted)

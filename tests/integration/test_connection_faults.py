@@ -132,3 +132,30 @@ def test_a_saver_from_a_connection_string_survives_a_lost_reply(redis_url: str, 
     assert proxy.dropped == 2
     assert client.xlen(saver.core.keys.thread("t1").log) == 2
     assert got is not None and got.pending_writes == [("task", "a", 2)]
+
+
+@pytest.mark.parametrize("moment", ["after"])
+async def test_a_shallow_only_deployment_also_logs_a_retried_call_once(
+    redis_url: str, client: redis.Redis, prefix: str, moment: Moment
+) -> None:
+    """With ``projections=("shallow",)`` the repeat is recognised through the shallow view's
+    pointers, which hold only the latest checkpoint (and its writes)."""
+    port = urlparse(redis_url).port
+    assert port is not None
+    retrying = {"retry": Retry(NoBackoff(), 3)}
+    with DroppingProxy(port, marker=b"EVALSHA", moment=moment) as proxy:
+        async with open_adapter(
+            "sync", "shallow", proxy.url, prefix, client_options=retrying, projections=("shallow",)
+        ) as saver:
+            previous, parent = None, config("t1")
+            for step in range(STEPS):
+                proxy.drops = 1
+                saved, previous = await saver.save("t1", {"step": step}, parent=parent, previous=previous)
+                proxy.drops = 1
+                await saver.put_writes(saved, [("step", step)], f"task-{step}")
+                parent = saved
+            latest = await saver.get_tuple(config("t1"))
+    assert proxy.dropped == 2 * STEPS
+    assert client.xlen(saver.saver.core.keys.thread("t1").log) == 2 * STEPS
+    assert latest is not None and latest.pending_writes == [(f"task-{STEPS - 1}", "step", STEPS - 1)]
+    assert verify(client, prefix, ["shallow"]).matches

@@ -147,3 +147,29 @@ def test_replica_durability_without_a_replica_raises_after_the_append(client: re
     with pytest.raises(DurabilityError):
         saver.put(config("t1"), checkpoint, {}, versions)
     assert client.xlen(saver.core.keys.thread("t1").log) == 1
+
+
+def test_replica_durability_returns_once_the_replica_holds_the_append(tmp_path: Path) -> None:
+    with EmbeddedRedis(tmp_path / "primary") as primary, EmbeddedRedis(
+        tmp_path / "replica", extra_args=["--replicaof", "127.0.0.1", str(primary.port)]
+    ) as replica:
+        client, replica_client = redis.Redis.from_url(primary.url), redis.Redis.from_url(replica.url)
+        deadline = time.monotonic() + 20
+        while client.info("replication")["connected_slaves"] < 1:
+            assert time.monotonic() < deadline, "the replica did not connect"
+            time.sleep(0.05)
+        saver = StreamSaver(client, prefix=PREFIX, durability="replica")
+        reader = StreamSaver(replica_client, prefix=PREFIX)
+        previous = None
+        parent = config("t1")
+        for step in range(20):
+            checkpoint, versions = new_checkpoint({"step": step}, previous)
+            parent = saver.put(parent, checkpoint, {}, versions)
+            saver.put_writes(parent, [("step", step)], "task")
+            reader.core.keyspace = saver.core.keyspace  # the replica is read-only: no setup there
+            got = reader.get_tuple(config("t1"))
+            assert got is not None and got.checkpoint["id"] == checkpoint["id"], f"step {step} not on the replica"
+            assert got.pending_writes == [("task", "step", step)]
+            previous = checkpoint
+        client.close()
+        replica_client.close()

@@ -128,7 +128,7 @@ def test_writers_killed_at_random_instants_leave_whole_events_and_every_ack_read
 
     puts, writes = _read_acks(acks)
     assert killed >= 200, f"seed {seed}: only {killed} writers were killed mid-work"
-    assert len(puts) > THREADS, f"seed {seed}: the writers hardly got anything done"
+    assert len(puts) >= KILLS // 8, f"seed {seed}: the writers hardly got anything done ({len(puts)} puts)"
     report = verify(client, prefix)
     assert report.matches, (seed, report.differences)
     _feeds_match_logs(client, prefix)

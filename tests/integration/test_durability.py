@@ -149,11 +149,21 @@ def test_replica_durability_without_a_replica_raises_after_the_append(client: re
     assert client.xlen(saver.core.keys.thread("t1").log) == 1
 
 
+def _stop_now(server: EmbeddedRedis) -> None:
+    """SIGKILL a throw-away server (a replica's SHUTDOWN takes ~10 s), then clean up."""
+    if server.process is not None:
+        server.process.kill()
+        server.process.wait()
+    server.stop()
+
+
 def test_replica_durability_returns_once_the_replica_holds_the_append(tmp_path: Path) -> None:
-    with EmbeddedRedis(tmp_path / "primary") as primary, EmbeddedRedis(
-        tmp_path / "replica", extra_args=["--replicaof", "127.0.0.1", str(primary.port)]
-    ) as replica:
-        client, replica_client = redis.Redis.from_url(primary.url), redis.Redis.from_url(replica.url)
+    # no diskless-sync delay: the replica's first sync starts at once instead of after 5 s
+    primary = EmbeddedRedis(tmp_path / "primary", extra_args=["--repl-diskless-sync-delay", "0"]).start()
+    replica = EmbeddedRedis(tmp_path / "replica", extra_args=["--replicaof", "127.0.0.1", str(primary.port)])
+    client, replica_client = redis.Redis.from_url(primary.url), redis.Redis.from_url(replica.url)
+    try:
+        replica.start()
         deadline = time.monotonic() + 20
         while client.info("replication")["connected_slaves"] < 1:
             assert time.monotonic() < deadline, "the replica did not connect"
@@ -171,5 +181,8 @@ def test_replica_durability_returns_once_the_replica_holds_the_append(tmp_path: 
             assert got is not None and got.checkpoint["id"] == checkpoint["id"], f"step {step} not on the replica"
             assert got.pending_writes == [("task", "step", step)]
             previous = checkpoint
+    finally:
         client.close()
         replica_client.close()
+        _stop_now(replica)
+        _stop_now(primary)

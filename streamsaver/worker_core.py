@@ -11,50 +11,44 @@ balancing), one pipeline with the previous cycle's acks and dead letters, lease 
 from __future__ import annotations
 
 import logging
-import os
 import re
-import socket
-import uuid
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
-from redis import exceptions as rx
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import RedisError
 
 from streamsaver.errors import ConfigurationError, EventDecodeError, InvalidInputError
 from streamsaver.events import Event, ThreadDeleted, from_fields
 from streamsaver.keys import Keyspace, ViewName, partition_of
+from streamsaver.ownership import (
+    LEASE,
+    ROSTER,
+    Program,
+    Wait,
+    call,
+    default_name,
+    is_transient,
+    lease_call,
+    roster_call,
+    share,
+)
 from streamsaver.saver import setup
 from streamsaver.saver.append import apply_call, view_of
 from streamsaver.saver.core import LOAD_SCRIPTS, Command
-from streamsaver.scripts import Script
 
-__all__ = ["Program", "Unit", "Wait", "WorkerCore", "WorkerStats", "assignment", "group_name", "parse_pointer"]
+__all__ = ["Program", "Unit", "Wait", "WorkerCore", "WorkerStats", "assignment", "default_name", "group_name",
+           "parse_pointer"]
 
 log = logging.getLogger("streamsaver.worker")
 T = TypeVar("T")
-LEASE = Script.load("lease")
-ROSTER = Script.load("roster")
 LOAD_ALL: list[Command] = LOAD_SCRIPTS + [["SCRIPT", "LOAD", s.source] for s in (LEASE, ROSTER)]
 _STREAM_ID = re.compile(r"^\d+-\d+$")
-_TRANSIENT = (rx.OutOfMemoryError, rx.BusyLoadingError, rx.ReadOnlyError, rx.TryAgainError,
-              rx.ClusterDownError, rx.MasterDownError, rx.MovedError, rx.AskError)
 
 
 def group_name(view: ViewName) -> str:
     """The consumer group of a view's projector workers on every partition feed."""
     return f"projector:{view}"
-
-
-def default_name() -> str:
-    """A worker name unique to this process: host, pid and a random suffix."""
-    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-
-
-def is_transient(error: Exception) -> bool:
-    """Whether a failed reply may succeed when retried (the server was busy, not the data bad)."""
-    return isinstance(error, _TRANSIENT) or str(error).startswith(("BUSY", "NOREPLICAS"))
 
 
 @dataclass(frozen=True, order=True)
@@ -65,15 +59,7 @@ class Unit:
     partition: int
 
 
-@dataclass(frozen=True)
-class Wait:
-    """A step of a program: pause `seconds` (less when the worker is stopped)."""
-
-    seconds: float
-
-
 Step = list[Command] | Wait
-Program = Generator[Step, Any, T]
 
 
 @dataclass
@@ -141,11 +127,10 @@ def assignment(units: Sequence[Unit], rosters: dict[ViewName, list[str]], name: 
     """The units `name` should own: partition ``p`` of a view goes to the ``p mod n``-th of the
     view's ``n`` live workers in name order."""
     mine = []
-    for unit in units:
-        live = sorted(set(rosters.get(unit.view, [])) | {name})
-        if live[unit.partition % len(live)] == name:
-            mine.append(unit)
-    return mine
+    for view in dict.fromkeys(u.view for u in units):
+        own = set(share([u.partition for u in units if u.view == view], rosters.get(view, []), name))
+        mine += [u for u in units if u.view == view and u.partition in own]
+    return sorted(mine, key=units.index)
 
 
 class WorkerCore:
@@ -190,13 +175,7 @@ class WorkerCore:
 
     def call(self, commands: list[Command]) -> Program[list[Any]]:
         """Send `commands` in one pipeline; on NOSCRIPT load the scripts and resend those."""
-        replies = list((yield commands))
-        missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
-        if missing:
-            yield LOAD_ALL
-            for i, reply in zip(missing, (yield [commands[i] for i in missing])):
-                replies[i] = reply
-        return replies
+        return (yield from call(commands, LOAD_ALL))
 
     def prepare(self) -> Program[None]:
         """Find the deployment, create the views' indexes if missing, load the scripts and
@@ -222,8 +201,8 @@ class WorkerCore:
         return ["XGROUP", "CREATE", self.keys.feed(unit.partition), group_name(unit.view), start, "MKSTREAM"]
 
     def _lease(self, unit: Unit, count: int) -> Command:
-        keys = [self.keys.lease(unit.partition, unit.view), self.keys.feed(unit.partition)]
-        return LEASE.evalsha_args(keys, [self.name, self.lease_ms, group_name(unit.view), count])
+        return lease_call(self.keys.lease(unit.partition, unit.view), self.keys.feed(unit.partition), self.name,
+                          self.lease_ms, group_name(unit.view), count)
 
     def _take_later(self) -> list[Command]:
         """The acks and dead letters of the last cycle. Losing them with a failed pipeline is
@@ -240,8 +219,8 @@ class WorkerCore:
         """
         stats, units = WorkerStats(cycles=1), self.units()
         if balance:
-            rosters = yield from self.call([ROSTER.evalsha_args([self.keys.projector_workers(v)],
-                                                                [self.name, self.lease_ms]) for v in self.views])
+            rosters = yield from self.call([roster_call(self.keys.projector_workers(v), self.name, self.lease_ms)
+                                            for v in self.views])
             self.joined = True
             units = assignment(units, {v: [n.decode() for n in r] for v, r in zip(self.views, rosters)}, self.name)
         release = [u for u in sorted(self.owned) if u not in units]
@@ -370,7 +349,7 @@ class WorkerCore:
         """Send pending acks and dead letters, give up every lease, leave the rosters."""
         if self.keyspace is None:
             return
-        leave = [ROSTER.evalsha_args([self.keys.projector_workers(v)], [self.name, 0]) for v in self.views]
+        leave = [roster_call(self.keys.projector_workers(v), self.name, 0) for v in self.views]
         commands = self._take_later() + [self._lease(u, 0) for u in sorted(self.owned)]
         if commands or self.joined:
             yield from self.call(commands + (leave if self.joined else []))

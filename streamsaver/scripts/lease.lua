@@ -1,14 +1,18 @@
 #!lua
--- lease: own one partition feed for one view's projector group, and read its next pointers.
--- KEYS[1] lease (string: the owning worker's name, with a PX TTL), KEYS[2] partition feed (stream)
--- ARGV: owner (worker name, also its consumer name), lease ms, group, count
+-- lease: own one partition feed for one consumer group (a view's projector workers, or a
+-- subscriber group), and read its next pointers.
+-- KEYS[1] lease (string: the owning consumer's name, with a PX TTL), KEYS[2] partition feed
+--   (stream), KEYS[3] (optional) attempts (hash: feed entry id -> failed handler attempts)
+-- ARGV: owner (consumer name), lease ms, group, count
 --       (count "0": release the lease if this owner holds it, and read nothing)
--- Returns: 0 when another worker holds the lease (and after a release); otherwise
---   {claimed, entries}. Taking a free or expired lease first claims every pending entry of the
+-- Returns: 0 when another consumer holds the lease (and after a release); otherwise
+--   {claimed, entries, tail, attempts}. Taking a free or expired lease first claims every pending entry of the
 --   group (the previous owners' unacked pointers; `claimed` counts them) and deletes the other
 --   consumers, empty by then. `entries` are up to `count` feed entries (id, fields): this
 --   owner's pending ones first, oldest first (one trimmed from the feed has no fields), else
---   new ones.
+--   new ones. `tail` is the feed's last entry id when nothing was read (every entry up to it
+--   was delivered to the group: a consumer may block on XREAD after it), else false.
+--   `attempts` (with KEYS[3], for pending entries) holds each entry's attempts field or false.
 -- Reading in the same script as the lease check means only the owner ever takes entries from
 -- the group, so a new owner's claim finds everything any previous owner left.
 local owner, ms, group, count = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
@@ -44,5 +48,17 @@ local function read(from)
   return reply and reply[1] and reply[1][2] or {}
 end
 local entries = read('0')
-if #entries == 0 then entries = read('>') end
-return {claimed, entries}
+local pending = #entries > 0
+if not pending then entries = read('>') end
+local tail = false
+if #entries == 0 then
+  local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+  tail = last[1] and last[1][1] or '0-0'
+end
+local attempts = {}
+if KEYS[3] and pending then
+  local ids = {}
+  for k, entry in ipairs(entries) do ids[k] = entry[1] end
+  attempts = redis.call('HMGET', KEYS[3], unpack(ids))
+end
+return {claimed, entries, tail, attempts}

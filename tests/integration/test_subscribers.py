@@ -5,17 +5,23 @@ dead letters for a handler that keeps failing, lag, and feed retention."""
 from __future__ import annotations
 
 import asyncio
+import random
+import signal
+import subprocess
+import sys
+import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 import redis.asyncio
 from helpers import config, new_checkpoint
-from subscriber_harness import fill
+from subscriber_harness import fill, handled_key
 
-from streamsaver import AsyncStreamSaver, StreamSaver
-from streamsaver.feed_admin import dead_letters, group_health, requeue_dead_letters
+from streamsaver import StreamSaver
+from streamsaver.feed_admin import dead_letters, group_health, requeue_dead_letters, trim_feeds
 from streamsaver.feed_event import FeedEvent
 from streamsaver.subscribe import Subscriber
 
@@ -125,3 +131,144 @@ async def test_a_poisoned_event_is_dead_lettered_after_n_attempts_and_the_rest_f
                prefix=prefix).run_burst()
     Subscriber(client, "other", other.append, prefix=prefix).run_burst()
     assert handled == [("thread-1", 2)] and other == []
+
+
+def in_thread_order(handled: list[tuple[str, int]]) -> bool:
+    """Each thread's events were first handled in order: a thread's record never skips ahead
+    (a re-delivery may go back and repeat, which at-least-once allows)."""
+    last: dict[str, int] = {}
+    for thread, n in handled:
+        if n > last.get(thread, -1) + 1:
+            return False
+        last[thread] = max(n, last.get(thread, -1))
+    return True
+
+
+def wait_for(condition: Any, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def test_events_survive_consumers_killed_at_random(client: redis.Redis, prefix: str, redis_url: str) -> None:
+    order = fill(client, prefix, threads=100, per_thread=100)
+    assert len(order) == 10_000
+    rng = random.Random(4)
+    harness = str(Path(__file__).with_name("subscriber_harness.py"))
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(name: str) -> None:
+        procs[name] = subprocess.Popen([sys.executable, harness, redis_url, prefix, "audit", name, "400"])
+
+    def handled() -> list[tuple[str, int]]:
+        return [(t, int(n)) for t, n in (x.decode().split("|") for x in client.lrange(handled_key(prefix), 0, -1))]
+
+    for i in range(3):
+        start(f"c{i}")
+    killed = 0
+    try:
+        for fraction in (0.15, 0.4, 0.65):
+            wait_for(lambda: client.llen(handled_key(prefix)) >= fraction * 10_000, 60, f"{fraction:.0%} handled")
+            victim = rng.choice(sorted(procs))
+            procs.pop(victim).send_signal(signal.SIGKILL)
+            killed += 1
+            start(f"c{3 + killed}")
+        wait_for(lambda: {h for h in handled()} >= set(order), 60, "every event handled")
+        wait_for(lambda: all(h.pending == 0 and h.lag == 0 for h in group_health(client, prefix, "audit")), 30,
+                 "every event acknowledged")
+    finally:
+        for proc in procs.values():
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+    record = handled()
+    assert set(record) == set(order) and in_thread_order(record)
+    assert killed == 3 and len(record) >= len(order)
+
+
+class Abandon(BaseException):
+    """Leaves a subscriber mid-batch without releasing anything, like a crash."""
+
+
+async def test_async_consumers_abandoned_mid_batch_lose_nothing(aclient: redis.asyncio.Redis, client: redis.Redis,
+                                                                prefix: str) -> None:
+    order = fill(client, prefix, threads=40, per_thread=50, partitions=4)
+    record: list[tuple[str, int]] = []
+    rng = random.Random(9)
+
+    def consumer(name: str, budget: int | None) -> Subscriber:
+        def handle(event: FeedEvent) -> None:
+            if budget is not None and len(record) >= budget:
+                raise Abandon
+            record.append((event.thread_id, event.metadata["n"]))  # type: ignore[index]
+        return Subscriber(aclient, "audit", handle, prefix=prefix, name=name, lease_ms=300, batch=25, poll_ms=20)
+
+    for i, budget in enumerate(sorted(rng.sample(range(100, 1900), 3))):
+        with pytest.raises(Abandon):
+            await consumer(f"doomed-{i}", budget).async_run()
+    survivor = consumer("survivor", None)
+    task = asyncio.create_task(survivor.async_run())
+    deadline = time.monotonic() + 30
+    while not set(record) >= set(order):
+        assert time.monotonic() < deadline and not task.done()
+        await asyncio.sleep(0.02)
+    survivor.stop()
+    stats = await task
+    assert in_thread_order(record) and stats.claimed > 0
+    assert all(h.pending == 0 and h.lag == 0 for h in group_health(client, prefix, "audit"))
+
+
+def test_a_consumer_joining_a_group_takes_a_share_of_partitions(client: redis.Redis, prefix: str) -> None:
+    fill(client, prefix, threads=16, per_thread=2, partitions=8)
+    seen: dict[str, list[int]] = {"a": [], "b": []}
+    a, b = (Subscriber(client, "audit", lambda e, n=n: seen[n].append(e.partition), prefix=prefix, name=n,
+                       lease_ms=400, batch=1) for n in ("a", "b"))
+    a.run_once()
+    assert a.core.owned == set(range(8))
+    b.run_once()
+    assert b.core.owned == set()  # a still holds every lease
+    wait_for(lambda: (a.run_once(), b.run_once()) and b.core.owned == {1, 3, 5, 7} and a.core.owned == {0, 2, 4, 6},
+             10, "b to take its share")
+    a.release()
+    b.release()
+    assert seen["b"] and set(seen["b"]) <= {1, 3, 5, 7}
+
+
+def sid(entry: bytes) -> tuple[int, int]:
+    ms, seq = entry.split(b"-")
+    return int(ms), int(seq)
+
+
+def test_trimming_never_drops_an_unacknowledged_entry(client: redis.Redis, prefix: str) -> None:
+    order = fill(client, prefix, threads=12, per_thread=6, partitions=2)
+    logs_before = {k: client.xlen(k) for k in client.scan_iter(f"{prefix}:log:*")}
+    assert trim_feeds(client, prefix) == {}  # no group yet: nothing goes
+    Subscriber(client, "fast", lambda e: None, prefix=prefix).run_burst()
+
+    def slow_handler(event: FeedEvent) -> None:
+        if event.metadata["n"] >= 4:  # type: ignore[index]
+            raise RuntimeError("not yet")
+
+    slow = Subscriber(client, "slow", slow_handler, prefix=prefix, batch=5, max_deliveries=100)
+    for _ in range(60):
+        if slow.run_once().failed:
+            break
+    slow.release()
+    feeds = {p: f"{prefix}:feed:{{p{p}}}" for p in (0, 1)}
+    unacked = {(p, e["message_id"]) for p, feed in feeds.items()
+               for e in client.xpending_range(feed, "slow", "-", "+", 100)}
+    delivered = {p: sid(client.xinfo_groups(feed)[[g["name"] for g in client.xinfo_groups(feed)].index(b"slow")]
+                        ["last-delivered-id"]) for p, feed in feeds.items()}
+    before = {(p, e[0]) for p, feed in feeds.items() for e in client.xrange(feed)}
+    removed = trim_feeds(client, prefix)
+    left = {(p, e[0]) for p, feed in feeds.items() for e in client.xrange(feed)}
+    assert unacked and unacked <= left and sum(removed.values()) == len(before - left) > 0
+    for p, entry in before - left:  # only entries both groups acknowledged went
+        assert sid(entry) <= delivered[p] and all(sid(entry) < sid(u) for q, u in unacked if q == p)
+    assert all(sid(entry) <= delivered[p] for p, entry in before - left)
+    assert {(p, e) for p, e in before if sid(e) > delivered[p]} <= left
+    Subscriber(client, "slow", lambda e: None, prefix=prefix).run_burst()
+    assert sum(trim_feeds(client, prefix).values()) == len(left)
+    assert all(client.xlen(f"{prefix}:feed:{{p{p}}}") == 0 for p in (0, 1))
+    assert {k: client.xlen(k) for k in client.scan_iter(f"{prefix}:log:*")} == logs_before
+    assert len(order) == 72

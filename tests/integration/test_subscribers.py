@@ -55,7 +55,7 @@ def test_handler_gets_typed_events_and_payloads_on_demand(client: redis.Redis, p
     Subscriber(client, "audit", lambda e: seen.append((e, e.payload())), prefix=prefix).run_burst()
     (put, put_payload), (writes, writes_payload) = seen
     assert put_payload["checkpoint"]["channel_values"] == {"messages": ["hi"], "n": 1}
-    assert put_payload["checkpoint"]["id"] == put.checkpoint_id == checkpoint["id"]
+    assert put_payload["checkpoint"]["id"] == put.checkpoint_id == writes.checkpoint_id == checkpoint["id"]
     assert writes_payload == {"task_id": "task-1", "task_path": "", "writes": [("messages", "hello back")]}
     story: list[tuple[FeedEvent, Any]] = []
     one_thread_story(saver)
@@ -169,7 +169,7 @@ def test_events_survive_consumers_killed_at_random(client: redis.Redis, prefix: 
     killed = 0
     try:
         for fraction in (0.15, 0.4, 0.65):
-            wait_for(lambda: client.llen(handled_key(prefix)) >= fraction * 10_000, 60, f"{fraction:.0%} handled")
+            wait_for(lambda f=fraction: client.llen(handled_key(prefix)) >= f * 10_000, 60, f"{fraction:.0%} handled")
             victim = rng.choice(sorted(procs))
             procs.pop(victim).send_signal(signal.SIGKILL)
             killed += 1

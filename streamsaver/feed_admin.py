@@ -19,7 +19,7 @@ from typing import Any
 
 from redis import Redis
 
-from streamsaver.inspection import deployment_keyspace
+from streamsaver.inspection import PartitionHealth, deployment_keyspace, group_health
 from streamsaver.scripts import Script
 from streamsaver.subscribe_core import check_group
 
@@ -31,47 +31,6 @@ _POINTER_FIELDS = (b"id", b"type", b"thread", b"ns", b"cid", b"meta")
 
 def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
-@dataclass(frozen=True)
-class PartitionHealth:
-    """One consumer group on one partition feed."""
-
-    group: str
-    partition: int
-    pending: int
-    lag: int | None
-    """Entries not delivered yet (None when Redis cannot tell, after deletions in the feed)."""
-    last_delivered: str
-    consumers: int
-    owner: str | None
-    """The subscriber holding the partition's lease (subscriber groups), if any."""
-
-
-def group_health(client: Redis, prefix: str, group: str | None = None) -> list[PartitionHealth]:
-    """Every consumer group (or only `group`) on every partition feed, by group then partition.
-
-    Raises:
-        ConfigurationError: no deployment under `prefix`.
-    """
-    keyspace = deployment_keyspace(client, prefix)
-    r: Any = client  # redis-py's stubs type these replies loosely; their shapes are fixed
-    pipe = r.pipeline(transaction=False)
-    for p in range(keyspace.partitions):
-        pipe.xinfo_groups(keyspace.feed(p))
-    replies = pipe.execute(raise_on_error=False)
-    rows: list[tuple[int, dict[str, Any]]] = []
-    for p, groups in enumerate(replies):
-        for info in groups if isinstance(groups, list) else []:
-            info = dict(zip(map(_text, info[::2]), info[1::2])) if isinstance(info, list) else info
-            if group is None or _text(info["name"]) == group:
-                rows.append((p, info))
-    owners = r.mget([keyspace.subscriber_lease(p, _text(i["name"])) for p, i in rows]) if rows else []
-    health = [PartitionHealth(_text(i["name"]), p, int(i.get("pending") or 0),
-                              None if i.get("lag") is None else int(i["lag"]), _text(i["last-delivered-id"]),
-                              int(i.get("consumers") or 0), None if o is None else _text(o))
-              for (p, i), o in zip(rows, owners)]
-    return sorted(health, key=lambda h: (h.group, h.partition))
 
 
 @dataclass(frozen=True)

@@ -142,7 +142,7 @@ class Subscriber(ProgramDriver):
                 result = self.handler(event)
             except Exception as exc:  # noqa: BLE001 - any handler failure is retried, then dead-lettered
                 return n, exc
-            if inspect.isawaitable(result):
+            if result is not None and inspect.isawaitable(result):
                 raise TypeError("a coroutine handler needs an async client and async_run")
         return len(step.events), None
 

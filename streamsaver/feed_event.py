@@ -36,10 +36,15 @@ class EntrySource(Protocol):
         """The entry, with an async client."""
 
 
-def _comparable(value: Any) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return value
-    return float(value)
+def _comparable(value: Any) -> tuple[str, Any]:
+    if isinstance(value, bool):
+        return "bool", value
+    if isinstance(value, (int, float)):
+        return "number", float(value)
+    try:
+        return "json", orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return "other", value
 
 
 @dataclass(frozen=True)

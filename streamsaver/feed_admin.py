@@ -20,12 +20,11 @@ from typing import Any
 from redis import Redis
 
 from streamsaver.inspection import PartitionHealth, deployment_keyspace, group_health
-from streamsaver.scripts import Script
+from streamsaver.scripts import TRIM
 from streamsaver.subscribe_core import check_group
 
 __all__ = ["DeadLetter", "PartitionHealth", "dead_letters", "group_health", "requeue_dead_letters", "trim_feeds"]
 
-TRIM = Script.load("trim")
 _POINTER_FIELDS = (b"id", b"type", b"thread", b"ns", b"cid", b"meta")
 
 

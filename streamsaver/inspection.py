@@ -93,7 +93,15 @@ class PartitionHealth:
     last_delivered: str
     consumers: int
     owner: str | None
-    """The subscriber holding the partition's lease (subscriber groups), if any."""
+    """The consumer holding the partition's lease (a subscriber or projector worker), if any."""
+
+
+def _lease_of(keyspace: Keyspace, partition: int, group: str) -> str:
+    """The lease key of a projector group (``projector:<view>``) or a subscriber group."""
+    view = group.removeprefix("projector:")
+    if view in ("full", "shallow") and group != view:
+        return keyspace.lease(partition, "full" if view == "full" else "shallow")
+    return keyspace.subscriber_lease(partition, group)
 
 
 def group_health(client: Redis, prefix: str, group: str | None = None) -> list[PartitionHealth]:
@@ -113,7 +121,7 @@ def group_health(client: Redis, prefix: str, group: str | None = None) -> list[P
         for info in groups if isinstance(groups, list) else []:
             if group is None or _text(info["name"]) == group:
                 rows.append((p, info))
-    owners = r.mget([keyspace.subscriber_lease(p, _text(i["name"])) for p, i in rows]) if rows else []
+    owners = r.mget([_lease_of(keyspace, p, _text(i["name"])) for p, i in rows]) if rows else []
     health = [PartitionHealth(_text(i["name"]), p, int(i.get("pending") or 0),
                               None if i.get("lag") is None else int(i["lag"]), _text(i["last-delivered-id"]),
                               int(i.get("consumers") or 0), None if o is None else _text(o))

@@ -87,6 +87,9 @@ class Subscriber(ProgramDriver):
             feeds hold) or ``"$"`` (only what comes next).
         prefetch: read every event's log entry with its batch (for handlers that always call
             `FeedEvent.payload`).
+        retry_ms: `run`'s pause after a cycle in which a handler failed, before trying again.
+        trim_every_s: with `run`, trim the owned partition feeds this often (below what every
+            consumer group acknowledged; see `streamsaver.feed_admin.trim_feeds`); None: never.
         serde: the saver's serializer (default: LangGraph's ``JsonPlusSerializer``); an
             ``EncryptedSerializer`` must be the saver's.
 
@@ -99,11 +102,12 @@ class Subscriber(ProgramDriver):
                  name: str | None = None, partitions: Collection[int] | None = None,
                  types: Collection[str] | None = None, metadata: Mapping[str, Any] | None = None,
                  batch: int = 100, lease_ms: int = 10_000, poll_ms: int = 100, max_deliveries: int = 5,
-                 start: str = "0", prefetch: bool = False, serde: SerializerProtocol | None = None) -> None:
+                 start: str = "0", prefetch: bool = False, retry_ms: int = 100, trim_every_s: float | None = None,
+                 serde: SerializerProtocol | None = None) -> None:
         super().__init__(client)
         self.handler = handler
         options = Options(group, name or default_name(), partitions, EventFilter.of(types, metadata), batch,
-                          lease_ms, poll_ms, max_deliveries, start, prefetch)
+                          lease_ms, poll_ms, max_deliveries, start, prefetch, retry_ms, trim_every_s)
         self.core = SubscriberCore(prefix, options, serde or JsonPlusSerializer(), self)
 
     @property

@@ -21,17 +21,18 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.exceptions import RedisError
 
 from streamsaver.errors import ConfigurationError, InvalidInputError
-from streamsaver.events import CheckpointSaved
+from streamsaver.events import CheckpointSaved, ThreadDeleted
 from streamsaver.feed_event import EntrySource, EventFilter, FeedEvent, metadata_of
 from streamsaver.keys import Keyspace
 from streamsaver.ownership import LEASE, ROSTER, Program, Wait, call, lease_call, roster_call, share
 from streamsaver.saver.core import Command
+from streamsaver.scripts import TRIM
 from streamsaver.worker_core import parse_pointer
 
 __all__ = ["Deliver", "SubscriberCore", "SubscriberStats", "check_group"]
 
 log = logging.getLogger("streamsaver.subscribe")
-LOAD: list[Command] = [["SCRIPT", "LOAD", s.source] for s in (LEASE, ROSTER)]
+LOAD: list[Command] = [["SCRIPT", "LOAD", s.source] for s in (LEASE, ROSTER, TRIM)]
 _GROUP = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
@@ -101,12 +102,16 @@ class Options:
     max_deliveries: int = 5
     start: str = "0"
     prefetch: bool = False
+    retry_ms: int = 100
+    trim_every_s: float | None = None
 
     def check(self) -> None:
         """Raises: InvalidInputError: an option out of range."""
         check_group(self.group)
         if self.start not in ("0", "$") or self.batch < 1 or self.lease_ms < 10 or self.max_deliveries < 1:
             raise InvalidInputError("need start '0' or '$', batch >= 1, lease_ms >= 10 and max_deliveries >= 1")
+        if self.retry_ms < 0 or (self.trim_every_s is not None and self.trim_every_s <= 0):
+            raise InvalidInputError("need retry_ms >= 0 and trim_every_s > 0 (or None)")
 
 
 class SubscriberCore:
@@ -133,6 +138,7 @@ class SubscriberCore:
         self.later: list[Command] = []
         self.tails: dict[int, str] = {}
         self.heartbeat_at = float("-inf")
+        self.trimmed_at = time.monotonic()
         self.joined = False
         self.stopping = False
 
@@ -197,7 +203,7 @@ class SubscriberCore:
         later, self.later = self.later + [self._lease(p, 0) for p in release], []
         started = time.monotonic()
         replies = yield from call(later + [self._lease(p, self.o.batch) for p in targets], LOAD)
-        if errors := [r for r in replies[: len(later)] if isinstance(r, Exception)]:
+        if errors := [r for r in replies[: len(later)] if isinstance(r, Exception) and "BUSYGROUP" not in str(r)]:
             raise errors[0]
         self.owned.difference_update(release)
         batches, failed = self._read(targets, replies[len(later):], stats)
@@ -263,7 +269,7 @@ class SubscriberCore:
     def _prefetch(self, items: list[Item]) -> Program[None]:
         """Read the log entries of the batch's events in one pipeline when payloads are
         prefetched, or when a metadata filter meets a pointer written without metadata."""
-        wanted = [i.event for i in items if i.event is not None and i.event.type != "ThreadDeleted" and (
+        wanted = [i.event for i in items if i.event is not None and i.event.type != ThreadDeleted.TYPE and (
             self.o.prefetch or (i.event.type == CheckpointSaved.TYPE and i.event.metadata is None))]
         if not wanted:
             return
@@ -338,6 +344,14 @@ class SubscriberCore:
             return
         yield [["XREAD", "COUNT", 1, "BLOCK", block, "STREAMS", *feeds, *feeds.values()]]
 
+    def _trim_if_due(self) -> None:
+        """With `trim_every_s`, queue a trim (``trim.lua``) of each owned feed once per period: it
+        drops the entries every group on the feed has acknowledged (see `streamsaver.feed_admin`)."""
+        if self.o.trim_every_s is None or time.monotonic() - self.trimmed_at < self.o.trim_every_s:
+            return
+        self.trimmed_at = time.monotonic()
+        self.later += [TRIM.evalsha_args([self.keys.feed(p)], []) for p in sorted(self.owned)]
+
     def release(self) -> Program[None]:
         """Send pending acks and dead letters, give up every lease, leave the roster."""
         if self.keyspace is None:
@@ -379,7 +393,10 @@ class SubscriberCore:
                 stats = yield from self.cycle(balance=True)
                 total.add(stats)
                 backoff = 0.05
-                if stats.read == 0 and not self.later and not self.stopping:
+                self._trim_if_due()
+                if stats.failed and self.o.retry_ms and not self.stopping:
+                    yield Wait(self.o.retry_ms / 1000)  # let a failing dependency recover
+                elif stats.read == 0 and not self.later and not self.stopping:
                     yield from self.idle()
             except RedisError as exc:
                 log.warning("subscriber %s: %s; retrying in %.2fs", self.name, exc, backoff)

@@ -15,7 +15,7 @@ from functools import cached_property
 from importlib import resources
 from typing import Any
 
-__all__ = ["ALL", "APPEND", "APPLY", "READ_FULL", "READ_SHALLOW", "SWAP", "Script"]
+__all__ = ["ALL", "APPEND", "APPLY", "READ_FULL", "READ_SHALLOW", "SWAP", "TRIM", "Script"]
 
 Arg = str | bytes | int
 
@@ -65,4 +65,5 @@ READ_FULL = Script.load("read_full")
 READ_SHALLOW = Script.load("read_shallow")
 APPLY = Script.load("apply")
 SWAP = Script.load("swap")
+TRIM = Script.load("trim")
 ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP)

@@ -9,6 +9,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -272,3 +273,28 @@ def test_trimming_never_drops_an_unacknowledged_entry(client: redis.Redis, prefi
     assert all(client.xlen(f"{prefix}:feed:{{p{p}}}") == 0 for p in (0, 1))
     assert {k: client.xlen(k) for k in client.scan_iter(f"{prefix}:log:*")} == logs_before
     assert len(order) == 72
+
+
+def test_a_running_subscriber_retries_after_a_pause_and_trims_its_feeds(client: redis.Redis, prefix: str) -> None:
+    order = fill(client, prefix, threads=8, per_thread=5, partitions=2)
+    failures: list[float] = []
+    handled: list[tuple[str, int]] = []
+
+    def flaky(event: FeedEvent) -> None:
+        if (event.thread_id, event.metadata["n"]) == ("thread-3", 1) and len(failures) < 2:  # type: ignore[index]
+            failures.append(time.monotonic())
+            raise ConnectionError("downstream is down")
+        handled.append((event.thread_id, event.metadata["n"]))  # type: ignore[index]
+
+    sub = Subscriber(client, "sink", flaky, prefix=prefix, retry_ms=150, trim_every_s=0.05, lease_ms=600)
+    runner = threading.Thread(target=sub.run)
+    runner.start()
+    try:
+        wait_for(lambda: set(handled) >= set(order), 20, "every event handled")
+        wait_for(lambda: sum(client.xlen(f"{prefix}:feed:{{p{p}}}") for p in (0, 1)) == 0, 20, "the feeds trimmed")
+    finally:
+        sub.stop()
+        runner.join(10)
+    assert len(failures) == 2 and failures[1] - failures[0] >= 0.15 and in_thread_order(handled)
+    assert not dead_letters(client, prefix, "sink")
+    assert sum(client.xlen(k) for k in client.scan_iter(f"{prefix}:log:*")) == len(order)

@@ -18,7 +18,7 @@ Every append also adds a small pointer to its partition's feed (``P:feed:{pN}``)
   is not given an event once 80 % of the lease since the last renewal has passed: the rest of
   the batch stays pending for the next cycle.
 * **Failures and dead letters.** A handler that raises stops its partition at that event: it is
-  tried again first on the next cycle (`FeedEvent.deliveries` counts attempts, kept per entry in
+  tried again first on the next cycle (after ``retry_ms``) (`FeedEvent.deliveries` counts attempts, kept per entry in
   ``P:sub:tries:{pN}:<group>``, so they survive a change of owner). After ``max_deliveries``
   failed attempts the event goes to ``P:sub:dead:<group>`` (the pointer's fields plus
   ``partition``, ``entry``, ``error``, ``consumer``, ``attempts``), is acknowledged, and the

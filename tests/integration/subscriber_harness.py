@@ -2,11 +2,13 @@
 
 Run as a script (``python subscriber_harness.py URL PREFIX GROUP NAME LEASE_MS``), it is one
 subscriber of GROUP that records each handled event (``thread|n``) on the list
-``PREFIX:test:handled`` and runs until killed.
+``PREFIX:test:handled`` and runs until killed; on SIGTERM it stops cleanly and adds the pending
+entries it claimed from dead owners to ``PREFIX:test:claimed``.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import Any
 
@@ -62,8 +64,10 @@ def main(url: str, prefix: str, group: str, name: str, lease_ms: str) -> None:
     def record(event: Any) -> None:
         client.rpush(key, f"{event.thread_id}|{event.metadata['n']}")
 
-    Subscriber(client, group, record, prefix=prefix, name=name, lease_ms=int(lease_ms), batch=20,
-               poll_ms=50).run()
+    sub = Subscriber(client, group, record, prefix=prefix, name=name, lease_ms=int(lease_ms), batch=20, poll_ms=50)
+    signal.signal(signal.SIGTERM, lambda *_: sub.stop())
+    stats = sub.run()
+    client.incrby(f"{prefix}:test:claimed", stats.claimed)
 
 
 if __name__ == "__main__":

@@ -226,20 +226,36 @@ async def test_async_consumers_abandoned_mid_batch_lose_nothing(aclient: redis.a
     assert all(h.pending == 0 and h.lag == 0 for h in group_health(client, prefix, "audit"))
 
 
-def test_a_consumer_joining_a_group_takes_a_share_of_partitions(client: redis.Redis, prefix: str) -> None:
-    fill(client, prefix, threads=16, per_thread=2, partitions=8)
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_a_consumer_joining_a_group_takes_a_share_of_partitions(
+        kind: str, client: redis.Redis, aclient: redis.asyncio.Redis, prefix: str) -> None:
+    fill(client, prefix, threads=16, per_thread=1, partitions=8)
     seen: dict[str, list[int]] = {"a": [], "b": []}
-    a, b = (Subscriber(client, "audit", lambda e, n=n: seen[n].append(e.partition), prefix=prefix, name=n,
-                       lease_ms=400, batch=1) for n in ("a", "b"))
-    a.run_once()
+    a, b = (Subscriber(aclient if kind == "async" else client, "audit", lambda e, n=n: seen[n].append(e.partition),
+                       prefix=prefix, name=n, lease_ms=400, batch=1) for n in ("a", "b"))
+
+    async def once(sub: Subscriber) -> None:
+        await sub.async_run_once() if kind == "async" else sub.run_once()
+
+    await once(a)
     assert a.core.owned == set(range(8))
-    b.run_once()
+    await once(b)
     assert b.core.owned == set()  # a still holds every lease
-    wait_for(lambda: (a.run_once(), b.run_once()) and b.core.owned == {1, 3, 5, 7} and a.core.owned == {0, 2, 4, 6},
-             10, "b to take its share")
-    a.release()
-    b.release()
-    assert seen["b"] and set(seen["b"]) <= {1, 3, 5, 7}
+    deadline = time.monotonic() + 10
+    while not (b.core.owned == {1, 3, 5, 7} and a.core.owned == {0, 2, 4, 6}):
+        assert time.monotonic() < deadline, "b never took its share"
+        await once(a)
+        await once(b)
+    # New events now go to each one's share only.
+    seen["a"].clear()
+    seen["b"].clear()
+    fill(client, prefix, threads=16, per_thread=1, partitions=8)
+    await once(a)
+    await once(b)
+    assert seen["a"] and set(seen["a"]) <= {0, 2, 4, 6} and seen["b"] and set(seen["b"]) <= {1, 3, 5, 7}
+    for sub in (a, b):
+        await sub.async_release() if kind == "async" else sub.release()
+    assert not client.exists(f"{prefix}:sub:members:audit")
 
 
 def sid(entry: bytes) -> tuple[int, int]:

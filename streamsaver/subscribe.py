@@ -22,7 +22,8 @@ Every append also adds a small pointer to its partition's feed (``P:feed:{pN}``)
   ``P:sub:tries:{pN}:<group>``, so they survive a change of owner). After ``max_deliveries``
   failed attempts the event goes to ``P:sub:dead:<group>`` (the pointer's fields plus
   ``partition``, ``entry``, ``error``, ``consumer``, ``attempts``), is acknowledged, and the
-  partition flows on. ``streamsaver dead-letters`` lists and re-queues them
+  partition flows on. Pending entries are read one at a time and counted before the handler
+  runs, so an event that crashes its consumer every time is dead-lettered as well. ``streamsaver dead-letters`` lists and re-queues them
   (`streamsaver.feed_admin`).
 * **Filters** by event type and by top-level metadata equality run before the handler; a
   filtered event is acknowledged without it.

@@ -42,6 +42,9 @@ class Item:
     entry: str
     raw: dict[bytes, bytes]
     attempts: int
+    """Attempts counted before this delivery."""
+    recovering: bool = False
+    """Read from the pending entries: this delivery is counted already."""
     event: FeedEvent | None = None
     skip: str = ""
     """``filtered`` (ack without the handler) or ``dead: <why>`` (a malformed pointer)."""
@@ -167,16 +170,20 @@ class SubscriberCore:
             stats.claimed += int(claimed)
             if tail:
                 self.tails[partition] = tail.decode()
-            tries = [int(a) if a else 0 for a in attempts] if attempts else [0] * len(entries)
-            items = [self._item(partition, e.decode(), flat, n) for (e, flat), n in zip(entries, tries)]
+            recovering = bool(attempts)
+            tries = [int(a) for a in attempts] if recovering else [0] * len(entries)
+            items = [self._item(partition, e.decode(), flat, n, recovering) for (e, flat), n in zip(entries, tries)]
             stats.read += len(items)
             if items:
                 batches[partition] = items
         return batches, failed
 
-    def _item(self, partition: int, entry: str, flat: list[bytes] | None, attempts: int) -> Item:
+    def _item(self, partition: int, entry: str, flat: list[bytes] | None, attempts: int, recovering: bool) -> Item:
         raw = dict(zip(flat[::2], flat[1::2])) if flat else {}
-        item = Item(entry, raw, attempts)
+        item = Item(entry, raw, attempts, recovering)
+        if attempts >= self.o.max_deliveries:
+            item.skip = f"dead: {attempts} deliveries never completed (does the handler crash its process?)"
+            return item
         pointer = parse_pointer(raw, self.keys, partition)
         if isinstance(pointer, str):
             item.skip = f"dead: {pointer}" if raw else "filtered"  # a trimmed entry has no fields
@@ -238,7 +245,8 @@ class SubscriberCore:
                 break
             stats.failed += 1
             if stop.attempts + 1 < self.o.max_deliveries:
-                self.later.append(["HINCRBY", self.keys.subscriber_attempts(partition, self.o.group), stop.entry, 1])
+                if not stop.recovering:
+                    self.later.append(["HINCRBY", self.keys.subscriber_attempts(partition, self.o.group), stop.entry, 1])
                 log.info("subscriber %s: %s failed (attempt %d): %r", self.name, stop.event, stop.attempts + 1, error)
                 break
             stop.skip = f"dead: {type(error).__name__}: {error}"
@@ -255,7 +263,7 @@ class SubscriberCore:
             stats.filtered += 1
         else:
             stats.handled += 1
-        if item.attempts:
+        if item.attempts or item.recovering:
             self.later.append(["HDEL", self.keys.subscriber_attempts(partition, self.o.group), item.entry])
         acks.append(item.entry)
 
@@ -263,7 +271,8 @@ class SubscriberCore:
         error = item.skip.removeprefix("dead: ")
         log.warning("subscriber group %s: dead letter %s of partition %d: %s", self.o.group, item.entry, partition, error)
         extra = {b"partition": b"%d" % partition, b"entry": item.entry.encode(), b"error": error.encode("utf-8", "replace"),
-                 b"consumer": self.name.encode(), b"attempts": b"%d" % (item.attempts + 1)}
+                 b"consumer": self.name.encode(),
+                 b"attempts": b"%d" % (item.attempts + (1 if item.event is not None else 0))}
         flat = [x for kv in ({k: v for k, v in item.raw.items() if k != b"for"} | extra).items() for x in kv]
         return ["XADD", self.keys.subscriber_dead_letters(self.o.group), "*", *flat]
 

@@ -12,7 +12,8 @@
 --   owner's pending ones first, oldest first (one trimmed from the feed has no fields), else
 --   new ones. `tail` is the feed's last entry id when nothing was read (every entry up to it
 --   was delivered to the group: a consumer may block on XREAD after it), else false.
---   `attempts` (with KEYS[3], for pending entries) holds each entry's attempts field or false.
+--   With KEYS[3], pending entries are read one at a time and `attempts` holds the entry's count
+--   before this read (the read adds one): {n}; otherwise (and for new entries) it is empty.
 -- Reading in the same script as the lease check means only the owner ever takes entries from
 -- the group, so a new owner's claim finds everything any previous owner left.
 local owner, ms, group, count = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
@@ -43,13 +44,15 @@ else
     end
   end
 end
-local function read(from)
-  local reply = redis.call('XREADGROUP', 'GROUP', group, owner, 'COUNT', count, 'STREAMS', KEYS[2], from)
+local function read(from, n)
+  local reply = redis.call('XREADGROUP', 'GROUP', group, owner, 'COUNT', n, 'STREAMS', KEYS[2], from)
   return reply and reply[1] and reply[1][2] or {}
 end
-local entries = read('0')
+-- With an attempts hash, pending entries (a retry, or a dead owner's) are read one at a time
+-- and counted before the handler sees them, so one that crashes its consumer is counted too.
+local entries = read('0', KEYS[3] and 1 or count)
 local pending = #entries > 0
-if not pending then entries = read('>') end
+if not pending then entries = read('>', count) end
 local tail = false
 if #entries == 0 then
   local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
@@ -57,8 +60,6 @@ if #entries == 0 then
 end
 local attempts = {}
 if KEYS[3] and pending then
-  local ids = {}
-  for k, entry in ipairs(entries) do ids[k] = entry[1] end
-  attempts = redis.call('HMGET', KEYS[3], unpack(ids))
+  attempts = {redis.call('HINCRBY', KEYS[3], entries[1][1], 1) - 1}
 end
 return {claimed, entries, tail, attempts}

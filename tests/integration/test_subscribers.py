@@ -226,6 +226,34 @@ async def test_async_consumers_abandoned_mid_batch_lose_nothing(aclient: redis.a
     assert all(h.pending == 0 and h.lag == 0 for h in group_health(client, prefix, "audit"))
 
 
+def test_an_event_that_crashes_its_consumer_each_time_is_dead_lettered_too(client: redis.Redis, prefix: str) -> None:
+    order = fill(client, prefix, threads=4, per_thread=3, partitions=1)
+    handled: list[tuple[str, int]] = []
+    crashes = 0
+
+    def handle(event: FeedEvent) -> None:
+        if (event.thread_id, event.metadata["n"]) == ("thread-2", 1):  # type: ignore[index]
+            raise Abandon  # the consumer dies in the handler: no failure is ever reported
+        handled.append((event.thread_id, event.metadata["n"]))  # type: ignore[index]
+
+    while True:
+        assert crashes < 10, "the poison was never dead-lettered"
+        try:
+            Subscriber(client, "g", handle, prefix=prefix, name=f"c{crashes}", lease_ms=100, max_deliveries=3,
+                       batch=5).run_burst()
+            break
+        except Abandon:
+            crashes += 1
+            wait_for(lambda: not client.exists(f"{prefix}:sub:lease:{{p0}}:g"), 5, "the dead owner's lease to lapse")
+    assert crashes == 4  # the first delivery and three counted ones
+    (letter,) = dead_letters(client, prefix, "g")
+    assert letter.thread_id == "thread-2" and "never completed" in letter.error
+    assert sorted(set(handled)) == sorted(o for o in order if o != ("thread-2", 1))
+    assert in_thread_order([h for h in handled if h[0] != "thread-2"])
+    assert list(dict.fromkeys(n for t, n in handled if t == "thread-2")) == [0, 2]
+    assert not client.exists(f"{prefix}:sub:tries:{{p0}}:g")
+
+
 @pytest.mark.parametrize("kind", ["sync", "async"])
 async def test_a_consumer_joining_a_group_takes_a_share_of_partitions(
         kind: str, client: redis.Redis, aclient: redis.asyncio.Redis, prefix: str) -> None:

@@ -6,6 +6,8 @@ The tree::
     ├── ConfigurationError           a saver or client set up in a way that cannot work
     │   └── MissingModuleError       the Redis server lacks RediSearch or RedisJSON
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
+    │   └── ThreadExistsError        copy_thread was refused: the target thread already has a log
+    ├── ConcurrentChangeError        a log rewrite (prune, delete_for_runs) kept racing new appends
     ├── EventDecodeError             a stored event cannot be read (unknown type or version, bad field)
     ├── EmbeddedServerError          the embedded Redis could not be found or started
     ├── ExportFileError              an export file cannot be imported: not one, newer, truncated, corrupt
@@ -18,6 +20,7 @@ for a missing `thread_id`; a rejected call never changes the log or the views.
 from __future__ import annotations
 
 __all__ = [
+    "ConcurrentChangeError",
     "ConfigurationError",
     "EmbeddedServerError",
     "EventDecodeError",
@@ -26,6 +29,7 @@ __all__ = [
     "MissingModuleError",
     "StreamSaverError",
     "TargetNotEmptyError",
+    "ThreadExistsError",
 ]
 
 
@@ -71,3 +75,12 @@ class ExportFileError(StreamSaverError):
 
 class TargetNotEmptyError(StreamSaverError):
     """An import was refused because its target prefix already holds keys; nothing was written."""
+
+
+class ThreadExistsError(InvalidInputError):
+    """`copy_thread` was refused because the target thread already has a log; nothing was written."""
+
+
+class ConcurrentChangeError(StreamSaverError):
+    """A log rewrite gave up: the thread's log changed under it at every attempt; nothing was
+    written by the attempts that lost."""

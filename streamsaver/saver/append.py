@@ -32,6 +32,7 @@ from streamsaver.events import (
     Event,
     PendingWrite,
     ThreadDeleted,
+    ValuesRetained,
     WritesSaved,
     to_fields,
 )
@@ -172,7 +173,7 @@ def _flat(commands: Iterable[Command]) -> list[str | bytes | int]:
 def feed_pointer(event: Event) -> list[str | bytes | int]:
     """The fields of the partition-feed pointer of `event`, after ``id`` (its log entry id)."""
     fields: list[str | bytes | int] = ["type", event.TYPE, "thread", event.thread_id]
-    if isinstance(event, (CheckpointSaved, WritesSaved)):
+    if isinstance(event, (CheckpointSaved, WritesSaved, ValuesRetained)):
         fields += ["ns", event.checkpoint_ns, "cid", event.checkpoint_id]
     return fields
 

@@ -10,6 +10,7 @@ import dataclasses
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -18,6 +19,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -25,7 +27,7 @@ from redis.exceptions import NoScriptError
 
 from streamsaver.errors import ConfigurationError
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
-from streamsaver.saver import append, reads, setup
+from streamsaver.saver import append, history, maintenance, reads, setup
 from streamsaver.scripts import ALL
 
 __all__ = ["Command", "CoreBinding", "SaverCore", "check_client", "enqueue", "failed_reply"]
@@ -156,6 +158,30 @@ class SaverCore:
     ) -> reads.ListPager:
         """The plan of a `list` call."""
         return reads.ListPager.plan(self.keys, self.view, self.serde, config, filter, before, limit)
+
+    def history_request(self, config: RunnableConfig, channels: Sequence[str]) -> Command | None:
+        """The one script call of a native `get_delta_channel_history`; None when the saver
+        reads the shallow view, which keeps no ancestors to walk (the base class walk runs)."""
+        if self.view != "full":
+            return None
+        return history.history_request(self.keys, config, channels)
+
+    def read_history(self, reply: Sequence[Any], channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
+        """The per-channel history of a `history_request` reply."""
+        return history.read_history(self.serde, reply, channels)
+
+    # maintenance (programs the twins drive) -------------------------------------------------
+    def copy_program(self, source: str, target: str, until: str | datetime | None) -> maintenance.Program:
+        """`copy_thread` (see `maintenance.copy_thread`)."""
+        return maintenance.copy_thread(self.keys, self.projections, source, target, until)
+
+    def prune_program(self, thread_ids: Sequence[str], strategy: str) -> maintenance.Program:
+        """`prune` (see `maintenance.prune`)."""
+        return maintenance.prune(self.keys, self.projections, thread_ids, strategy)
+
+    def runs_program(self, run_ids: Sequence[str]) -> maintenance.Program:
+        """`delete_for_runs` (see `maintenance.delete_for_runs`)."""
+        return maintenance.delete_for_runs(self.keys, self.projections, run_ids)
 
     @staticmethod
     def next_version(current: str | float | None) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -15,10 +16,11 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis import Redis
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 from streamsaver.keys import DEFAULT_PREFIX
 from streamsaver.saver.core import (
@@ -30,6 +32,7 @@ from streamsaver.saver.core import (
     enqueue,
     failed_reply,
 )
+from streamsaver.saver.maintenance import Program
 
 __all__ = ["StreamSaver", "round_trip", "send_raw"]
 
@@ -160,8 +163,65 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     def delete_thread(self, thread_id: str) -> None:
         self._send([self._ready().delete_request(thread_id)])
 
+    def _drive(self, program: Program) -> None:
+        """Run a maintenance program: send each request it yields, hand it the replies (or the
+        Redis error) until it returns."""
+        try:
+            request = next(program)
+            while True:
+                try:
+                    replies = self._send(request)
+                except ResponseError as exc:
+                    request = program.throw(exc)
+                else:
+                    request = program.send(replies)
+        except StopIteration:
+            return
+
+    def copy_thread(
+        self, source_thread_id: str, target_thread_id: str, *, until: str | datetime | None = None
+    ) -> None:
+        """Copy a thread's whole log (or, with `until`, the thread as it was then) into a new
+        thread; see `streamsaver.saver.maintenance.copy_thread`."""
+        self._drive(self._ready().copy_program(source_thread_id, target_thread_id, until))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Remove the checkpoints and writes of `run_ids` from logs and views."""
+        self._drive(self._ready().runs_program(run_ids))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Prune threads, DeltaChannel-safe; see `streamsaver.saver.maintenance.prune`."""
+        self._drive(self._ready().prune_program(thread_ids, strategy))
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """The base class's ancestor walk, in one round trip on the full view."""
+        if not channels:
+            return {}
+        request = self._ready().history_request(config, channels)
+        if request is None:
+            return super().get_delta_channel_history(config=config, channels=channels)
+        return self.core.read_history(self._send([request])[0], channels)
+
     def get_next_version(self, current: str | None, channel: None = None) -> str:
         return SaverCore.next_version(current)
+
+    async def acopy_thread(
+        self, source_thread_id: str, target_thread_id: str, *, until: str | datetime | None = None
+    ) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id, until=until)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return await asyncio.to_thread(lambda: self.get_delta_channel_history(config=config, channels=channels))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)

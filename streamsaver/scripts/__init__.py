@@ -15,7 +15,7 @@ from functools import cached_property
 from importlib import resources
 from typing import Any
 
-__all__ = ["ALL", "APPEND", "APPLY", "READ_FULL", "READ_SHALLOW", "SWAP", "Script"]
+__all__ = ["ALL", "APPEND", "APPLY", "READ_FULL", "READ_HISTORY", "READ_SHALLOW", "REWRITE", "SWAP", "Script"]
 
 Arg = str | bytes | int
 
@@ -65,4 +65,6 @@ READ_FULL = Script.load("read_full")
 READ_SHALLOW = Script.load("read_shallow")
 APPLY = Script.load("apply")
 SWAP = Script.load("swap")
-ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP)
+REWRITE = Script.load("rewrite")
+READ_HISTORY = Script.load("read_history")
+ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY)

@@ -27,23 +27,30 @@ class Diary(TypedDict):
     steps: Annotated[int, operator.add]
 
 
-def diary(rounds: int) -> StateGraph:
-    """``write -> (write ...)`` for `rounds` steps; each step adds one entry, and two parallel
-    tasks add a note each, so a super-step holds several writes to one channel."""
+class Journal(TypedDict):
+    entries: Annotated[list[str], DeltaChannel(concat, snapshot_frequency=SNAPSHOT_EVERY)]
+    notes: Annotated[list[str], DeltaChannel(concat, snapshot_frequency=SNAPSHOT_EVERY)]
+    steps: Annotated[int, operator.add]
 
-    def write(state: Diary) -> dict[str, Any]:
+
+def diary(rounds: int, state: type[Any] = Diary) -> StateGraph:
+    """``write -> (write ...)`` for `rounds` steps; each step adds one entry, and two parallel
+    tasks add a note each, so a super-step holds several writes to one channel. `state`:
+    `Diary` (notes never snapshot) or `Journal` (both channels snapshot often)."""
+
+    def write(state: Any) -> dict[str, Any]:
         return {"entries": [f"e{state.get('steps', 0)}"], "steps": 1}
 
-    def left(state: Diary) -> dict[str, Any]:
+    def left(state: Any) -> dict[str, Any]:
         return {"notes": [f"l{state.get('steps', 0)}"]}
 
-    def right(state: Diary) -> dict[str, Any]:
+    def right(state: Any) -> dict[str, Any]:
         return {"notes": [f"r{state.get('steps', 0)}"]}
 
-    def more(state: Diary) -> Any:
+    def more(state: Any) -> Any:
         return ["write", "left", "right"] if state.get("steps", 0) < rounds else END
 
-    graph = StateGraph(Diary)
+    graph = StateGraph(state)
     graph.add_node("write", write)
     graph.add_node("left", left)
     graph.add_node("right", right)

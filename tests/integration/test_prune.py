@@ -1,0 +1,97 @@
+"""`prune`: DeltaChannel-safe compaction of the log. After ``keep_latest`` the state LangGraph
+rebuilds is the same, the graph continues as if nothing happened, the log holds less, and the
+remaining log replays to the same views; ``delete`` leaves only the `ThreadPruned` record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+from delta_graphs import SNAPSHOT_EVERY, Journal, diary
+from graph_harness import Driver, Harness, harness_fixture, kind_fixture, thread, view_fixture  # noqa: F401
+from helpers import snapshot
+
+from streamsaver import AsyncStreamSaver
+from streamsaver.errors import InvalidInputError
+from streamsaver.events import ThreadPruned, from_fields
+from streamsaver.replay import Replayer
+
+pytestmark = pytest.mark.parametrize("view", ["full"])
+START = {"entries": ["start"], "notes": [], "steps": 0}
+ROUNDS = 4 * SNAPSHOT_EVERY + 1
+
+
+async def prune(saver: Any, thread_ids: list[str], strategy: str = "keep_latest") -> None:
+    if isinstance(saver, AsyncStreamSaver):
+        await saver.aprune(thread_ids, strategy=strategy)
+    else:
+        saver.prune(thread_ids, strategy=strategy)
+
+
+def log_of(driver: Driver, thread_id: str) -> str:
+    return str(driver.saver.core.keys.thread(thread_id).log)  # type: ignore[attr-defined]
+
+
+async def test_keep_latest_keeps_delta_state_and_frees_memory(h: Harness, client: redis.Redis) -> None:
+    driver = await h.driver(lambda: diary(ROUNDS, Journal))
+    for name in ("pruned", "reference"):
+        await driver.invoke(START, thread(name))
+    before = await driver.state(thread("pruned"))
+    log = log_of(driver, "pruned")
+    memory, length = client.memory_usage(log), client.xlen(log)
+
+    await prune(driver.saver, ["pruned"])
+
+    after = await driver.state(thread("pruned"))
+    assert (after.values, after.config, after.next) == (before.values, before.config, before.next)
+    kept = await driver.checkpoints(thread("pruned"))
+    assert 1 < len(kept) <= SNAPSHOT_EVERY + 1  # the latest and the ancestors back to its snapshots
+    assert client.xlen(log) < length / 2 and client.memory_usage(log) < memory / 2
+    for name in ("pruned", "reference"):
+        await driver.invoke({"entries": ["later"]}, thread(name))
+    assert (await driver.state(thread("pruned"))).values == (await driver.state(thread("reference"))).values
+
+
+async def test_a_naive_keep_latest_would_lose_delta_state(h: Harness) -> None:
+    """The ancestors prune keeps are needed: the latest checkpoint alone holds no delta value."""
+    driver = await h.driver(lambda: diary(ROUNDS, Journal))
+    await driver.invoke(START, thread("t"))
+    latest = (await driver.checkpoints(thread("t")))[0]
+    unsnapshotted = set(latest.metadata["counters_since_delta_snapshot"]) - set(latest.checkpoint["channel_values"])
+    assert unsnapshotted & {"entries", "notes"}
+
+
+async def test_the_pruned_log_replays_to_the_same_views(h: Harness, client: redis.Redis, prefix: str) -> None:
+    driver = await h.driver(lambda: diary(ROUNDS, Journal))
+    await driver.invoke(START, thread("t"))
+    await driver.invoke(START, thread("untouched"))
+    await prune(driver.saver, ["t", "nobody"])
+    events = [from_fields(f) for _, f in client.xrange(log_of(driver, "t"))]
+    assert isinstance(events[-1], ThreadPruned) and events[-1].strategy == "keep_latest"
+    live = snapshot(client, prefix)
+
+    Replayer.open(client, prefix).rebuild(["full", "shallow"])
+
+    assert snapshot(client, prefix) == live
+
+
+async def test_delete_removes_every_checkpoint_and_keeps_the_record(h: Harness, client: redis.Redis, prefix: str) -> None:
+    driver = await h.driver(lambda: diary(2, Journal))
+    await driver.invoke(START, thread("t"))
+
+    await prune(driver.saver, ["t"], strategy="delete")
+
+    assert await driver.checkpoints(thread("t")) == []
+    [(_, fields)] = client.xrange(log_of(driver, "t"))
+    assert from_fields(fields) == ThreadPruned("t", "delete", 0)
+    assert not [k for k in snapshot(client, prefix) if b":full:" in k or b":shallow:" in k]
+
+
+async def test_an_unknown_strategy_changes_nothing(h: Harness, client: redis.Redis, prefix: str) -> None:
+    driver = await h.driver(lambda: diary(2, Journal))
+    await driver.invoke(START, thread("t"))
+    before = snapshot(client, prefix)
+    with pytest.raises(InvalidInputError, match="strategy"):
+        await prune(driver.saver, ["t"], strategy="everything")
+    assert snapshot(client, prefix) == before

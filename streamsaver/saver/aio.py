@@ -64,13 +64,21 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         prefix: str = DEFAULT_PREFIX,
         partitions: int | None = None,
         serde: SerializerProtocol | None = None,
+        default_ttl: float | None = None,
+        refresh_on_read: bool = False,
     ) -> None:
         super().__init__(serde=serde)
         check_client(redis_client)
         self.redis = redis_client
         self._execute: Callable[..., Any] = redis_client.execute_command
         self.core = SaverCore.configure(
-            self.serde, view=view, projections=projections, prefix=prefix, partitions=partitions
+            self.serde,
+            view=view,
+            projections=projections,
+            prefix=prefix,
+            partitions=partitions,
+            default_ttl=default_ttl,
+            refresh_on_read=refresh_on_read,
         )
         self._setup_lock = asyncio.Lock()
         # A plain redis.asyncio pool raises MaxConnectionsError past its size instead of
@@ -129,7 +137,7 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         core = await self._ready()
-        return core.read_get((await self._send([core.get_request(config)]))[0])
+        return core.read_get(await self._send(core.get_requests(config)))
 
     async def alist(
         self,
@@ -204,6 +212,14 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
             return await super().aget_delta_channel_history(config=config, channels=channels)
         return self.core.read_history((await self._send([request]))[0], channels)
 
+    async def apin_thread(self, thread_id: str) -> None:
+        """Keep every key of the thread (now and after later appends) from expiring."""
+        await self._send([(await self._ready()).pin_request(thread_id, True)])
+
+    async def aunpin_thread(self, thread_id: str) -> None:
+        """Let the thread expire again, `default_ttl` from now."""
+        await self._send([(await self._ready()).pin_request(thread_id, False)])
+
     def get_next_version(self, current: str | None, channel: None = None) -> str:
         return SaverCore.next_version(current)
 
@@ -269,3 +285,9 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         return self._run(self.aget_delta_channel_history(config=config, channels=channels))
+
+    def pin_thread(self, thread_id: str) -> None:
+        self._run(self.apin_thread(thread_id))
+
+    def unpin_thread(self, thread_id: str) -> None:
+        self._run(self.aunpin_thread(thread_id))

@@ -188,13 +188,16 @@ def view_blocks(event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> 
     return args
 
 
-def append_call(event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> list[str | bytes | int]:
-    """The EVALSHA arguments that append `event` and project it into `views`, atomically."""
+def append_call(
+    event: Event, keyspace: Keyspace, views: Sequence[ViewName], ttl: Sequence[str | bytes | int] = ()
+) -> list[str | bytes | int]:
+    """The EVALSHA arguments that append `event` and project it into `views`, atomically;
+    `ttl` is the thread's TTL block (`streamsaver.saver.ttl.ttl_block`), empty for none."""
     keys = keyspace.thread(event.thread_id)
     fields = [x for pair in to_fields(event).items() for x in pair]
     pointer = feed_pointer(event)
     args: list[str | bytes | int] = [len(fields), *fields, len(pointer), *pointer]
-    args += ["1" if isinstance(event, ThreadDeleted) else "0", *view_blocks(event, keyspace, views)]
+    args += ["1" if isinstance(event, ThreadDeleted) else "0", *view_blocks(event, keyspace, views), *ttl]
     return APPEND.evalsha_args([keys.log, keys.feed, keys.positions], args)
 
 

@@ -209,6 +209,7 @@ def rewrite_call(
     replace_log: bool,
     entries: Sequence[tuple[str, Event]],
     pointers: bool,
+    ttl: Sequence[str | bytes | int] = (),
 ) -> list[str | bytes | int]:
     """The EVALSHA arguments of one ``rewrite.lua`` call on `thread_id`.
 
@@ -218,6 +219,7 @@ def rewrite_call(
         replace_log: replace the log and refold the views (else append after the log's end).
         entries: (id, event): the id to add the entry under, ``"*"`` for a new one.
         pointers: give every entry a partition-feed pointer (else only ``"*"`` entries get one).
+        ttl: the thread's TTL block (`streamsaver.saver.ttl.ttl_block`), empty for none.
     """
     keys = keyspace.thread(thread_id)
     args: list[str | bytes | int] = [guard, "replace" if replace_log else "append"]
@@ -228,5 +230,6 @@ def rewrite_call(
         fields = [x for pair in to_fields(event).items() for x in pair]
         args += [entry_id, len(pointer), *pointer, len(fields), *fields]
         args += view_blocks(event, keyspace, views)
+    args += ttl
     return REWRITE.evalsha_args([keys.log, keys.feed, keys.positions], args)
 

@@ -37,6 +37,7 @@ from streamsaver.saver.compaction import (
     retarget,
     rewrite_call,
 )
+from streamsaver.saver.ttl import ttl_block
 
 __all__ = ["ATTEMPTS", "STRATEGIES", "Program", "copy_thread", "delete_for_runs", "prune"]
 
@@ -52,6 +53,10 @@ def _thread(value: Any) -> str:
     return thread_id_of({"configurable": {"thread_id": value}})
 
 
+def _ttl(keyspace: Keyspace, thread_id: str, views: Sequence[ViewName], ttl: int) -> list[str | bytes | int]:
+    return ttl_block(keyspace, thread_id, views, ttl) if ttl else []
+
+
 def _stale(exc: ResponseError) -> bool:
     return str(exc).startswith("STALE")
 
@@ -62,6 +67,7 @@ def copy_thread(
     source: Any,
     target: Any,
     until: str | datetime | None = None,
+    ttl: int = 0,
 ) -> Program:
     """Copy `source`'s log, up to `until`, into the new thread `target` (one round trip to
     read, one atomic append of a `ThreadCopied` marker and the copied events).
@@ -90,7 +96,10 @@ def copy_thread(
         return
     marker = ThreadCopied(target_id, source_id, checkpoint or ("" if bound == "+" else bound))
     entries: list[tuple[str, Event]] = [("*", marker), *(("*", e) for e in events)]
-    call = rewrite_call(keyspace, views, target_id, guard="", replace_log=False, entries=entries, pointers=True)
+    call = rewrite_call(
+        keyspace, views, target_id, guard="", replace_log=False, entries=entries, pointers=True,
+        ttl=_ttl(keyspace, target_id, views, ttl),
+    )
     try:
         yield [call]
     except ResponseError as exc:
@@ -105,6 +114,7 @@ def _rewrite(
     thread_id: str,
     choose: Callable[[LogIndex], set[CheckpointKey]],
     marker: Callable[[int], Event],
+    ttl: int,
 ) -> Program:
     """Remove the checkpoints `choose` picks from one thread's log and views, recording
     `marker(checkpoints kept)`; nothing is written when it picks none."""
@@ -117,7 +127,8 @@ def _rewrite(
             return
         kept = [*compact(entries, removed), ("*", marker(len(index.checkpoints) - len(removed)))]
         call = rewrite_call(
-            keyspace, views, thread_id, guard=entries[-1][0], replace_log=True, entries=kept, pointers=False
+            keyspace, views, thread_id, guard=entries[-1][0], replace_log=True, entries=kept, pointers=False,
+            ttl=_ttl(keyspace, thread_id, views, ttl),
         )
         try:
             yield [call]
@@ -128,7 +139,9 @@ def _rewrite(
     raise ConcurrentChangeError(f"thread {thread_id!r} kept changing during {ATTEMPTS} attempts to rewrite it")
 
 
-def prune(keyspace: Keyspace, views: Sequence[ViewName], thread_ids: Iterable[Any], strategy: str) -> Program:
+def prune(
+    keyspace: Keyspace, views: Sequence[ViewName], thread_ids: Iterable[Any], strategy: str, ttl: int = 0
+) -> Program:
     """Prune each thread: ``"keep_latest"`` keeps the newest checkpoint of each namespace (and
     the ancestors its delta channels need), ``"delete"`` removes every checkpoint.
 
@@ -139,7 +152,7 @@ def prune(keyspace: Keyspace, views: Sequence[ViewName], thread_ids: Iterable[An
         raise InvalidInputError(f"strategy must be one of {STRATEGIES}, not {strategy!r}")
     for thread_id in dict.fromkeys(_thread(t) for t in list(thread_ids)):
         yield from _rewrite(
-            keyspace, views, thread_id, partial(_pruned, strategy=strategy), partial(ThreadPruned, thread_id, strategy)
+            keyspace, views, thread_id, partial(_pruned, strategy=strategy), partial(ThreadPruned, thread_id, strategy), ttl
         )
 
 
@@ -169,7 +182,9 @@ def _threads(reply: Any) -> list[str]:
     return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in values]
 
 
-def delete_for_runs(keyspace: Keyspace, views: Sequence[ViewName], run_ids: Iterable[Any]) -> Program:
+def delete_for_runs(
+    keyspace: Keyspace, views: Sequence[ViewName], run_ids: Iterable[Any], ttl: int = 0
+) -> Program:
     """Remove every checkpoint whose metadata ``run_id`` is one of `run_ids`, with its writes,
     from the logs and the views of every thread holding one (found through the index of the
     first projected view, the full view when it is kept).
@@ -192,5 +207,5 @@ def delete_for_runs(keyspace: Keyspace, views: Sequence[ViewName], run_ids: Iter
         for thread_id in threads:
             done.add(thread_id)
             yield from _rewrite(
-                keyspace, views, thread_id, partial(removed_for_runs, run_ids=runs), partial(_runs_deleted, thread_id, runs)
+                keyspace, views, thread_id, partial(removed_for_runs, run_ids=runs), partial(_runs_deleted, thread_id, runs), ttl
             )

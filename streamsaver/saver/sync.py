@@ -79,6 +79,9 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         prefix: the key prefix; deployments with different prefixes share a Redis safely.
         partitions: the partition count of a new deployment (an existing one keeps its own).
         serde: the serializer of checkpoint bodies, channel values and writes.
+        default_ttl: minutes after its last write (or refreshing read) when every key of a
+            thread expires; None: never. Set in the same script as each append.
+        refresh_on_read: `get_tuple` refreshes the thread's TTL (in the same round trip).
 
     `put`, `put_writes` and `get_tuple` make one round trip each; `list` makes one per page of
     a thread's history, or one query and one fetch per page across threads or with a filter.
@@ -94,12 +97,20 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         prefix: str = DEFAULT_PREFIX,
         partitions: int | None = None,
         serde: SerializerProtocol | None = None,
+        default_ttl: float | None = None,
+        refresh_on_read: bool = False,
     ) -> None:
         super().__init__(serde=serde)
         check_client(redis_client)
         self.redis = redis_client
         self.core = SaverCore.configure(
-            self.serde, view=view, projections=projections, prefix=prefix, partitions=partitions
+            self.serde,
+            view=view,
+            projections=projections,
+            prefix=prefix,
+            partitions=partitions,
+            default_ttl=default_ttl,
+            refresh_on_read=refresh_on_read,
         )
 
     @classmethod
@@ -130,7 +141,7 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         core = self._ready()
-        return core.read_get(self._send([core.get_request(config)])[0])
+        return core.read_get(self._send(core.get_requests(config)))
 
     def list(
         self,
@@ -204,6 +215,14 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
             return super().get_delta_channel_history(config=config, channels=channels)
         return self.core.read_history(self._send([request])[0], channels)
 
+    def pin_thread(self, thread_id: str) -> None:
+        """Keep every key of the thread (now and after later appends) from expiring."""
+        self._send([self._ready().pin_request(thread_id, True)])
+
+    def unpin_thread(self, thread_id: str) -> None:
+        """Let the thread expire again, `default_ttl` from now."""
+        self._send([self._ready().pin_request(thread_id, False)])
+
     def get_next_version(self, current: str | None, channel: None = None) -> str:
         return SaverCore.next_version(current)
 
@@ -254,3 +273,9 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
 
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def apin_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.pin_thread, thread_id)
+
+    async def aunpin_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.unpin_thread, thread_id)

@@ -15,7 +15,7 @@ from functools import cached_property
 from importlib import resources
 from typing import Any
 
-__all__ = ["ALL", "APPEND", "APPLY", "READ_FULL", "READ_HISTORY", "READ_SHALLOW", "REWRITE", "SWAP", "Script"]
+__all__ = ["ALL", "APPEND", "APPLY", "READ_FULL", "READ_HISTORY", "READ_SHALLOW", "REWRITE", "SWAP", "TTL", "Script"]
 
 Arg = str | bytes | int
 
@@ -67,4 +67,5 @@ APPLY = Script.load("apply")
 SWAP = Script.load("swap")
 REWRITE = Script.load("rewrite")
 READ_HISTORY = Script.load("read_history")
-ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY)
+TTL = Script.load("ttl")
+ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY, TTL)

@@ -23,6 +23,46 @@ local function purge(nsset, cp, ids, ptrs, writes)
   redis.call('DEL', nsset)
 end
 
+-- Every key of one view of one thread: the keys `purge` would delete (same stems), into `out`.
+local function view_keys(nsset, cp, ids, ptrs, writes, out)
+  out[#out + 1] = nsset
+  for _, ns in ipairs(redis.call('SMEMBERS', nsset)) do
+    if ids ~= '' then
+      local idkey = ids .. ':' .. ns
+      for _, cid in ipairs(redis.call('ZRANGE', idkey, 0, -1)) do
+        out[#out + 1] = cp .. ':' .. ns .. ':' .. esc(cid)
+        out[#out + 1] = writes .. ':' .. ns .. ':' .. esc(cid)
+      end
+      out[#out + 1] = idkey
+    else
+      out[#out + 1] = cp .. ':' .. ns
+      out[#out + 1] = writes .. ':' .. ns
+    end
+    out[#out + 1] = ptrs .. ':' .. ns
+  end
+  return out
+end
+
+-- TTL of a thread (see streamsaver/saver/ttl.py). Every key of the thread shares the log's
+-- deadline. `stems` are ARGV from index `s`: a count, then 5 purge stems per view. When the log
+-- has less than half of `ttl` ms left (or none), every key gets `ttl` again; otherwise only the
+-- keys in `touched` get the log's deadline. A pinned thread (positions field @pinned) is left.
+local function keep_alive(log, positions, ttl, s, touched)
+  if ttl <= 0 or redis.call('HGET', positions, '@pinned') then return end
+  local left = redis.call('PTTL', log)
+  if left >= 0 and left >= ttl / 2 then
+    local deadline = redis.call('PEXPIRETIME', log)
+    for _, key in ipairs(touched) do redis.call('PEXPIREAT', key, deadline) end
+    return
+  end
+  local keys = {log, positions}
+  for v = 0, tonumber(ARGV[s]) - 1 do
+    local b = s + 1 + 5 * v
+    view_keys(ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], keys)
+  end
+  for _, key in ipairs(keys) do redis.call('PEXPIRE', key, ttl) end
+end
+
 -- Applies `count` ops encoded in ARGV from index `i` (each op: argc, then argc arguments) for
 -- the event `id`. A guard (SS.IFNEWER, SS.IFEQ) gates the ops after it up to the next guard;
 -- every guard is evaluated, whatever the previous one decided. Returns the index after the block.

@@ -10,6 +10,7 @@
 --         in "replace" mode only; the views named are the views the entries are folded into
 -- then ne, then ne entries, each: id ("*" for a new one), np, np feed pointer field/value args
 --         (np 0: no pointer), nf, nf field/value args, nv view blocks as above
+-- then the TTL block: ttl in ms (0: none), the view count and 5 purge stems per view
 -- Returns: the id of the last entry added.
 -- Validates before the first write; the #!lua shebang refuses the whole script when out of
 -- memory. The views after a "replace" are the fold of the new log, as a replay would make them.
@@ -52,4 +53,5 @@ for _ = 1, ne do
   for _ = 1, nv do i = apply_ops(i + 2, tonumber(ARGV[i + 1]), id) end
 end
 for v = 1, nv do redis.call('HSET', KEYS[3], views[v], id) end
+if ARGV[i] then keep_alive(KEYS[1], KEYS[3], tonumber(ARGV[i]), i + 1, {}) end
 return id

@@ -14,7 +14,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -200,6 +200,18 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads, DeltaChannel-safe; see `streamsaver.saver.maintenance.prune`."""
         await self._drive((await self._ready()).prune_program(thread_ids, strategy))
+
+    async def aretain(
+        self, thread_ids: Sequence[str], *, keep_last: int | None = None, max_age: timedelta | None = None
+    ) -> None:
+        """Retention: compact each thread down to its newest `keep_last` checkpoints per
+        namespace and those younger than `max_age` (DeltaChannel-safe, like `aprune`)."""
+        await self._drive((await self._ready()).retain_program(thread_ids, keep_last, max_age))
+
+    def retain(
+        self, thread_ids: Sequence[str], *, keep_last: int | None = None, max_age: timedelta | None = None
+    ) -> None:
+        self._run(self.aretain(thread_ids, keep_last=keep_last, max_age=max_age))
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]

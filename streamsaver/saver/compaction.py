@@ -45,6 +45,7 @@ __all__ = [
     "delta_ancestors",
     "read_log",
     "removed_for_prune",
+    "removed_for_retention",
     "removed_for_runs",
     "retarget",
     "rewrite_call",
@@ -88,18 +89,22 @@ class LogIndex:
 
     checkpoints: dict[CheckpointKey, CheckpointSaved]
     carriers: dict[ValueKey, tuple[str, ChannelValue]]
+    logged_at: dict[CheckpointKey, int]
+    """When each checkpoint was logged: the millisecond of its entry id."""
 
     @classmethod
     def of(cls, entries: Iterable[Entry]) -> LogIndex:
         checkpoints: dict[CheckpointKey, CheckpointSaved] = {}
         carriers: dict[ValueKey, tuple[str, ChannelValue]] = {}
+        logged_at: dict[CheckpointKey, int] = {}
         for entry_id, event in entries:
             if isinstance(event, CheckpointSaved):
                 checkpoints[(event.checkpoint_ns, event.checkpoint_id)] = event
+                logged_at[(event.checkpoint_ns, event.checkpoint_id)] = int(entry_id.split("-")[0])
             if isinstance(event, (CheckpointSaved, ValuesRetained)):
                 for cv in event.values:
                     carriers.setdefault(_value_key(event.checkpoint_ns, cv), (entry_id, cv))
-        return cls(checkpoints, carriers)
+        return cls(checkpoints, carriers, logged_at)
 
     def has_value(self, checkpoint: CheckpointSaved, channel: str) -> bool:
         """Whether `checkpoint` stores a value for `channel` (not only a version)."""
@@ -131,18 +136,42 @@ def delta_ancestors(index: LogIndex, kept: CheckpointSaved) -> list[CheckpointKe
     return out
 
 
+def _removed_keeping(index: LogIndex, kept: set[CheckpointKey]) -> set[CheckpointKey]:
+    """Every checkpoint but `kept` and the ancestors their delta channels need. Not closed
+    transitively: an ancestor kept to carry writes may itself need older history for another
+    channel (two channels snapshotting at different steps would then keep everything), so only
+    the checkpoints chosen are guaranteed to reconstruct."""
+    for key in list(kept):
+        kept.update(delta_ancestors(index, index.checkpoints[key]))
+    return set(index.checkpoints) - kept
+
+
+def _latest(index: LogIndex, count: int) -> set[CheckpointKey]:
+    """The `count` newest checkpoints of each namespace."""
+    by_ns: dict[str, list[str]] = {}
+    for ns, cid in index.checkpoints:
+        by_ns.setdefault(ns, []).append(cid)
+    return {(ns, cid) for ns, cids in by_ns.items() for cid in sorted(cids, reverse=True)[:count]}
+
+
 def removed_for_prune(index: LogIndex, strategy: str) -> set[CheckpointKey]:
     """The checkpoints a prune removes: all (``"delete"``), or all but the latest of each
     namespace and the ancestors its delta channels need (``"keep_latest"``)."""
     if strategy == "delete":
         return set(index.checkpoints)
-    latest: dict[str, str] = {}
-    for ns, cid in index.checkpoints:
-        latest[ns] = max(latest.get(ns, cid), cid)
-    kept: set[CheckpointKey] = set(latest.items())
-    for key in list(kept):
-        kept.update(delta_ancestors(index, index.checkpoints[key]))
-    return set(index.checkpoints) - kept
+    return _removed_keeping(index, _latest(index, 1))
+
+
+def removed_for_retention(
+    index: LogIndex, *, keep_last: int | None, max_age_ms: int | None, now_ms: int
+) -> set[CheckpointKey]:
+    """The checkpoints retention removes: all but, in each namespace, the newest, the
+    `keep_last` newest, those logged less than `max_age_ms` before `now_ms`, and the ancestors
+    their delta channels need."""
+    kept = _latest(index, max(1, keep_last or 1))
+    if max_age_ms is not None:
+        kept |= {key for key, at in index.logged_at.items() if now_ms - at <= max_age_ms}
+    return _removed_keeping(index, kept)
 
 
 def compact(entries: Sequence[Entry], removed: Collection[CheckpointKey]) -> list[Entry]:

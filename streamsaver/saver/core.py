@@ -10,7 +10,7 @@ import dataclasses
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -201,6 +201,14 @@ class SaverCore:
     def prune_program(self, thread_ids: Sequence[str], strategy: str) -> maintenance.Program:
         """`prune` (see `maintenance.prune`)."""
         return maintenance.prune(self.keys, self.projections, thread_ids, strategy, self.ttl_ms)
+
+    def retain_program(
+        self, thread_ids: Sequence[str], keep_last: int | None, max_age: timedelta | None
+    ) -> maintenance.Program:
+        """Retention (see `maintenance.retain`)."""
+        return maintenance.retain(
+            self.keys, self.projections, thread_ids, keep_last=keep_last, max_age=max_age, ttl=self.ttl_ms
+        )
 
     def runs_program(self, run_ids: Sequence[str]) -> maintenance.Program:
         """`delete_for_runs` (see `maintenance.delete_for_runs`)."""

@@ -14,7 +14,7 @@ append racing it makes the call fail without writing, and the thread is read aga
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -33,13 +33,14 @@ from streamsaver.saver.compaction import (
     decode_log,
     read_log,
     removed_for_prune,
+    removed_for_retention,
     removed_for_runs,
     retarget,
     rewrite_call,
 )
 from streamsaver.saver.ttl import ttl_block
 
-__all__ = ["ATTEMPTS", "STRATEGIES", "Program", "copy_thread", "delete_for_runs", "prune"]
+__all__ = ["ATTEMPTS", "STRATEGIES", "Program", "copy_thread", "delete_for_runs", "prune", "retain"]
 
 Command = list[str | bytes | int]
 Program = Generator[list[Command], list[Any], None]
@@ -112,17 +113,17 @@ def _rewrite(
     keyspace: Keyspace,
     views: Sequence[ViewName],
     thread_id: str,
-    choose: Callable[[LogIndex], set[CheckpointKey]],
+    choose: Callable[[LogIndex, int], set[CheckpointKey]],
     marker: Callable[[int], Event],
     ttl: int,
 ) -> Program:
-    """Remove the checkpoints `choose` picks from one thread's log and views, recording
-    `marker(checkpoints kept)`; nothing is written when it picks none."""
+    """Remove the checkpoints `choose(index, server time in ms)` picks from one thread's log and
+    views, recording `marker(checkpoints kept)`; nothing is written when it picks none."""
     for _ in range(ATTEMPTS):
-        [reply] = yield [read_log(keyspace.thread(thread_id).log)]
+        reply, (seconds, micros) = yield [read_log(keyspace.thread(thread_id).log), ["TIME"]]
         entries = decode_log(reply)
         index = LogIndex.of(entries)
-        removed = choose(index)
+        removed = choose(index, int(seconds) * 1000 + int(micros) // 1000)
         if not removed:
             return
         kept = [*compact(entries, removed), ("*", marker(len(index.checkpoints) - len(removed)))]
@@ -156,8 +157,47 @@ def prune(
         )
 
 
-def _pruned(index: LogIndex, *, strategy: str) -> set[CheckpointKey]:
+def _pruned(index: LogIndex, now_ms: int, *, strategy: str) -> set[CheckpointKey]:
     return removed_for_prune(index, strategy)
+
+
+def _runs(index: LogIndex, now_ms: int, *, run_ids: Sequence[str]) -> set[CheckpointKey]:
+    return removed_for_runs(index, run_ids)
+
+
+def _retained(index: LogIndex, now_ms: int, *, keep_last: int | None, max_age_ms: int | None) -> set[CheckpointKey]:
+    return removed_for_retention(index, keep_last=keep_last, max_age_ms=max_age_ms, now_ms=now_ms)
+
+
+def retain(
+    keyspace: Keyspace,
+    views: Sequence[ViewName],
+    thread_ids: Iterable[Any],
+    *,
+    keep_last: int | None = None,
+    max_age: timedelta | None = None,
+    ttl: int = 0,
+) -> Program:
+    """Retention: in each namespace of each thread keep the newest checkpoint, the `keep_last`
+    newest, those logged within `max_age` (server time), and the ancestors their delta channels
+    need; compact the rest away like `prune` (marker `ThreadPruned`, strategy ``"retention"``).
+
+    Raises:
+        InvalidInputError: neither rule given, a `keep_last` below 1, a negative `max_age`, or a
+            bad thread id (before any write).
+    """
+    if keep_last is None and max_age is None:
+        raise InvalidInputError("retention needs keep_last, max_age or both")
+    if keep_last is not None and (isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 1):
+        raise InvalidInputError(f"keep_last must be an int >= 1, not {keep_last!r}")
+    if max_age is not None and (not isinstance(max_age, timedelta) or max_age < timedelta(0)):
+        raise InvalidInputError(f"max_age must be a timedelta >= 0, not {max_age!r}")
+    age_ms = None if max_age is None else max_age // timedelta(milliseconds=1)
+    for thread_id in dict.fromkeys(_thread(t) for t in list(thread_ids)):
+        yield from _rewrite(
+            keyspace, views, thread_id, partial(_retained, keep_last=keep_last, max_age_ms=age_ms),
+            partial(ThreadPruned, thread_id, "retention"), ttl,
+        )
 
 
 def _runs_deleted(thread_id: str, runs: Sequence[str], kept: int) -> RunsDeleted:
@@ -207,5 +247,5 @@ def delete_for_runs(
         for thread_id in threads:
             done.add(thread_id)
             yield from _rewrite(
-                keyspace, views, thread_id, partial(removed_for_runs, run_ids=runs), partial(_runs_deleted, thread_id, runs), ttl
+                keyspace, views, thread_id, partial(_runs, run_ids=runs), partial(_runs_deleted, thread_id, runs), ttl
             )

@@ -6,7 +6,7 @@ import asyncio
 import builtins
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -203,6 +203,18 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads, DeltaChannel-safe; see `streamsaver.saver.maintenance.prune`."""
         self._drive(self._ready().prune_program(thread_ids, strategy))
+
+    def retain(
+        self, thread_ids: Sequence[str], *, keep_last: int | None = None, max_age: timedelta | None = None
+    ) -> None:
+        """Retention: compact each thread down to its newest `keep_last` checkpoints per
+        namespace and those younger than `max_age` (DeltaChannel-safe, like `prune`)."""
+        self._drive(self._ready().retain_program(thread_ids, keep_last, max_age))
+
+    async def aretain(
+        self, thread_ids: Sequence[str], *, keep_last: int | None = None, max_age: timedelta | None = None
+    ) -> None:
+        await asyncio.to_thread(self.retain, thread_ids, keep_last=keep_last, max_age=max_age)
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]

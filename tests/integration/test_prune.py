@@ -4,6 +4,7 @@ remaining log replays to the same views; ``delete`` leaves only the `ThreadPrune
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -95,3 +96,38 @@ async def test_an_unknown_strategy_changes_nothing(h: Harness, client: redis.Red
     with pytest.raises(InvalidInputError, match="strategy"):
         await prune(driver.saver, ["t"], strategy="everything")
     assert snapshot(client, prefix) == before
+
+
+async def retain(saver: Any, thread_ids: list[str], **rules: Any) -> None:
+    if isinstance(saver, AsyncStreamSaver):
+        await saver.aretain(thread_ids, **rules)
+    else:
+        saver.retain(thread_ids, **rules)
+
+
+async def test_retention_keeps_the_newest_and_the_recent(h: Harness, client: redis.Redis, prefix: str) -> None:
+    driver = await h.driver(lambda: diary(ROUNDS, Journal))
+    await driver.invoke(START, thread("t"))
+    listed = await driver.checkpoints(thread("t"))
+    state = await driver.state(thread("t"))
+    states = {t.config["configurable"]["checkpoint_id"]: (await driver.state(t.config)).values for t in listed}
+    unchanged = snapshot(client, prefix)
+
+    await retain(driver.saver, ["t"], max_age=timedelta(hours=1))
+    assert snapshot(client, prefix) == unchanged
+
+    await retain(driver.saver, ["t"], keep_last=SNAPSHOT_EVERY + 2)
+    kept = [t.config for t in await driver.checkpoints(thread("t"))]
+    assert kept[: SNAPSHOT_EVERY + 2] == [t.config for t in listed[: SNAPSHOT_EVERY + 2]]
+    assert SNAPSHOT_EVERY + 2 <= len(kept) < len(listed)
+    assert (await driver.state(thread("t"))).values == state.values
+    for old in listed[: SNAPSHOT_EVERY + 2]:
+        assert (await driver.state(old.config)).values == states[old.config["configurable"]["checkpoint_id"]]
+    live = snapshot(client, prefix)
+    Replayer.open(client, prefix).rebuild(["full", "shallow"])
+    assert snapshot(client, prefix) == live
+
+    with pytest.raises(InvalidInputError, match="retention needs"):
+        await retain(driver.saver, ["t"])
+    with pytest.raises(InvalidInputError, match="keep_last"):
+        await retain(driver.saver, ["t"], keep_last=0)

@@ -235,7 +235,7 @@ def rewrite_call(
     thread_id: str,
     *,
     guard: str,
-    replace_log: bool,
+    replace_log: bool | None,
     entries: Sequence[tuple[str, Event]],
     pointers: bool,
     ttl: Sequence[str | bytes | int] = (),
@@ -245,17 +245,20 @@ def rewrite_call(
     Args:
         guard: the last log entry id read ("" when no log was read); the call fails with a
             ``STALE`` error when the log changed since.
-        replace_log: replace the log and refold the views (else append after the log's end).
+        replace_log: replace the log and refold the views; False: append after the log's end;
+            None: only refold the views from `entries`, already logged under their ids (the
+            projector worker, for a view it keeps).
         entries: (id, event): the id to add the entry under, ``"*"`` for a new one.
         pointers: give every entry a partition-feed pointer (else only ``"*"`` entries get one).
         ttl: the thread's TTL block (`streamsaver.saver.ttl.ttl_block`), empty for none.
     """
     keys = keyspace.thread(thread_id)
-    args: list[str | bytes | int] = [guard, "replace" if replace_log else "append"]
+    mode = "refold" if replace_log is None else "replace" if replace_log else "append"
+    args: list[str | bytes | int] = [guard, mode]
     args += view_blocks(ThreadDeleted(thread_id), keyspace, views)
     args.append(len(entries))
     for entry_id, event in entries:
-        pointer = feed_pointer(event) if pointers or entry_id == "*" else []
+        pointer = feed_pointer(event) if (pointers or entry_id == "*") and replace_log is not None else []
         fields = [x for pair in to_fields(event).items() for x in pair]
         args += [entry_id, len(pointer), *pointer, len(fields), *fields]
         args += view_blocks(event, keyspace, views)

@@ -5,7 +5,9 @@
 -- ARGV[1] guard: the id of the last log entry the caller read, "" when it read no log; the
 --         script refuses (error STALE) when the log changed since
 -- ARGV[2] mode: "replace" (delete the log, purge the views, then add the entries under the
---         ids they name) or "append" (add the entries after the log's end)
+--         ids they name), "append" (add the entries after the log's end) or "refold" (the
+--         projector worker: purge the views and fold the entries, logged under the ids they
+--         name, into them; the log is neither checked nor written)
 -- ARGV[3..] the purge: nv, then nv view blocks (view name, op count, ops: argc, args...), run
 --         in "replace" mode only; the views named are the views the entries are folded into
 -- then ne, then ne entries, each: id ("*" for a new one), np, np feed pointer field/value args
@@ -19,12 +21,14 @@ if err then return err end
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 local current = ''
 if last[1] then current = last[1][1] end
-if current ~= ARGV[1] then
+local refold = ARGV[2] == 'refold'
+if current ~= ARGV[1] and not refold then
   return redis.error_reply('STALE the log ' .. KEYS[1] .. ' changed since it was read')
 end
 
 local replace = ARGV[2] == 'replace'
 if replace then redis.call('DEL', KEYS[1]) end
+replace = replace or refold
 local nv = tonumber(ARGV[3])
 local views = {}
 local i = 4
@@ -47,7 +51,11 @@ for _ = 1, ne do
   local pointer = i + 2
   local nf = tonumber(ARGV[pointer + np])
   local fields = pointer + np + 1
-  id = redis.call('XADD', KEYS[1], ARGV[i], unpack(ARGV, fields, fields + nf - 1))
+  if refold then
+    id = ARGV[i]
+  else
+    id = redis.call('XADD', KEYS[1], ARGV[i], unpack(ARGV, fields, fields + nf - 1))
+  end
   if np > 0 then redis.call('XADD', KEYS[2], '*', 'id', id, unpack(ARGV, pointer, pointer + np - 1)) end
   i = fields + nf + 1 -- skip the entry's view count (the purge named the views)
   for _ = 1, nv do i = apply_ops(i + 2, tonumber(ARGV[i + 1]), id) end

@@ -1,5 +1,6 @@
-"""Logs rewritten by copy_thread, prune and delete_for_runs travel like any other: exported and
-imported under a new prefix they give the same views, byte for byte, and the same reads."""
+"""Logs rewritten by copy_thread, prune and delete_for_runs travel like any other: `verify`
+finds the live views equal to their fold, and exported and imported under a new prefix they
+give the same views, byte for byte, and the same reads."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from helpers import snapshot
 
 from streamsaver import StreamSaver
 from streamsaver.transfer import export_logs, import_logs
+from streamsaver.verify import verify
 
 START = {"entries": ["start"], "notes": [], "steps": 0}
 
@@ -39,6 +41,7 @@ def test_rewritten_logs_export_and_import_to_the_same_views(client: redis.Redis,
     saver.copy_thread("source", "fork", until=middle)
     saver.prune(["pruned"])
     saver.delete_for_runs(["r1"])
+    assert verify(client, prefix).matches
     export_logs(client, prefix, tmp_path / "logs.jsonl.gz")
 
     imported = f"{prefix}-in"

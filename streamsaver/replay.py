@@ -21,7 +21,7 @@ from redis import Redis
 from streamsaver.events import from_fields
 from streamsaver.inspection import deployment_keyspace
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
-from streamsaver.saver.append import apply_call
+from streamsaver.saver.append import apply_batch_call
 from streamsaver.saver.core import Command
 from streamsaver.saver.sync import round_trip
 
@@ -111,43 +111,48 @@ class Replayer:
         stats, count = ReplayStats(), max(1, self.page // width)
         cursors: list[list[Any]] = []  # [log, start] of the logs being read
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamsaver-replay") as applier:
-            in_flight: Future[int] | None = None
+            in_flight: Future[tuple[int, int]] | None = None
             while True:
                 while len(cursors) < width and (log := next(logs, None)) is not None:
                     cursors.append([log, "-"])
                     stats.threads += 1
                 if not cursors:
                     break
-                calls = self._read_page(cursors, count, until, views)
+                calls, events = self._read_page(cursors, count, until, views)
                 cursors = [cursor for cursor in cursors if cursor[1] is not None]
                 if in_flight is not None:
                     self._applied(in_flight.result(), stats, progress)
-                in_flight = applier.submit(self._apply, calls) if calls else None
+                in_flight = applier.submit(self._apply, calls, events) if calls else None
             if in_flight is not None:
                 self._applied(in_flight.result(), stats, progress)
         return stats
 
     def _read_page(
         self, cursors: list[list[Any]], count: int, until: str, views: Sequence[ViewName]
-    ) -> list[Command]:
+    ) -> tuple[list[Command], int]:
         """Read the next entries of each log in `cursors` (one round trip), advance the cursors
-        (None when a log is exhausted) and return the applies of the entries read."""
+        (None when a log is exhausted); returns one batched apply per log read, and the number
+        of events they carry."""
         reads: list[Command] = [["XRANGE", log, start, until, "COUNT", count] for log, start in cursors]
         calls: list[Command] = []
+        events = 0
         for cursor, entries in zip(cursors, round_trip(self.redis, reads)):
-            for raw_id, fields in entries:
-                entry_id = raw_id.decode()
-                calls.append(apply_call(from_fields(fields, entry_id), entry_id, self.target, views))
+            if entries:
+                logged = [(from_fields(fields, raw_id.decode()), raw_id.decode()) for raw_id, fields in entries]
+                calls.append(apply_batch_call(logged, self.target, views))
+                events += len(logged)
             cursor[1] = "(" + entries[-1][0].decode() if len(entries) == count else None
-        return calls
+        return calls, events
 
-    def _apply(self, calls: list[Command]) -> int:
-        round_trip(self.redis, calls)
-        return len(calls)
+    def _apply(self, calls: list[Command], events: int) -> tuple[int, int]:
+        applied = round_trip(self.redis, calls)
+        return events, sum(int(n) for n in applied)
 
     @staticmethod
-    def _applied(events: int, stats: ReplayStats, progress: Progress | None) -> None:
+    def _applied(done: tuple[int, int], stats: ReplayStats, progress: Progress | None) -> None:
+        events, applied = done
         stats.events += events
+        stats.applied += applied
         if progress is not None:
             progress(events)
 

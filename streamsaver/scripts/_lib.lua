@@ -23,14 +23,40 @@ local function purge(nsset, cp, ids, ptrs, writes)
   redis.call('DEL', nsset)
 end
 
+-- A deferral of root JSON.SETs (batches only): key -> document, flushed in first-seen order.
+local function new_deferral()
+  return {docs = {}, keys = {}}
+end
+
+local function flush_deferred(defer)
+  for _, key in ipairs(defer.keys) do
+    redis.call('JSON.SET', key, '$', defer.docs[key])
+  end
+  defer.docs, defer.keys = {}, {}
+end
+
+-- Whether an op (ARGV i .. i + argc) names a key whose JSON.SET is deferred.
+local function touches_deferred(defer, i, argc)
+  for k = i + 2, i + argc do
+    if defer.docs[ARGV[k]] then return true end
+  end
+  return false
+end
+
 -- Applies `count` ops encoded in ARGV from index `i` (each op: argc, then argc arguments) for
 -- the event `id`. A guard (SS.IFNEWER, SS.IFEQ) gates the ops after it up to the next guard;
 -- every guard is evaluated, whatever the previous one decided. Returns the index after the block.
-local function apply_ops(i, count, id)
+-- With `defer`, a root JSON.SET is held back and only the last document per key is written;
+-- any other op that names a held key, and every SS.PURGE, first writes what is held, so the
+-- result equals running each op in order (nothing else in a script reads a held document).
+local function apply_ops(i, count, id, defer)
   local live = true
   for _ = 1, count do
     local argc = tonumber(ARGV[i])
     local op = ARGV[i + 1]
+    if defer and op ~= 'JSON.SET' and (op == 'SS.PURGE' or touches_deferred(defer, i, argc)) then
+      flush_deferred(defer)
+    end
     if op == 'SS.IFNEWER' then
       local cur = redis.call('HGET', ARGV[i + 2], ARGV[i + 3])
       live = (not cur) or cur < ARGV[i + 4]
@@ -48,7 +74,12 @@ local function apply_ops(i, count, id)
         redis.call('HSETNX', ARGV[i + 2], ARGV[i + 3], id)
       elseif op == 'SS.PURGE' then
         purge(ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])
+      elseif defer and op == 'JSON.SET' and argc == 4 and ARGV[i + 3] == '$' then
+        local key = ARGV[i + 2]
+        if not defer.docs[key] then defer.keys[#defer.keys + 1] = key end
+        defer.docs[key] = ARGV[i + 4]
       else
+        if defer and op == 'JSON.SET' and touches_deferred(defer, i, argc) then flush_deferred(defer) end
         redis.call(unpack(ARGV, i + 1, i + argc))
       end
     end

@@ -18,12 +18,12 @@ from typing import Any
 
 from redis import Redis
 
+from streamsaver.bulk import bulk_round_trip
 from streamsaver.events import from_fields
 from streamsaver.inspection import deployment_keyspace
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
 from streamsaver.saver.append import apply_batch_call
 from streamsaver.saver.core import Command
-from streamsaver.saver.sync import round_trip
 
 __all__ = ["ReplayStats", "Replayer"]
 
@@ -136,7 +136,7 @@ class Replayer:
         reads: list[Command] = [["XRANGE", log, start, until, "COUNT", count] for log, start in cursors]
         calls: list[Command] = []
         events = 0
-        for cursor, entries in zip(cursors, round_trip(self.redis, reads)):
+        for cursor, entries in zip(cursors, bulk_round_trip(self.redis, reads)):
             if entries:
                 logged = [(from_fields(fields, raw_id.decode()), raw_id.decode()) for raw_id, fields in entries]
                 calls.append(apply_batch_call(logged, self.target, views))
@@ -145,7 +145,7 @@ class Replayer:
         return calls, events
 
     def _apply(self, calls: list[Command], events: int) -> tuple[int, int]:
-        applied = round_trip(self.redis, calls)
+        applied = bulk_round_trip(self.redis, calls)
         return events, sum(int(n) for n in applied)
 
     @staticmethod

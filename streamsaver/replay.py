@@ -11,7 +11,7 @@ stopped, and views rebuilt from empty keys equal the live ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -76,21 +76,34 @@ class Replayer:
     def _scan(self, pattern: str, type_: str | None = None) -> Iterator[bytes]:
         yield from self.redis.scan_iter(match=pattern, count=1000, _type=type_)
 
-    def thread_logs(self) -> Iterator[bytes]:
-        """The key of every thread log of the deployment."""
-        return self._scan(f"{self.keyspace.prefix}:log:*", "stream")
+    def thread_logs(self, partitions: Iterable[int] | None = None) -> Iterator[bytes]:
+        """The key of every thread log of the deployment (of `partitions` only, when given)."""
+        if partitions is None:
+            return self._scan(f"{self.keyspace.prefix}:log:*", "stream")
+        return (
+            log
+            for partition in partitions
+            for log in self._scan(f"{self.keyspace.prefix}:log:{self.keyspace.slot_tag(partition)}:*", "stream")
+        )
 
     def replay_log(self, log: bytes | str, views: Sequence[ViewName], *, until: str = "+") -> ReplayStats:
         """Apply one thread log, oldest first, up to the entry id `until` (inclusive)."""
         return self._fold(iter([log]), views, width=1, until=until)
 
-    def replay(self, views: Sequence[ViewName], *, progress: Progress | None = None) -> ReplayStats:
-        """Apply every thread log to `views`; `progress(events)` is called after each round
-        trip with the number of events it applied.
+    def replay(
+        self,
+        views: Sequence[ViewName],
+        *,
+        progress: Progress | None = None,
+        partitions: Iterable[int] | None = None,
+    ) -> ReplayStats:
+        """Apply every thread log (of `partitions`, when given) to `views`; `progress(events)`
+        is called after each round trip with the number of events it applied.
 
         Logs are folded several at a time, so a round trip carries about `page` events however
         short the logs are: up to ``page // 16`` logs, ``16`` entries of each per round trip."""
-        return self._fold(self.thread_logs(), views, width=max(1, self.page // 16), progress=progress)
+        logs = self.thread_logs(partitions)
+        return self._fold(logs, views, width=max(1, self.page // 16), progress=progress)
 
     def _fold(
         self,

@@ -17,7 +17,7 @@ def test_error_tree() -> None:
     e = streamsaver.errors
     assert sorted(e.__all__) == sorted(
         ["ConfigurationError", "EmbeddedServerError", "EventDecodeError", "ExportFileError",
-         "InvalidInputError", "MissingModuleError", "StreamSaverError", "TargetNotEmptyError"]
+         "InvalidInputError", "MissingModuleError", "ReplayJobError", "StreamSaverError", "TargetNotEmptyError"]
     )
     assert issubclass(e.InvalidInputError, ValueError)
     assert issubclass(e.MissingModuleError, e.ConfigurationError)

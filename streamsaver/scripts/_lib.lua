@@ -3,6 +3,10 @@
 -- escaping rule of streamsaver/codec.py `escape`, and the pointer rules of
 -- projectors/documents.py (views point at the log entries that hold payloads).
 
+-- Locals, not globals, in the op interpreter's loops: a global is a table lookup per use.
+local ARGV = ARGV
+local rcall = redis.call
+
 local function esc(s)
   return (string.gsub(s, '[^%w%._%-]', function(c) return string.format('%%%02X', string.byte(c)) end))
 end
@@ -30,7 +34,7 @@ end
 
 local function flush_deferred(defer)
   for _, key in ipairs(defer.keys) do
-    redis.call('JSON.SET', key, '$', defer.docs[key])
+    rcall('JSON.SET', key, '$', defer.docs[key])
   end
   defer.docs, defer.keys = {}, {}
 end
@@ -58,20 +62,20 @@ local function apply_ops(i, count, id, defer)
       flush_deferred(defer)
     end
     if op == 'SS.IFNEWER' then
-      local cur = redis.call('HGET', ARGV[i + 2], ARGV[i + 3])
+      local cur = rcall('HGET', ARGV[i + 2], ARGV[i + 3])
       live = (not cur) or cur < ARGV[i + 4]
     elseif op == 'SS.IFEQ' then
-      live = redis.call('HGET', ARGV[i + 2], ARGV[i + 3]) == ARGV[i + 4]
+      live = rcall('HGET', ARGV[i + 2], ARGV[i + 3]) == ARGV[i + 4]
     elseif live then
       if op == 'SS.PTR' then
-        local call = {'HSET', ARGV[i + 2]}
+        local cmd = {'HSET', ARGV[i + 2]}
         for k = i + 3, i + argc do
-          call[#call + 1] = ARGV[k]
-          call[#call + 1] = id
+          cmd[#cmd + 1] = ARGV[k]
+          cmd[#cmd + 1] = id
         end
-        redis.call(unpack(call))
+        rcall(unpack(cmd))
       elseif op == 'SS.PTRNX' then
-        redis.call('HSETNX', ARGV[i + 2], ARGV[i + 3], id)
+        rcall('HSETNX', ARGV[i + 2], ARGV[i + 3], id)
       elseif op == 'SS.PURGE' then
         purge(ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])
       elseif defer and op == 'JSON.SET' and argc == 4 and ARGV[i + 3] == '$' then
@@ -80,7 +84,7 @@ local function apply_ops(i, count, id, defer)
         defer.docs[key] = ARGV[i + 4]
       else
         if defer and op == 'JSON.SET' and touches_deferred(defer, i, argc) then flush_deferred(defer) end
-        redis.call(unpack(ARGV, i + 1, i + argc))
+        rcall(unpack(ARGV, i + 1, i + argc))
       end
     end
     i = i + 1 + argc

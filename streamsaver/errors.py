@@ -11,6 +11,7 @@ The tree::
     ├── EventDecodeError             a stored event cannot be read (unknown type or version, bad field)
     ├── EmbeddedServerError          the embedded Redis could not be found or started
     ├── ExportFileError              an export file cannot be imported: not one, newer, truncated, corrupt
+    ├── ReplayJobError               a process of a parallel replay failed or died
     └── TargetNotEmptyError          an import was refused: the target prefix already holds keys
 
 `InvalidInputError` subclasses `ValueError` because LangGraph code and users catch `ValueError`
@@ -27,6 +28,7 @@ __all__ = [
     "ExportFileError",
     "InvalidInputError",
     "MissingModuleError",
+    "ReplayJobError",
     "StreamSaverError",
     "TargetNotEmptyError",
     "ThreadExistsError",
@@ -71,6 +73,11 @@ class EmbeddedServerError(StreamSaverError):
 
 class ExportFileError(StreamSaverError):
     """An export file cannot be imported: not an export, a newer format, truncated or corrupt."""
+
+
+class ReplayJobError(StreamSaverError):
+    """A process of a parallel replay failed or died; the others were stopped. Replaying again
+    with ``keep`` resumes: every view records per thread the last event it applied."""
 
 
 class TargetNotEmptyError(StreamSaverError):

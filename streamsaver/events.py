@@ -22,7 +22,7 @@ values that surviving checkpoints still point at (``c:`` fields, as in `Checkpoi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -324,13 +324,18 @@ UPCASTERS: dict[tuple[str, int], Callable[[Fields], Fields]] = {}
 fields. Empty while every type is at version 1; a new version adds one entry per step."""
 
 
-def from_fields(fields: Mapping[bytes, bytes], event_id: str | None = None) -> Event:
-    """Read an event from its stream fields, upcasting an older schema version.
+def from_fields(fields: Mapping[bytes, bytes] | Sequence[bytes], event_id: str | None = None) -> Event:
+    """Read an event from its stream fields (a mapping, or a flat ``[field, value, ...]`` list
+    as a raw ``XRANGE`` reply holds them), upcasting an older schema version.
 
     Raises:
         EventDecodeError: unknown type, a version newer than this code, or a malformed field.
     """
-    f = dict(fields)
+    if isinstance(fields, Mapping):
+        f = dict(fields)
+    else:
+        pairs = iter(fields)
+        f = dict(zip(pairs, pairs))
     try:
         type_name = f[b"type"].decode()
         version = int(f[b"v"])

@@ -39,7 +39,7 @@ from streamsaver.events import (
 from streamsaver.keys import Keyspace, ViewName
 from streamsaver.scripts import APPEND, APPLY
 
-__all__ = ["append_call", "apply_call", "checkpoint_saved", "feed_pointer", "thread_deleted", "thread_id_of", "view_blocks", "writes_saved"]
+__all__ = ["append_call", "apply_batch_call", "apply_call", "checkpoint_saved", "feed_pointer", "thread_deleted", "thread_id_of", "view_blocks", "writes_saved"]
 
 EMPTY = Blob("empty", b"")
 """Stands for a channel with a new version but no value (LangGraph's convention)."""
@@ -204,8 +204,27 @@ def append_call(
 def apply_call(event: Event, event_id: str, keyspace: Keyspace, views: Sequence[ViewName]) -> list[str | bytes | int]:
     """The EVALSHA arguments that apply the logged `event` (entry `event_id`) to `views` that
     have not applied it yet; the same projectors and ops as the append."""
-    positions = keyspace.thread(event.thread_id).positions
-    return APPLY.evalsha_args([positions], [event_id, *view_blocks(event, keyspace, views)])
+    return apply_batch_call([(event, event_id)], keyspace, views)
+
+
+def apply_batch_call(
+    logged: Sequence[tuple[Event, str]], keyspace: Keyspace, views: Sequence[ViewName]
+) -> list[str | bytes | int]:
+    """The EVALSHA arguments that apply logged events of ONE thread, in log order (each with
+    its entry id), to `views`: one script, positions read and recorded once.
+
+    Raises:
+        InvalidInputError: no events, or events of more than one thread.
+    """
+    if not logged:
+        raise InvalidInputError("apply_batch_call needs at least one event")
+    thread = logged[0][0].thread_id
+    args: list[str | bytes | int] = [len(logged)]
+    for event, event_id in logged:
+        if event.thread_id != thread:
+            raise InvalidInputError("a batch applies the events of one thread")
+        args += [event_id, *view_blocks(event, keyspace, views)]
+    return APPLY.evalsha_args([keyspace.thread(thread).positions], args)
 
 
 def version_after(current: str | float | None, random_part: float) -> str:

@@ -17,7 +17,7 @@ def test_error_tree() -> None:
     e = streamsaver.errors
     assert sorted(e.__all__) == sorted(
         ["ConcurrentChangeError", "ConfigurationError", "EmbeddedServerError", "EventDecodeError",
-         "ExportFileError", "InvalidInputError", "MissingModuleError", "StreamSaverError",
+         "ExportFileError", "InvalidInputError", "MissingModuleError", "ReplayJobError", "StreamSaverError",
          "TargetNotEmptyError", "ThreadExistsError"]
     )
     assert issubclass(e.InvalidInputError, ValueError)

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from redis.exceptions import RedisError
 
 from streamsaver.errors import ConfigurationError, EventDecodeError, InvalidInputError
-from streamsaver.events import Event, ThreadDeleted, from_fields
+from streamsaver.events import Event, RunsDeleted, ThreadDeleted, ThreadPruned, from_fields
 from streamsaver.keys import Keyspace, ViewName, partition_of
 from streamsaver.ownership import (
     LEASE,
@@ -35,6 +35,7 @@ from streamsaver.ownership import (
 )
 from streamsaver.saver import setup
 from streamsaver.saver.append import apply_call, view_of
+from streamsaver.saver.compaction import Entry, decode_log, rewrite_call
 from streamsaver.saver.core import LOAD_SCRIPTS, Command
 
 __all__ = ["Program", "Unit", "Wait", "WorkerCore", "WorkerStats", "assignment", "default_name", "group_name",
@@ -44,6 +45,9 @@ log = logging.getLogger("streamsaver.worker")
 T = TypeVar("T")
 LOAD_ALL: list[Command] = LOAD_SCRIPTS + [["SCRIPT", "LOAD", s.source] for s in (LEASE, ROSTER)]
 _STREAM_ID = re.compile(r"^\d+-\d+$")
+REFOLDING = frozenset({ThreadPruned.TYPE, RunsDeleted.TYPE})
+"""Markers of a rewritten log (prune, delete_for_runs): the worker refolds the thread's view
+from the whole log, as the rewrite did for the views projected inline."""
 
 
 def group_name(view: ViewName) -> str:
@@ -116,6 +120,7 @@ class Item:
     event: Event | None = None
     outcome: str = ""
     error: str = ""
+    refold: list[Entry] | None = None
 
     def fail(self, error: Exception | str) -> None:
         """Decide: retry a transient failure, dead-letter anything else."""
@@ -272,15 +277,27 @@ class WorkerCore:
         for item in wanted:
             assert item.pointer is not None
             log_key, log_id = self.keys.thread(item.pointer.thread).log, item.pointer.log_id
-            reads.append(["XRANGE", log_key, log_id, log_id])
+            whole = item.pointer.type in REFOLDING
+            reads.append(["XRANGE", log_key, "-" if whole else log_id, "+" if whole else log_id])
         for item, reply in zip(wanted, (yield from self.call(reads)) if reads else []):
             assert item.pointer is not None
+            marker = [e for e in reply if e[0].decode() == item.pointer.log_id] if isinstance(reply, list) else []
             if isinstance(reply, Exception):
                 item.fail(reply)
-            elif not reply:
+            elif not marker:
                 item.outcome = "gone"
             else:
-                item.event = self._decode(item, item.pointer, reply[0][1])
+                item.event = self._decode(item, item.pointer, marker[0][1])
+                if item.event is not None and item.pointer.type in REFOLDING:
+                    item.refold = self._decode_log(item, reply)
+
+    @staticmethod
+    def _decode_log(item: Item, reply: Any) -> list[Entry] | None:
+        try:
+            return decode_log(reply)
+        except EventDecodeError as exc:
+            item.fail(str(exc))
+            return None
 
     @staticmethod
     def _decode(item: Item, pointer: Pointer, raw: Any) -> Event | None:
@@ -302,12 +319,20 @@ class WorkerCore:
                 blocked.add(item.unit)  # apply nothing after it: its partition stops there
             elif item.event and item.pointer and not item.outcome and item.unit not in blocked:
                 todo.append(item)
-                calls.append(apply_call(item.event, item.pointer.log_id, self.keys, [item.unit.view]))
+                calls.append(self._apply_call(item, item.event, item.pointer))
         for item, reply in zip(todo, (yield from self.call(calls)) if calls else []):
             if isinstance(reply, Exception):
                 item.fail(reply)
             else:
-                item.outcome = "applied" if int(reply) > 0 else "skipped"
+                item.outcome = "applied" if item.refold is not None or int(reply) > 0 else "skipped"
+
+    def _apply_call(self, item: Item, event: Event, pointer: Pointer) -> Command:
+        """An event's apply, or for a rewritten log the refold of the thread's view."""
+        if item.refold is None:
+            return apply_call(event, pointer.log_id, self.keys, [item.unit.view])
+        return rewrite_call(
+            self.keys, [item.unit.view], pointer.thread, guard="", replace_log=None, entries=item.refold, pointers=False
+        )
 
     def _settle(self, items: list[Item], stats: WorkerStats) -> RedisError | None:
         """Queue acks and dead letters in feed order; a partition stops at a transient failure

@@ -32,13 +32,14 @@ from streamsaver.events import (
     Event,
     PendingWrite,
     ThreadDeleted,
+    ValuesRetained,
     WritesSaved,
     to_fields,
 )
 from streamsaver.keys import Keyspace, ViewName
 from streamsaver.scripts import APPEND, APPLY
 
-__all__ = ["append_call", "apply_call", "checkpoint_saved", "feed_pointer", "thread_deleted", "thread_id_of", "view_blocks", "writes_saved"]
+__all__ = ["append_call", "apply_batch_call", "apply_call", "checkpoint_saved", "feed_pointer", "thread_deleted", "thread_id_of", "view_blocks", "writes_saved"]
 
 EMPTY = Blob("empty", b"")
 """Stands for a channel with a new version but no value (LangGraph's convention)."""
@@ -175,7 +176,7 @@ def feed_pointer(event: Event) -> list[str | bytes | int]:
     A checkpoint's pointer also carries its metadata (``meta``, JSON), so subscribers filter on
     it and show it without reading the log entry."""
     fields: list[str | bytes | int] = ["type", event.TYPE, "thread", event.thread_id]
-    if isinstance(event, (CheckpointSaved, WritesSaved)):
+    if isinstance(event, (CheckpointSaved, WritesSaved, ValuesRetained)):
         fields += ["ns", event.checkpoint_ns, "cid", event.checkpoint_id]
     if isinstance(event, CheckpointSaved):
         fields += ["meta", strict_json(event.metadata)]
@@ -192,21 +193,43 @@ def view_blocks(event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> 
     return args
 
 
-def append_call(event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> list[str | bytes | int]:
-    """The EVALSHA arguments that append `event` and project it into `views`, atomically."""
+def append_call(
+    event: Event, keyspace: Keyspace, views: Sequence[ViewName], ttl: Sequence[str | bytes | int] = ()
+) -> list[str | bytes | int]:
+    """The EVALSHA arguments that append `event` and project it into `views`, atomically;
+    `ttl` is the thread's TTL block (`streamsaver.saver.ttl.ttl_block`), empty for none."""
     keys = keyspace.thread(event.thread_id)
     fields = [x for pair in to_fields(event).items() for x in pair]
     pointer = feed_pointer(event)
     args: list[str | bytes | int] = [len(fields), *fields, len(pointer), *pointer]
-    args += ["1" if isinstance(event, ThreadDeleted) else "0", *view_blocks(event, keyspace, views)]
+    args += ["1" if isinstance(event, ThreadDeleted) else "0", *view_blocks(event, keyspace, views), *ttl]
     return APPEND.evalsha_args([keys.log, keys.feed, keys.positions], args)
 
 
 def apply_call(event: Event, event_id: str, keyspace: Keyspace, views: Sequence[ViewName]) -> list[str | bytes | int]:
     """The EVALSHA arguments that apply the logged `event` (entry `event_id`) to `views` that
     have not applied it yet; the same projectors and ops as the append."""
-    positions = keyspace.thread(event.thread_id).positions
-    return APPLY.evalsha_args([positions], [event_id, *view_blocks(event, keyspace, views)])
+    return apply_batch_call([(event, event_id)], keyspace, views)
+
+
+def apply_batch_call(
+    logged: Sequence[tuple[Event, str]], keyspace: Keyspace, views: Sequence[ViewName]
+) -> list[str | bytes | int]:
+    """The EVALSHA arguments that apply logged events of ONE thread, in log order (each with
+    its entry id), to `views`: one script, positions read and recorded once.
+
+    Raises:
+        InvalidInputError: no events, or events of more than one thread.
+    """
+    if not logged:
+        raise InvalidInputError("apply_batch_call needs at least one event")
+    thread = logged[0][0].thread_id
+    args: list[str | bytes | int] = [len(logged)]
+    for event, event_id in logged:
+        if event.thread_id != thread:
+            raise InvalidInputError("a batch applies the events of one thread")
+        args += [event_id, *view_blocks(event, keyspace, views)]
+    return APPLY.evalsha_args([keyspace.thread(thread).positions], args)
 
 
 def version_after(current: str | float | None, random_part: float) -> str:

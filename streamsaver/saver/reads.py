@@ -25,7 +25,7 @@ from streamsaver.keys import Keyspace, ViewName
 from streamsaver.saver.append import namespace_of, thread_id_of
 from streamsaver.scripts import READ_FULL, READ_SHALLOW
 
-__all__ = ["ListPager", "Request", "decode_rows", "get_request"]
+__all__ = ["ListPager", "Request", "decode_rows", "get_request", "pending_writes"]
 
 Command = list[str | bytes | int]
 Request = list[Command]
@@ -67,7 +67,7 @@ def _loads(serde: SerializerProtocol, blob: Blob) -> Any:
     return serde.loads_typed((blob.type, blob.data))
 
 
-def _pending_writes(serde: SerializerProtocol, flat: Sequence[bytes]) -> list[PendingWrite]:
+def pending_writes(serde: SerializerProtocol, flat: Sequence[bytes]) -> list[PendingWrite]:
     """Writes from a read script's flat ``field, task id, task path, write`` groups, in
     ``writes_sort_key`` order."""
     keyed: list[tuple[tuple[str, str, int], PendingWrite]] = []
@@ -111,7 +111,7 @@ def decode_rows(serde: SerializerProtocol, rows: Sequence[Any]) -> list[Checkpoi
                 checkpoint=body,
                 metadata=doc["metadata"],
                 parent_config={"configurable": {**identity, "checkpoint_id": parent}} if parent else None,
-                pending_writes=_pending_writes(serde, writes),
+                pending_writes=pending_writes(serde, writes),
             )
         )
     return tuples

@@ -3,7 +3,8 @@
 -- KEYS[1] thread log (stream), KEYS[2] partition feed (stream), KEYS[3] positions (hash)
 -- ARGV: nf, nf event field/value args; np, np feed pointer field/value args; erase ("1": drop
 --       the log and positions after applying, for ThreadDeleted); nv; then nv view blocks, each:
---       view name, op count, ops (argc, args...)
+--       view name, op count, ops (argc, args...); then the TTL block: ttl in ms (0: none), the
+--       view count and 5 purge stems per view (see keep_alive in _lib.lua)
 -- Returns: the id of the appended log entry.
 -- Validates key types before the first write; the #!lua shebang makes Redis refuse the whole
 -- script up front when out of memory, so it writes all or nothing.
@@ -20,10 +21,20 @@ i = i + 1 + np
 local erase = ARGV[i] == '1'
 local nv = tonumber(ARGV[i + 1])
 i = i + 2
+local touched = {}
 for _ = 1, nv do
-  local view = ARGV[i]
-  i = apply_ops(i + 2, tonumber(ARGV[i + 1]), id)
+  local view, count = ARGV[i], tonumber(ARGV[i + 1])
+  local j = i + 2
+  for _ = 1, count do
+    touched[#touched + 1] = ARGV[j + 2]
+    j = j + 1 + tonumber(ARGV[j])
+  end
+  i = apply_ops(i + 2, count, id)
   redis.call('HSET', KEYS[3], view, id)
 end
-if erase then redis.call('DEL', KEYS[1], KEYS[3]) end
+if erase then
+  redis.call('DEL', KEYS[1], KEYS[3])
+elseif ARGV[i] then
+  keep_alive(KEYS[1], KEYS[3], tonumber(ARGV[i]), i + 1, touched)
+end
 return id

@@ -16,8 +16,9 @@ def test_package_exports() -> None:
 def test_error_tree() -> None:
     e = streamsaver.errors
     assert sorted(e.__all__) == sorted(
-        ["ConfigurationError", "EmbeddedServerError", "EventDecodeError", "ExportFileError",
-         "InvalidInputError", "MissingModuleError", "StreamSaverError", "TargetNotEmptyError"]
+        ["ConcurrentChangeError", "ConfigurationError", "EmbeddedServerError", "EventDecodeError",
+         "ExportFileError", "InvalidInputError", "MissingModuleError", "ReplayJobError", "StreamSaverError",
+         "TargetNotEmptyError", "ThreadExistsError"]
     )
     assert issubclass(e.InvalidInputError, ValueError)
     assert issubclass(e.MissingModuleError, e.ConfigurationError)
@@ -25,4 +26,5 @@ def test_error_tree() -> None:
 
 
 def test_event_types() -> None:
-    assert {"CheckpointSaved", "WritesSaved", "ThreadDeleted"} <= set(streamsaver.events.__all__)
+    assert {"CheckpointSaved", "WritesSaved", "ThreadDeleted", "ThreadCopied", "ThreadPruned", "RunsDeleted",
+            "ValuesRetained"} <= set(streamsaver.events.__all__)

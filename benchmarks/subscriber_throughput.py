@@ -10,10 +10,11 @@ On an embedded Redis (AOF on, as the tests run it), or ``--url``:
    idle; once they are all in the group's roster the group is moved back to the feeds' start
    (``XGROUP SETID 0``) and the clock runs until every entry is acknowledged (lag and pending 0).
    Done with one subscriber process and with four; the handler only counts (it never asks for
-   the payload, so no log entry is read).
+   metadata or payload, so no log entry is read).
 2. **Delay.** One subscriber process follows a group while a writer ``put``s at ``--rate`` per
-   second for ``--seconds`` (one append call each, as ``put`` sends); each put stamps its metadata with the wall-clock time, the handler
-   records now minus that stamp. Prints p50, p99 and max.
+   second for ``--seconds`` (one append call each, as ``put`` sends); each put stamps its
+   metadata with the wall-clock time, the handler records now minus that stamp (the subscriber
+   reads checkpoints' metadata with each batch: ``load_metadata``). Prints p50, p99 and max.
 
 ``--profile`` profiles one single-subscriber run (in-process, ``run_burst``) and prints where
 the client's time goes.
@@ -94,7 +95,8 @@ def consume(url: str, group: str, name: str, lease_ms: int, delays: bool) -> Non
         if delays and event.metadata and "sent" in event.metadata:
             recorded.append(time.time() - event.metadata["sent"])
 
-    sub = Subscriber(client, group, handle, prefix=PREFIX, name=name, lease_ms=lease_ms, batch=200, start="$")
+    sub = Subscriber(client, group, handle, prefix=PREFIX, name=name, lease_ms=lease_ms, batch=200, start="$",
+                     load_metadata=delays)
     signal.signal(signal.SIGTERM, lambda *_: sub.stop())
     sub.run()
     if delays:

@@ -1,10 +1,12 @@
 """What a subscriber's handler receives, and the filters applied before it; no I/O.
 
-A partition-feed pointer names the log entry of one event and carries what filters and most
-handlers need: type, thread, namespace, checkpoint id, and a checkpoint's metadata. A
-`FeedEvent` is built from the pointer alone; the log entry (the event's payload) is read only
-when the subscriber prefetches payloads, or when the handler asks (`record` / `payload`, or
-their ``a``-prefixed async twins), through the `EntrySource` the subscriber's shell provides.
+A partition-feed pointer names the log entry of one event and carries type, thread, namespace
+and checkpoint id, nothing the thread's erasure would have to chase (``delete_thread`` erases
+the log; the pointers stay). A `FeedEvent` is built from the pointer alone; the log entry (a
+checkpoint's metadata, the event's payload) is read only when the subscriber loads it with its
+batch (``load_metadata``, a metadata filter, ``prefetch``) or when the handler asks
+(`metadata`, `record`, `payload`, or the ``a``-prefixed async twins), through the
+`EntrySource` the subscriber's shell provides.
 """
 
 from __future__ import annotations
@@ -107,19 +109,21 @@ class FeedEvent:
         type: ``CheckpointSaved``, ``WritesSaved`` or ``ThreadDeleted``.
         thread_id, checkpoint_ns, checkpoint_id: where it happened (the last two None for a
             deletion).
-        metadata: a checkpoint's metadata (None for other events).
+        metadata: a checkpoint's metadata (None for other events, and when the log entry is
+            gone); read from the log entry on first use unless loaded with the batch (an async
+            handler uses `ametadata` then).
         partition, feed_id, log_id: the feed entry and the log entry it points at.
         deliveries: 1 on the first attempt, n after n - 1 failed attempts.
     """
 
     __slots__ = ("_entry", "_serde", "_source", "checkpoint_id", "checkpoint_ns", "deliveries", "feed_id",
-                 "log_id", "log_key", "metadata", "partition", "thread_id", "type")
+                 "log_id", "log_key", "partition", "thread_id", "type")
 
     def __init__(self, *, type_: str, thread_id: str, checkpoint_ns: str | None, checkpoint_id: str | None,
-                 metadata: Mapping[str, Any] | None, partition: int, feed_id: str, log_id: str, log_key: str,
-                 deliveries: int, serde: SerializerProtocol, source: EntrySource | None = None) -> None:
+                 partition: int, feed_id: str, log_id: str, log_key: str, deliveries: int,
+                 serde: SerializerProtocol, source: EntrySource | None = None) -> None:
         self.type, self.thread_id, self.checkpoint_ns, self.checkpoint_id = type_, thread_id, checkpoint_ns, checkpoint_id
-        self.metadata, self.partition, self.feed_id, self.log_id = metadata, partition, feed_id, log_id
+        self.partition, self.feed_id, self.log_id = partition, feed_id, log_id
         self.log_key, self.deliveries, self._serde, self._source = log_key, deliveries, serde, source
         self._entry: Entry | None = None
 
@@ -139,6 +143,27 @@ class FeedEvent:
     def set_entry(self, entry: Entry) -> None:
         """Hand over the log entry's fields read in the subscriber's batch (empty: gone)."""
         self._entry = entry
+
+    def _metadata(self) -> Mapping[str, Any] | None:
+        return metadata_of((self._entry or {}).get(b"meta")) if self.type == CheckpointSaved.TYPE else None
+
+    @property
+    def metadata(self) -> Mapping[str, Any] | None:
+        """A checkpoint's metadata; None for other events or when its log entry is gone.
+
+        Raises:
+            ConfigurationError: the entry was not loaded with the batch and the subscriber has
+                an async client (use `ametadata`, or ``load_metadata=True``).
+        """
+        if self._entry is None and self.type == CheckpointSaved.TYPE:
+            self._entry = self._source_or_fail().fetch_entry(self.log_key, self.log_id)
+        return self._metadata()
+
+    async def ametadata(self) -> Mapping[str, Any] | None:
+        """`metadata` with the async client."""
+        if self._entry is None and self.type == CheckpointSaved.TYPE:
+            self._entry = await self._source_or_fail().afetch_entry(self.log_key, self.log_id)
+        return self._metadata()
 
     def _record(self, entry: Entry) -> Event | None:
         if self.type == ThreadDeleted.TYPE:
@@ -186,7 +211,7 @@ class FeedEvent:
 
 
 def metadata_of(raw: bytes | None) -> Mapping[str, Any] | None:
-    """The metadata a pointer's ``meta`` field (or a log entry's) holds."""
+    """The metadata a log entry's ``meta`` field holds (None when absent or not an object)."""
     if raw is None:
         return None
     value = orjson.loads(raw)

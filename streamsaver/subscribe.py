@@ -27,10 +27,12 @@ Every append also adds a small pointer to its partition's feed (``P:feed:{pN}``)
   (`streamsaver.feed_admin`).
 * **Filters** by event type and by top-level metadata equality run before the handler; a
   filtered event is acknowledged without it.
-* **Payload on demand.** The pointer carries type, thread, namespace, checkpoint id and a
-  checkpoint's metadata; the values (decoded with the saver's `serde`) come from the log entry,
-  read only when the handler calls `FeedEvent.payload` (one round trip) or, for handlers that
-  always want them, prefetched for a whole batch in one round trip (``prefetch=True``).
+* **Payload on demand.** The pointer carries type, thread, namespace and checkpoint id; a
+  checkpoint's metadata and the values (decoded with the saver's `serde`) come from the log
+  entry, read only when the handler asks (`FeedEvent.metadata`, `FeedEvent.payload`: one round
+  trip each) or, for handlers that always want them, with the whole batch in one round trip
+  (``load_metadata=True`` or a metadata filter for checkpoints' metadata, ``prefetch=True`` for
+  every entry).
 
 Decisions live in `streamsaver.subscribe_core`; `Subscriber` only drives its programs with a
 ``redis.Redis`` (`run`, `run_burst`, `run_once`) or a ``redis.asyncio.Redis`` (``async_``
@@ -46,8 +48,10 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from redis.asyncio import Redis as AsyncRedis
 
 from streamsaver.driver import ProgramDriver
+from streamsaver.errors import ConfigurationError
 from streamsaver.feed_event import Entry, EventFilter, FeedEvent
 from streamsaver.keys import DEFAULT_PREFIX
 from streamsaver.ownership import default_name
@@ -88,6 +92,9 @@ class Subscriber(ProgramDriver):
             feeds hold) or ``"$"`` (only what comes next).
         prefetch: read every event's log entry with its batch (for handlers that always call
             `FeedEvent.payload`).
+        load_metadata: read each checkpoint's log entry with its batch, so `FeedEvent.metadata`
+            costs nothing more (on with a `metadata` filter; otherwise a handler reading
+            `metadata` costs one round trip per checkpoint).
         retry_ms: `run`'s pause after a cycle in which a handler failed, before trying again.
         trim_every_s: with `run`, trim the owned partition feeds this often (below what every
             consumer group acknowledged; see `streamsaver.feed_admin.trim_feeds`); None: never.
@@ -103,12 +110,12 @@ class Subscriber(ProgramDriver):
                  name: str | None = None, partitions: Collection[int] | None = None,
                  types: Collection[str] | None = None, metadata: Mapping[str, Any] | None = None,
                  batch: int = 100, lease_ms: int = 10_000, poll_ms: int = 100, max_deliveries: int = 5,
-                 start: str = "0", prefetch: bool = False, retry_ms: int = 100, trim_every_s: float | None = None,
-                 serde: SerializerProtocol | None = None) -> None:
+                 start: str = "0", prefetch: bool = False, load_metadata: bool = False, retry_ms: int = 100,
+                 trim_every_s: float | None = None, serde: SerializerProtocol | None = None) -> None:
         super().__init__(client)
         self.handler = handler
         options = Options(group, name or default_name(), partitions, EventFilter.of(types, metadata), batch,
-                          lease_ms, poll_ms, max_deliveries, start, prefetch, retry_ms, trim_every_s)
+                          lease_ms, poll_ms, max_deliveries, start, prefetch, load_metadata, retry_ms, trim_every_s)
         self.core = SubscriberCore(prefix, options, serde or JsonPlusSerializer(), self)
 
     @property
@@ -128,7 +135,14 @@ class Subscriber(ProgramDriver):
         return self.core.stopping
 
     def fetch_entry(self, log_key: str, log_id: str) -> Entry:
-        """Read one log entry (sync client); empty when it is gone."""
+        """Read one log entry (sync client); empty when it is gone.
+
+        Raises:
+            ConfigurationError: the client is async (use the ``a``-prefixed `FeedEvent` methods).
+        """
+        if isinstance(self.redis, AsyncRedis):
+            raise ConfigurationError("an async subscriber reads a log entry with await event.ametadata(), "
+                                     "arecord() or apayload(), or loads it with the batch (load_metadata=True)")
         reply = self.redis.xrange(log_key, log_id, log_id)
         return _fields(reply[0][1]) if reply else {}
 

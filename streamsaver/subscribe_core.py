@@ -15,13 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.exceptions import RedisError
 
 from streamsaver.errors import ConfigurationError
 from streamsaver.events import CheckpointSaved, ThreadDeleted
-from streamsaver.feed_event import EntrySource, FeedEvent, metadata_of
+from streamsaver.feed_event import EntrySource, FeedEvent
 from streamsaver.keys import Keyspace
 from streamsaver.ownership import LEASE, ROSTER, Program, Wait, call, lease_call, roster_call, share
 from streamsaver.saver.core import Command
@@ -193,34 +192,27 @@ class SubscriberCore:
             item.skip = "filtered"
             return item
         ns, cid = raw.get(b"ns"), raw.get(b"cid")
-        try:
-            metadata = metadata_of(raw.get(b"meta"))
-        except orjson.JSONDecodeError:
-            item.skip = "dead: malformed metadata in the pointer"
-            return item
         item.event = FeedEvent(
             type_=pointer.type, thread_id=pointer.thread, partition=partition, feed_id=entry,
             checkpoint_ns=ns.decode("utf-8", "surrogatepass") if ns is not None else None,
             checkpoint_id=cid.decode("utf-8", "surrogatepass") if cid is not None else None,
-            metadata=metadata, log_id=pointer.log_id, log_key=self.keys.thread(pointer.thread).log,
+            log_id=pointer.log_id, log_key=self.keys.thread(pointer.thread).log,
             deliveries=attempts + 1, serde=self.serde, source=self.source)
         return item
 
     def _prefetch(self, items: list[Item]) -> Program[None]:
-        """Read the log entries of the batch's events in one pipeline when payloads are
-        prefetched, or when a metadata filter meets a pointer written without metadata."""
+        """Read the batch's log entries in one pipeline: every event's with `prefetch`, the
+        checkpoints' with `load_metadata` (or a metadata filter)."""
+        metadata = self.o.load_metadata or bool(self.o.event_filter.metadata)
         wanted = [i.event for i in items if i.event is not None and i.event.type != ThreadDeleted.TYPE and (
-            self.o.prefetch or (i.event.type == CheckpointSaved.TYPE and i.event.metadata is None))]
+            self.o.prefetch or (metadata and i.event.type == CheckpointSaved.TYPE))]
         if not wanted:
             return
         replies = yield from call([["XRANGE", e.log_key, e.log_id, e.log_id] for e in wanted], LOAD)
         for event, reply in zip(wanted, replies):
             if isinstance(reply, Exception):
-                continue  # read again when the handler asks
-            entry = {} if not reply else _fields(reply[0][1])
-            event.set_entry(entry)
-            if event.metadata is None and b"meta" in entry:
-                event.metadata = metadata_of(entry[b"meta"])
+                raise reply
+            event.set_entry({} if not reply else _fields(reply[0][1]))
 
     def _run_partition(self, partition: int, items: list[Item], deadline: float,
                        stats: SubscriberStats) -> Program[None]:
@@ -231,7 +223,8 @@ class SubscriberCore:
         while pos < len(items):
             rest = items[pos:]
             for item in rest:
-                if item.event is not None and not self.o.event_filter.admits(item.event.type, item.event.metadata):
+                if (item.event is not None and self.o.event_filter.metadata
+                        and not self.o.event_filter.admits(item.event.type, item.event.metadata)):
                     item.skip, item.event = "filtered", None
             wanted = [i for i in rest if i.event is not None]
             handled, error = (yield Deliver([i.event for i in wanted if i.event], deadline)) if wanted else (0, None)

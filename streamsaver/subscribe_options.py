@@ -72,6 +72,7 @@ class Options:
     max_deliveries: int = 5
     start: str = "0"
     prefetch: bool = False
+    load_metadata: bool = False
     retry_ms: int = 100
     trim_every_s: float | None = None
 

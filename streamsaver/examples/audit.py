@@ -111,5 +111,6 @@ def verify(path: str | Path) -> Verdict:
 
 
 def audit_subscriber(client: Any, path: str | Path, *, group: str = "audit", **options: Any) -> Subscriber:
-    """A `Subscriber` of `group` writing the trail at `path` (`options` go to `Subscriber`)."""
-    return Subscriber(client, group, AuditTrail(path), **options)
+    """A `Subscriber` of `group` writing the trail at `path` (`options` go to `Subscriber`;
+    checkpoints' metadata is read with each batch, one round trip)."""
+    return Subscriber(client, group, AuditTrail(path), load_metadata=True, **options)

@@ -171,15 +171,10 @@ def _flat(commands: Iterable[Command]) -> list[str | bytes | int]:
 
 
 def feed_pointer(event: Event) -> list[str | bytes | int]:
-    """The fields of the partition-feed pointer of `event`, after ``id`` (its log entry id).
-
-    A checkpoint's pointer also carries its metadata (``meta``, JSON), so subscribers filter on
-    it and show it without reading the log entry."""
+    """The fields of the partition-feed pointer of `event`, after ``id`` (its log entry id)."""
     fields: list[str | bytes | int] = ["type", event.TYPE, "thread", event.thread_id]
     if isinstance(event, (CheckpointSaved, WritesSaved, ValuesRetained)):
         fields += ["ns", event.checkpoint_ns, "cid", event.checkpoint_id]
-    if isinstance(event, CheckpointSaved):
-        fields += ["meta", strict_json(event.metadata)]
     return fields
 
 

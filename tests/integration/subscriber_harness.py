@@ -64,7 +64,8 @@ def main(url: str, prefix: str, group: str, name: str, lease_ms: str) -> None:
     def record(event: Any) -> None:
         client.rpush(key, f"{event.thread_id}|{event.metadata['n']}")
 
-    sub = Subscriber(client, group, record, prefix=prefix, name=name, lease_ms=int(lease_ms), batch=20, poll_ms=50)
+    sub = Subscriber(client, group, record, prefix=prefix, name=name, lease_ms=int(lease_ms), batch=20, poll_ms=50,
+                     load_metadata=True)
     signal.signal(signal.SIGTERM, lambda *_: sub.stop())
     stats = sub.run()
     client.incrby(f"{prefix}:test:claimed", stats.claimed)

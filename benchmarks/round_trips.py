@@ -2,7 +2,7 @@
 
 A round trip is one send on a connection followed by its replies: redis-py sends every command,
 and every pipeline, through exactly one ``send_packed_command`` call, sync and asyncio alike.
-Commands are counted where redis-py packs them (``pack_command`` for one, ``pack_commands`` for
+Commands are counted where redis-py sends them (``send_command`` for one, ``pack_commands`` for
 a pipeline), so a pipeline of three is one round trip and three commands; the commands a Lua
 script runs on the server are not counted (they cost no trip). The counting methods are patched
 onto redis-py's connection classes only while one saver call runs, outside any timed pass.
@@ -32,43 +32,43 @@ class Count:
 
     trips: int = 0
     commands: int = 0
-    _packing: int = 0
 
 
 def _patched(cls: type, count: Count) -> dict[str, Callable[..., Any]]:
-    send, pack, pack_many = cls.send_packed_command, cls.pack_command, cls.pack_commands  # type: ignore[attr-defined]
-    is_async = cls is redis.asyncio.connection.AbstractConnection
-
-    def pack_command(self: Any, *args: Any) -> Any:
-        count.commands += count._packing == 0
-        return pack(self, *args)
+    send, one, many = cls.send_packed_command, cls.send_command, cls.pack_commands  # type: ignore[attr-defined]
 
     def pack_commands(self: Any, commands: Any) -> Any:
         commands = list(commands)
         count.commands += len(commands)
-        count._packing += 1
-        try:
-            return pack_many(self, commands)
-        finally:
-            count._packing -= 1
+        return many(self, commands)
 
-    if is_async:
+    if cls is redis.asyncio.connection.AbstractConnection:
 
-        async def send_async(self: Any, command: Any, check_health: bool = True) -> None:
+        async def send_packed_async(self: Any, command: Any, check_health: bool = True) -> None:
             count.trips += 1
             await send(self, command, check_health)
 
-        sender: Callable[..., Any] = send_async
-    else:
+        async def send_async(self: Any, *args: Any, **kwargs: Any) -> None:
+            count.commands += 1
+            await one(self, *args, **kwargs)
 
-        def send_sync(self: Any, command: Any, check_health: bool = True) -> None:
-            count.trips += 1
-            send(self, command, check_health)
+        return {
+            "send_packed_command": send_packed_async,
+            "send_command": send_async,
+            "pack_commands": pack_commands,
+        }
 
-        sender = send_sync
+    def send_packed(self: Any, command: Any, check_health: bool = True) -> None:
+        count.trips += 1
+        send(self, command, check_health)
+
+    def send_sync(self: Any, *args: Any, **kwargs: Any) -> None:
+        count.commands += 1
+        one(self, *args, **kwargs)
+
     return {
-        "send_packed_command": sender,
-        "pack_command": pack_command,
+        "send_packed_command": send_packed,
+        "send_command": send_sync,
         "pack_commands": pack_commands,
     }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,9 +97,18 @@ class Environment:
     postgres_url: str | None = None
 
     def redis_server(self) -> EmbeddedRedis:
-        """A new server, stopped when the run ends."""
-        self.servers.append(self.stack.enter_context(EmbeddedRedis()))
-        return self.servers[-1]
+        """A new server, stopped when the environment closes."""
+        if not self.servers:  # registered before any client, so it runs after they close
+            self.stack.callback(self._stop_servers)
+        server = EmbeddedRedis()
+        server.start()
+        self.servers.append(server)
+        return server
+
+    def _stop_servers(self) -> None:
+        # One stop takes seconds (SHUTDOWN waits for the server); stop them side by side.
+        with ThreadPoolExecutor(max_workers=len(self.servers)) as pool:
+            list(pool.map(EmbeddedRedis.stop, self.servers))
 
     def redis_client(self, server: EmbeddedRedis) -> redis.Redis:
         return self.stack.enter_context(closing(redis.Redis.from_url(server.url)))

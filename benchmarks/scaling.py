@@ -134,7 +134,7 @@ def _op_table(subjects: Sequence[Scaled], points: Sequence[int], op: str) -> lis
         )
         change = f"{last / first - 1:+.0%}" if first and last else "—"
         body.append([scaled.spec.name, *cells, change])
-    header = ["saver", *(f"{p:,}" for p in points), "last vs first"]
+    header = ["saver", *(f"{p:,}" for p in points), "last vs first point reached"]
     return [
         f"#### {op}, median ms (ratio to {subjects[0].spec.name})",
         "",

@@ -2,8 +2,10 @@
 
 One iteration is one LangGraph superstep and the reads around it: ``put``, ``put_writes``,
 ``get_tuple`` of the latest checkpoint and of an earlier one by id, ``list(limit=10)`` of the
-thread, and ``list`` across all threads filtered by metadata. Each op also checks its result
-(outside the clock); a wrong answer is counted, not fatal, and shows in the report.
+thread, ``list`` of the thread filtered by metadata (one earlier step), ``list`` across all
+threads filtered by metadata, and ``delete_thread`` of a small thread written (untimed) just
+before. Each op also checks its result (outside the clock); a wrong answer is counted, not
+fatal, and shows in the report.
 """
 
 from __future__ import annotations
@@ -129,13 +131,47 @@ def _list_filtered(subject: Subject, turn: Turn) -> tuple[float, bool]:
     return seconds, len(got) == LIST_LIMIT and matching
 
 
+def _list_filtered_thread(subject: Subject, turn: Turn) -> tuple[float, bool]:
+    saved = turn.conversation.saved
+    index = len(saved) - 1
+    if subject.spec.keeps_history:
+        index = subject.workload.rng.randrange(1, len(saved) - 1)
+    wanted = {"source": "loop", "step": index - 1}  # saved[0] is step -1
+    got, seconds = subject.call(
+        "list", turn.conversation.thread_config, filter=wanted, limit=LIST_LIMIT
+    )
+    return seconds, len(got) == 1 and _is(got[0], saved[index])
+
+
+DOOMED_STEPS = 2
+"""Steps of the thread each ``delete_thread`` deletes (its steps are -1 and 0: no background
+thread's metadata filter matches them)."""
+
+
+def _delete_thread(subject: Subject, turn: Turn) -> tuple[float, bool]:
+    doomed = subject.workload.conversation("doomed")
+    driver = subject.opened.driver
+    for _ in range(DOOMED_STEPS):  # untimed and uncounted: straight to the driver
+        step = doomed.next_step()
+        doomed.record(
+            driver.call(
+                "put", step.parent_config, step.checkpoint, step.metadata, step.new_versions
+            )[0]
+        )
+        driver.call("put_writes", doomed.latest, step.writes, step.task_id)
+    _, seconds = subject.call("delete_thread", doomed.thread_id)
+    return seconds, driver.call("get_tuple", doomed.thread_config)[0] is None
+
+
 OPS: dict[str, OpFn] = {
     "put": _put,
     "put_writes": _put_writes,
     "get_tuple latest": _get_latest,
     "get_tuple by id": _get_by_id,
     "list thread limit=10": _list_thread,
+    "list thread filter": _list_filtered_thread,
     "list filter all threads": _list_filtered,
+    "delete_thread": _delete_thread,
 }
 """The measured ops, in the order one iteration runs them (``put`` comes first)."""
 

@@ -1,6 +1,6 @@
 """Replay throughput: how many logged events per second `Replayer.rebuild` folds into the views.
 
-    python -m benchmarks.replay_throughput [--threads 2000] [--steps 20] [--page 500] [--profile]
+    python -m benchmarks.replay_throughput [--threads 2000] [--steps 20] [--page 500] [--jobs 1] [--profile]
 
 Builds a realistic log on an embedded Redis (AOF on, as the tests run it): ``--threads``
 LangGraph-like conversations (`benchmarks.workload.Conversation`: a ``messages`` channel that
@@ -25,6 +25,7 @@ import hashlib
 import io
 import pstats
 import random
+import resource
 import sys
 import time
 from collections import defaultdict
@@ -42,6 +43,7 @@ from streamsaver import StreamSaver
 from streamsaver.embedded import EmbeddedRedis
 from streamsaver.keys import ViewName
 from streamsaver.replay import Replayer
+from streamsaver.replay_jobs import replay_in_jobs
 
 PREFIX = "bench"
 RUNS: tuple[tuple[ViewName, ...], ...] = (("full", "shallow"), ("full",), ("shallow",))
@@ -120,36 +122,54 @@ def _types(client: redis.Redis, keys: list[bytes]) -> list[bytes]:
 @dataclass(frozen=True)
 class Rebuild:
     """One timed rebuild: events replayed; wall seconds to drop and to replay; the client's CPU
-    seconds and the server's command seconds (EVALSHA, with its Lua, and XRANGE) of the replay."""
+    seconds and the server process's CPU seconds (all its threads, ``INFO cpu``) during the
+    replay. CPU seconds, unlike wall time, hardly change when other work shares the machine, so
+    ``1 / max(client, server)`` per event is the rate the replay reaches when the two have a
+    core each."""
 
     events: int
     drop: float
     replay: float
     client_cpu: float
     server: float
+    jobs: int = 1
 
     def line(self, views: Sequence[ViewName], page: int) -> str:
         per_event = 1e6 / self.events
+        jobs = f" jobs {self.jobs}" if self.jobs > 1 else ""
         return (
-            f"rebuild {'+'.join(views):<13} page {page}: {self.events / self.replay:>7,.0f} events/s "
+            f"rebuild {'+'.join(views):<13} page {page}{jobs}: {self.events / self.replay:>7,.0f} events/s "
             f"({self.events:,} events in {self.replay:.2f} s, drop {self.drop:.2f} s more); per event: "
-            f"client CPU {self.client_cpu * per_event:.0f} us, server {self.server * per_event:.0f} us"
+            f"client CPU {self.client_cpu * per_event:.0f} us, server CPU {self.server * per_event:.0f} us "
+            f"(a core each: {self.events / max(self.client_cpu / self.jobs, self.server):,.0f} events/s)"
         )
 
 
-def timed_rebuild(client: redis.Redis, views: Sequence[ViewName], page: int) -> Rebuild:
-    """Drop `views` and replay them, timing each part."""
+def timed_rebuild(client: redis.Redis, url: str, views: Sequence[ViewName], page: int, jobs: int) -> Rebuild:
+    """Drop `views` and replay them (with `jobs` processes when above 1), timing each part."""
     replayer = Replayer.open(client, PREFIX, page=page)
     start = time.perf_counter()
     replayer.drop(views)
     dropped = time.perf_counter()
-    before, cpu = command_usec(client), time.process_time()
-    stats = replayer.replay(views)
-    cpu, end, after = time.process_time() - cpu, time.perf_counter(), command_usec(client)
-    server = sum(
-        after[c][1] - before.get(c, (0, 0.0))[1] for c in ("evalsha", "xrange") if c in after
-    )
-    return Rebuild(stats.events, dropped - start, end - dropped, cpu, server / 1e6)
+    before, cpu = server_cpu(client), client_cpu()
+    if jobs > 1:
+        stats = replay_in_jobs(url, PREFIX, views, jobs=jobs, page=page, keep=True)
+    else:
+        stats = replayer.replay(views)
+    cpu, end, server = client_cpu() - cpu, time.perf_counter(), server_cpu(client) - before
+    return Rebuild(stats.events, dropped - start, end - dropped, cpu, server, jobs)
+
+
+def client_cpu() -> float:
+    """CPU seconds of this process and of its finished children (the replay jobs)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def server_cpu(client: redis.Redis) -> float:
+    """CPU seconds the server process has used (user + system, every thread)."""
+    cpu = client.info("cpu")
+    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
 
 
 def profile_rebuild(client: redis.Redis, page: int, top: int) -> str:
@@ -221,6 +241,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--runs", type=int, default=2, help="timed rebuilds per view set; the best counts"
     )
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="replay processes (streamsaver replay --jobs; default 1)"
+    )
     parser.add_argument("--profile", action="store_true", help="also profile one rebuild")
     parser.add_argument("--top", type=int, default=25, help="functions listed by --profile")
     args = parser.parse_args(argv)
@@ -235,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         live = digest(client)
         for views in RUNS:
             best = min(
-                (timed_rebuild(client, views, args.page) for _ in range(args.runs)),
+                (timed_rebuild(client, server.url, views, args.page, args.jobs) for _ in range(args.runs)),
                 key=lambda r: r.replay,
             )
             same = (

@@ -1,4 +1,4 @@
-"""Statistics and the Markdown report. Pure: samples in, text out."""
+"""Statistics and Markdown tables. Pure: samples in, text out."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Column", "Row", "render"]
+__all__ = ["Column", "Row", "micro_tables", "ratio", "table"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,19 @@ def p99(values: Sequence[float]) -> float:
     """The nearest-rank 99th percentile."""
     ordered = sorted(values)
     return ordered[max(math.ceil(0.99 * len(ordered)) - 1, 0)]
+
+
+def ratio(value: float | None, base: float | None, fmt: str = "{:.3f}", scale: float = 1.0) -> str:
+    """`value` (times `scale`, formatted) with its ratio to `base`; "—" when not measured."""
+    if value is None:
+        return "—"
+    text = fmt.format(value * scale)
+    return f"{text} ({value / base:.2f}x)" if base else text
+
+
+def table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
+    """A Markdown table, first column left-aligned, the others right-aligned."""
+    return _table(header, body)
 
 
 def _table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
@@ -61,17 +74,11 @@ def _other_table(rows: Sequence[Row], ops: Sequence[str]) -> list[str]:
     return _table(["saver", "data stored at the end", "wrong results"], body)
 
 
-def render(
-    title: str,
-    preamble: Sequence[str],
-    rows: Sequence[Row],
-    ops: Sequence[str],
-    notes: Sequence[str] = (),
-) -> str:
-    """The report: medians and p99s in ms with ratios to the first row, then storage and checks."""
-    lines = [f"# {title}", "", *preamble, ""]
+def micro_tables(rows: Sequence[Row], ops: Sequence[str]) -> list[str]:
+    """Medians and p99s in ms with ratios to the first row, then storage and checks."""
+    lines: list[str] = []
     for label, stat in (("Median", statistics.median), ("p99", p99)):
-        lines += [f"## {label} latency, ms (ratio to {rows[0].name})", ""]
+        lines += [f"#### {label} latency, ms (ratio to {rows[0].name})", ""]
         lines += _latency_table(rows, ops, stat) + [""]
-    lines += ["## Storage and result checks", "", *_other_table(rows, ops), *notes]
-    return "\n".join(lines) + "\n"
+    lines += ["#### Storage and result checks", "", *_other_table(rows, ops)]
+    return lines

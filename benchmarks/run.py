@@ -1,6 +1,9 @@
-"""Benchmark streamsaver against langgraph-checkpoint-redis, SQLite and in-memory savers.
+"""Benchmark streamsaver against langgraph-checkpoint-redis, SQLite, Postgres and in-memory savers.
 
-python -m benchmarks.run --rounds 10 --samples 300 --out report.md
+python -m benchmarks.run [--quick] [--postgres-url URL] [--no-100k] --out report.md
+
+Runs every section (micro ops, scaling, storage, end to end) and writes one Markdown report:
+one table per section, every figure with its ratio to StreamSaver.
 """
 
 from __future__ import annotations
@@ -13,150 +16,156 @@ import platform
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from contextlib import ExitStack, closing
-from importlib.metadata import version
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import redis
-
-from benchmarks.measure import OPS, Settings, Subject, open_subject, run_rounds
-from benchmarks.report import Row, render
-from benchmarks.savers import EXTRA_SAVERS, SAVERS, Environment, SaverSpec
-from benchmarks.workload import MESSAGE_BYTES, WRITES_PER_STEP
+from benchmarks.e2e import run_e2e
+from benchmarks.micro import run_micro
+from benchmarks.plan import DEFAULT, QUICK, Context, Plan, progress, without_100k_threads
+from benchmarks.savers import catalog
+from benchmarks.scaling import run_scaling
+from benchmarks.storage import run_storage
 
 PACKAGES = (
     "streamsaver",
+    "langgraph",
     "langgraph-checkpoint",
     "langgraph-checkpoint-redis",
     "langgraph-checkpoint-sqlite",
+    "langgraph-checkpoint-postgres",
     "redis",
     "redisvl",
 )
+SECTIONS: dict[str, Callable[[Context], list[str]]] = {
+    "micro": lambda ctx: run_micro(ctx, ctx.pick_micro()),
+    "scaling": run_scaling,
+    "storage": run_storage,
+    "e2e": run_e2e,
+}
+ASYNC_E2E_ONLY = ("sqlite-async", "postgres-async")
+"""Savers in the line-up for the async end-to-end runs; the micro ops skip them by default."""
+POSTGRES_ENV = "STREAMSAVER_BENCH_POSTGRES_URL"
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    known = ", ".join(s.key for s in (*SAVERS, *EXTRA_SAVERS))
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.run", description=__doc__.splitlines()[0]
     )
     parser.add_argument(
-        "--samples", type=int, default=300, help="samples per op per saver (default 300)"
+        "--quick", action="store_true", help="every section at small sizes (about 3 minutes)"
     )
     parser.add_argument(
-        "--rounds", type=int, default=10, help="interleaved rounds the samples are spread over"
+        "--sections",
+        default=",".join(SECTIONS),
+        help=f"comma-separated, of: {', '.join(SECTIONS)} (default: all)",
     )
-    parser.add_argument("--warmup", type=int, default=10, help="untimed iterations per saver first")
-    parser.add_argument(
-        "--threads", type=int, default=300, help="background threads for the filtered list"
-    )
-    parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--savers",
-        default=",".join(s.key for s in SAVERS),
-        help=f"comma-separated, the first is the baseline; known: {known}",
+        help="comma-separated saver keys for every section (default: all; the first is the "
+        "baseline); see --list-savers",
     )
+    parser.add_argument("--list-savers", action="store_true", help="print the saver keys and exit")
+    parser.add_argument(
+        "--postgres-url",
+        default=os.environ.get(POSTGRES_ENV),
+        help=f"also measure PostgresSaver (needs the bench-postgres extra); default ${POSTGRES_ENV}",
+    )
+    parser.add_argument(
+        "--no-100k",
+        action="store_true",
+        help="leave out the default 100,000-thread scaling point (StreamSaver and InMemorySaver "
+        "only; about 3 minutes)",
+    )
+    parser.add_argument(
+        "--samples", type=int, help="micro: samples per op per saver (overrides the plan)"
+    )
+    parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, help="also write the Markdown report here")
-    args = parser.parse_args(argv)
-    if args.samples < args.rounds or args.rounds < 1:
-        parser.error("need --rounds >= 1 and --samples >= --rounds")
-    return args
+    return parser.parse_args(argv)
 
 
-def select(keys: str) -> list[SaverSpec]:
-    by_key = {s.key: s for s in (*SAVERS, *EXTRA_SAVERS)}
-    unknown = [k for k in keys.split(",") if k not in by_key]
-    if unknown:
-        raise SystemExit(f"unknown saver(s): {', '.join(unknown)}; known: {', '.join(by_key)}")
-    return [by_key[k] for k in keys.split(",")]
+def _plan(args: argparse.Namespace) -> Plan:
+    plan = QUICK if args.quick else DEFAULT
+    if args.no_100k:
+        plan = without_100k_threads(plan)
+    if args.samples:
+        plan = replace(plan, micro=replace(plan.micro, samples=args.samples))
+    return plan
 
 
-def progress(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+def _version(package: str) -> str | None:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
 
 
-def open_subjects(
-    env: Environment, specs: Sequence[SaverSpec], settings: Settings
-) -> list[Subject]:
-    subjects = []
-    for spec in specs:
-        subjects.append(open_subject(env, spec, settings))
-        progress(f"{spec.name}: ready")
-    return subjects
-
-
-def _server_version(env: Environment) -> str:
-    if not env.servers:
-        return "n/a"
-    with closing(redis.Redis.from_url(env.servers[0].url)) as client:
-        return str(client.info("server")["redis_version"])
-
-
-def preamble(
-    env: Environment, settings: Settings, seconds: float, load: Sequence[float]
-) -> list[str]:
-    versions = ", ".join(f"{p} {version(p)}" for p in PACKAGES)
+def preamble(ctx: Context, quick: bool, seconds: float, load: Sequence[float]) -> list[str]:
+    versions = ", ".join(f"{p} {v}" for p in PACKAGES if (v := _version(p)))
     machine = f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs"
-    s = settings
+    postgres = (
+        "PostgresSaver measured" if ctx.postgres_url else "no Postgres URL given: no Postgres"
+    )
     return [
-        (
-            f"{datetime.datetime.now().isoformat(timespec='seconds')}; Python {platform.python_version()} "
-            f"on {machine}; Redis {_server_version(env)}, one embedded server per saver (AOF everysec); "
-            f"{versions}."
-        ),
+        "# Checkpointer benchmark",
         "",
         (
-            f"Per saver: {s.samples} samples per op over {s.rounds} interleaved rounds after {s.warmup} "
-            f"warm-up iterations; {s.threads} background threads of {s.background_steps} steps; measured "
-            f"threads start with {s.prefill[0]}-{s.prefill[1]} steps and take {s.steps_per_thread} measured "
-            f"steps (a step: 2 messages of {MESSAGE_BYTES} bytes, {WRITES_PER_STEP} pending writes). "
-            f"Run time {seconds:.0f} s; load average {load[0]:.1f} at start, {load[1]:.1f} at end."
+            f"{datetime.datetime.now().isoformat(timespec='seconds')}; "
+            f"{'--quick' if quick else 'default'} sizes; Python {platform.python_version()} on "
+            f"{machine}; one embedded Redis 8 (search + JSON, AOF everysec) per Redis-based saver; "
+            f"{postgres}; {versions}."
         ),
+        (
+            f"Run time {seconds:.0f} s; load average {load[0]:.1f} at start, {load[1]:.1f} at end. "
+            "Ratios are to the StreamSaver row of each table (the first row): for latencies and "
+            "bytes lower is better, for throughput higher is better."
+        ),
+        "",
     ]
 
 
-NOTES = [
-    "",
-    (
-        "Checks: `put` returns the id it was given; `get_tuple latest` the latest id, messages equal "
-        f"to the ones saved (message objects) and exactly that checkpoint's {WRITES_PER_STEP} pending "
-        "writes; `get_tuple by id` the id asked for; `list` the expected count, newest first (the "
-        "thread list: with the messages as saved), only matching metadata. Shallow savers keep one "
-        "checkpoint per thread: their `by id` reads the latest and their thread list has one entry."
-    ),
-]
-
-
 def run(args: argparse.Namespace) -> str:
-    settings = Settings(
-        samples=args.samples,
-        rounds=args.rounds,
-        warmup=args.warmup,
-        threads=args.threads,
-        seed=args.seed,
-    )
+    specs = catalog(args.postgres_url)
+    chosen = args.savers.split(",") if args.savers else [k for k in specs if k != "ss-full-only"]
+    unknown = [k for k in chosen if k not in specs]
+    if unknown:
+        raise SystemExit(f"unknown saver(s): {', '.join(unknown)}; known: {', '.join(specs)}")
+    sections = args.sections.split(",")
+    if any(s not in SECTIONS for s in sections):
+        raise SystemExit(f"unknown section in {args.sections}; known: {', '.join(SECTIONS)}")
     started, load_before = time.perf_counter(), os.getloadavg()[0]
     loop = asyncio.new_event_loop()
-    with tempfile.TemporaryDirectory(prefix="streamsaver-bench-") as tmp, ExitStack() as stack:
-        env = Environment(stack, Path(tmp), loop)
-        subjects = open_subjects(env, select(args.savers), settings)
-        run_rounds(subjects, progress)
-        rows = [Row(s.spec.name, s.samples, s.failures, s.opened.stored_bytes()) for s in subjects]
-        load = (load_before, os.getloadavg()[0])
-        head = preamble(env, settings, time.perf_counter() - started, load)
-        text = render("Checkpointer benchmark", head, rows, list(OPS), NOTES)
+    body: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="streamsaver-bench-") as tmp:
+        micro_keys = chosen if args.savers else [k for k in chosen if k not in ASYNC_E2E_ONLY]
+        ctx = Context(
+            _plan(args), specs, chosen, loop, Path(tmp), args.postgres_url, args.seed, micro_keys
+        )
+        for name in sections:
+            section_start = time.perf_counter()
+            body += SECTIONS[name](ctx)
+            progress(f"{name}: done in {time.perf_counter() - section_start:.0f} s")
     loop.close()
-    return text
+    load = (load_before, os.getloadavg()[0])
+    head = preamble(ctx, args.quick, time.perf_counter() - started, load)
+    return "\n".join([*head, *body]) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.list_savers:
+        for key, spec in catalog(args.postgres_url).items():
+            print(f"{key:22} {spec.name}")
+        return
     text = run(args)
     print(text)
     if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text)
 
 

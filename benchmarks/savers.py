@@ -2,7 +2,8 @@
 
 Every Redis-based saver gets its own `EmbeddedRedis` with the same settings, so no saver reads
 another's keys or shares its server's CPU time. A factory opens its saver inside an `ExitStack`
-that closes clients and stops servers at the end of the run.
+that closes clients and stops servers when the section that opened it ends. Postgres savers
+(`benchmarks.postgres`) join the line-up only when a Postgres URL is given.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +23,11 @@ import redis.asyncio
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.redis import RedisSaver
+from langgraph.checkpoint.redis.aio import AsyncRedisSaver
+from langgraph.checkpoint.redis.ashallow import AsyncShallowRedisSaver
 from langgraph.checkpoint.redis.shallow import ShallowRedisSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from streamsaver import AsyncStreamSaver, StreamSaver
 from streamsaver.embedded import EmbeddedRedis
@@ -36,6 +41,7 @@ __all__ = [
     "Opened",
     "SaverSpec",
     "SyncDriver",
+    "catalog",
 ]
 
 
@@ -82,17 +88,27 @@ class AsyncDriver:
 
 @dataclass
 class Environment:
-    """What factories share: the exit stack, a temp dir and the event loop."""
+    """What factories share: the exit stack, a temp dir, the event loop, the Postgres URL."""
 
     stack: ExitStack
     tmp: Path
     loop: asyncio.AbstractEventLoop
     servers: list[EmbeddedRedis] = field(default_factory=list)
+    postgres_url: str | None = None
 
     def redis_server(self) -> EmbeddedRedis:
-        """A new server, stopped when the run ends."""
-        self.servers.append(self.stack.enter_context(EmbeddedRedis()))
-        return self.servers[-1]
+        """A new server, stopped when the environment closes."""
+        if not self.servers:  # registered before any client, so it runs after they close
+            self.stack.callback(self._stop_servers)
+        server = EmbeddedRedis()
+        server.start()
+        self.servers.append(server)
+        return server
+
+    def _stop_servers(self) -> None:
+        # One stop takes seconds (SHUTDOWN waits for the server); stop them side by side.
+        with ThreadPoolExecutor(max_workers=len(self.servers)) as pool:
+            list(pool.map(EmbeddedRedis.stop, self.servers))
 
     def redis_client(self, server: EmbeddedRedis) -> redis.Redis:
         return self.stack.enter_context(closing(redis.Redis.from_url(server.url)))
@@ -119,18 +135,25 @@ class SaverSpec:
         name: its name in the report.
         open: the factory.
         keeps_history: False for savers that keep only the latest checkpoint of a thread.
+        backend: ``redis``, ``sqlite``, ``postgres`` or ``memory`` (round trips are counted,
+            and fills pipelined, on Redis only).
+        api: ``sync``, ``async`` or ``both``: which graph APIs (``invoke``/``ainvoke``) it serves.
     """
 
     key: str
     name: str
     open: Factory
     keeps_history: bool = True
+    backend: str = "redis"
+    api: str = "sync"
 
 
 def _redis_bytes(server: EmbeddedRedis) -> Callable[[], int | None]:
+    """The server's ``used_memory``: everything (keys, module data such as indexes, overhead)."""
+
     def measure() -> int | None:
         with closing(redis.Redis.from_url(server.url)) as client:
-            return int(client.info("memory")["used_memory_dataset"])
+            return int(client.info("memory")["used_memory"])
 
     return measure
 
@@ -145,18 +168,42 @@ def _stream_saver(view: str, projections: tuple[str, ...]) -> Factory:
     return open_
 
 
-def _async_stream_saver(env: Environment) -> Opened:
-    server = env.redis_server()
+def async_redis_client(env: Environment, url: str) -> redis.asyncio.Redis:
+    """A default-settings asyncio client, closed on the run's loop when the section ends."""
+    client = redis.asyncio.Redis.from_url(url)
+    env.stack.callback(lambda: env.loop.run_until_complete(client.aclose()))
+    return client
 
-    async def open_() -> AsyncStreamSaver:
-        client = redis.asyncio.Redis.from_url(server.url)
-        env.stack.callback(lambda: env.loop.run_until_complete(client.aclose()))
-        saver = AsyncStreamSaver(client)
-        await saver.setup()
-        return saver
 
-    saver = env.loop.run_until_complete(open_())
-    return Opened(saver, AsyncDriver(saver, env.loop), _redis_bytes(server))
+def _async_stream_saver(view: str, projections: tuple[str, ...]) -> Factory:
+    def open_(env: Environment) -> Opened:
+        server = env.redis_server()
+
+        async def setup() -> AsyncStreamSaver:
+            client = async_redis_client(env, server.url)
+            saver = AsyncStreamSaver(client, view=view, projections=projections)
+            await saver.setup()
+            return saver
+
+        saver = env.loop.run_until_complete(setup())
+        return Opened(saver, AsyncDriver(saver, env.loop), _redis_bytes(server))
+
+    return open_
+
+
+def _async_peer(cls: type[AsyncRedisSaver | AsyncShallowRedisSaver]) -> Factory:
+    def open_(env: Environment) -> Opened:
+        server = env.redis_server()
+
+        async def setup() -> AsyncRedisSaver | AsyncShallowRedisSaver:
+            saver = cls(redis_client=async_redis_client(env, server.url))
+            await saver.asetup()
+            return saver
+
+        saver = env.loop.run_until_complete(setup())
+        return Opened(saver, AsyncDriver(saver, env.loop), _redis_bytes(server))
+
+    return open_
 
 
 def _peer(cls: type[RedisSaver | ShallowRedisSaver]) -> Factory:
@@ -169,15 +216,40 @@ def _peer(cls: type[RedisSaver | ShallowRedisSaver]) -> Factory:
     return open_
 
 
+def _file_bytes(path: Path) -> Callable[[], int | None]:
+    """Bytes of the database file after its write-ahead log is folded into it."""
+
+    def measure() -> int | None:
+        with closing(sqlite3.connect(path)) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        files = [path, path.with_name(path.name + "-wal")]
+        return sum(f.stat().st_size for f in files if f.exists())
+
+    return measure
+
+
 def _sqlite(env: Environment) -> Opened:
     path = env.tmp / "checkpoints.sqlite"
     conn = env.stack.enter_context(closing(sqlite3.connect(path, check_same_thread=False)))
     saver = SqliteSaver(conn)
     saver.setup()
-    files = [path, path.with_name(path.name + "-wal")]
-    return Opened(
-        saver, SyncDriver(saver), lambda: sum(f.stat().st_size for f in files if f.exists())
-    )
+    return Opened(saver, SyncDriver(saver), _file_bytes(path))
+
+
+def _async_sqlite(env: Environment) -> Opened:
+    import aiosqlite
+
+    path = env.tmp / "checkpoints-async.sqlite"
+
+    async def setup() -> AsyncSqliteSaver:
+        conn = await aiosqlite.connect(path)
+        env.stack.callback(lambda: env.loop.run_until_complete(conn.close()))
+        saver = AsyncSqliteSaver(conn)
+        await saver.setup()
+        return saver
+
+    saver = env.loop.run_until_complete(setup())
+    return Opened(saver, AsyncDriver(saver, env.loop), _file_bytes(path))
 
 
 def _memory(env: Environment) -> Opened:
@@ -193,15 +265,40 @@ SAVERS: tuple[SaverSpec, ...] = (
         _stream_saver("shallow", ("shallow",)),
         keeps_history=False,
     ),
-    SaverSpec("ss-async", "AsyncStreamSaver full", _async_stream_saver),
+    SaverSpec(
+        "ss-async",
+        "AsyncStreamSaver full",
+        _async_stream_saver("full", ("full", "shallow")),
+        api="async",
+    ),
+    SaverSpec(
+        "ss-async-shallow",
+        "AsyncStreamSaver shallow",
+        _async_stream_saver("shallow", ("shallow",)),
+        keeps_history=False,
+        api="async",
+    ),
     SaverSpec("redis", "RedisSaver 0.5.2", _peer(RedisSaver)),
     SaverSpec(
         "redis-shallow", "ShallowRedisSaver 0.5.2", _peer(ShallowRedisSaver), keeps_history=False
     ),
-    SaverSpec("sqlite", "SqliteSaver (file)", _sqlite),
-    SaverSpec("memory", "InMemorySaver", _memory),
+    SaverSpec("redis-async", "AsyncRedisSaver 0.5.2", _async_peer(AsyncRedisSaver), api="async"),
+    SaverSpec(
+        "redis-async-shallow",
+        "AsyncShallowRedisSaver 0.5.2",
+        _async_peer(AsyncShallowRedisSaver),
+        keeps_history=False,
+        api="async",
+    ),
+    SaverSpec("sqlite", "SqliteSaver (file)", _sqlite, backend="sqlite"),
+    SaverSpec(
+        "sqlite-async", "AsyncSqliteSaver (file)", _async_sqlite, backend="sqlite", api="async"
+    ),
+    SaverSpec("memory", "InMemorySaver", _memory, backend="memory", api="both"),
 )
-"""The default line-up, in report order; the first is the baseline of every ratio."""
+"""Every saver without a Postgres server, in report order; the first is the baseline of every
+ratio. (``sqlite-async`` serves the async end-to-end runs; the default micro line-up leaves it
+out.)"""
 
 EXTRA_SAVERS: tuple[SaverSpec, ...] = (
     SaverSpec(
@@ -209,3 +306,13 @@ EXTRA_SAVERS: tuple[SaverSpec, ...] = (
     ),
 )
 """Variants measured only on request (``--savers``)."""
+
+
+def catalog(postgres_url: str | None) -> dict[str, SaverSpec]:
+    """Every saver by key; the Postgres ones only with a URL (their package is then imported)."""
+    specs = [*SAVERS, *EXTRA_SAVERS]
+    if postgres_url:
+        from benchmarks.postgres import POSTGRES_SAVERS
+
+        specs[len(SAVERS) - 1 : len(SAVERS) - 1] = POSTGRES_SAVERS
+    return {s.key: s for s in specs}

@@ -80,11 +80,14 @@ class Conversation:
         thread_id: the thread's id.
         next_version: the saver's ``get_next_version``.
         rng: the source of message text and ids.
+        window: keep only the last `window` messages (a trimmed conversation: the checkpoint
+            stays the same size however long the thread grows); None keeps them all.
     """
 
     thread_id: str
     next_version: VersionFn
     rng: random.Random
+    window: int | None = None
     step: int = -2
     messages: list[BaseMessage] = field(default_factory=list)
     checkpoint: Checkpoint = field(default_factory=empty_checkpoint)
@@ -113,6 +116,8 @@ class Conversation:
             HumanMessage(content=_text(self.rng), id=_uuid(self.rng)),
             AIMessage(content=_text(self.rng), id=_uuid(self.rng)),
         ]
+        if self.window is not None:
+            self.messages = self.messages[-self.window :]
         changed: dict[str, Any] = {
             "messages": self.messages,
             "turns": turn,
@@ -172,11 +177,14 @@ class Workload:
         self._count = 0
         self._measured_steps = 0
 
-    def conversation(self, prefix: str) -> Conversation:
-        """A new, empty conversation thread."""
+    def conversation(self, prefix: str, window: int | None = None) -> Conversation:
+        """A new, empty conversation thread (keeping its last `window` messages, if given)."""
         self._count += 1
         return Conversation(
-            f"{prefix}-{self._count}", self.next_version, random.Random(self.rng.getrandbits(64))
+            f"{prefix}-{self._count}",
+            self.next_version,
+            random.Random(self.rng.getrandbits(64)),
+            window,
         )
 
     def prefill_steps(self) -> int:

@@ -15,6 +15,7 @@ entry of the write. ``streamsaver/scripts/_lib.lua`` follows the pointers with t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -43,8 +44,10 @@ def body_field(checkpoint_id: str) -> str:
     return f"@body:{escape(checkpoint_id)}"
 
 
-def versioned_field(channel: str, version: object) -> str:
+@lru_cache(maxsize=65536)
+def versioned_field(channel: str, version: str | float) -> str:
     """Full-view pointer-hash field of one channel at one version."""
+    # Cached: every checkpoint names every channel's version, most of them unchanged.
     return f"{escape(channel)}:{escape(orjson.dumps(version).decode())}"
 
 
@@ -64,8 +67,22 @@ def checkpoint_document(event: CheckpointSaved, refs: Sequence[str]) -> bytes:
     Ids are indexed as digests (`streamsaver.codec.tag`) and every top-level metadata pair as
     one tag in ``mt``, so any equality filter is one TAG query and no input can alter a query.
     """
+    head, tail = _indexed_fields(event)
+    return strict_json({**head, "refs": list(refs), **tail})
+
+
+Fields = dict[str, Any]
+_last: tuple[CheckpointSaved | None, Fields, Fields] = (None, {}, {})
+
+
+def _indexed_fields(event: CheckpointSaved) -> tuple[Fields, Fields]:
+    """The fields of `event`'s document before and after ``refs``, remembered for the last
+    event seen: each view writes a document of the same event, and the digests cost most."""
+    global _last
+    if _last[0] is event:
+        return _last[1], _last[2]
     metadata: Mapping[str, Any] = event.metadata
-    doc: dict[str, Any] = {
+    head: Fields = {
         "thread_id": event.thread_id,
         "checkpoint_ns": event.checkpoint_ns,
         "checkpoint_id": event.checkpoint_id,
@@ -75,13 +92,14 @@ def checkpoint_document(event: CheckpointSaved, refs: Sequence[str]) -> bytes:
         "ph": tag(event.parent_checkpoint_id or ""),
         "mt": metadata_tags(sorted(metadata.items())),
         "metadata": metadata,
-        "refs": list(refs),
     }
+    tail: Fields = {}
     source, step, run_id = metadata.get("source"), metadata.get("step"), metadata.get("run_id")
     if isinstance(source, str):
-        doc["source"] = source
+        tail["source"] = source
     if isinstance(step, (int, float)) and not isinstance(step, bool):
-        doc["step"] = step
+        tail["step"] = step
     if isinstance(run_id, str):
-        doc["rh"] = tag(run_id)
-    return strict_json(doc)
+        tail["rh"] = tag(run_id)
+    _last = (event, head, tail)
+    return head, tail

@@ -15,7 +15,7 @@ from projectors._writes import store_writes
 from projectors.commands import POINT, POINT_IF_NEW, PURGE, Command
 from projectors.documents import body_field, checkpoint_document, versioned_field
 from streamsaver.codec import escape
-from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, WritesSaved
+from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, ValuesRetained, WritesSaved
 from streamsaver.keys import Keyspace, ViewName
 
 __all__ = ["VIEW", "project"]
@@ -43,7 +43,12 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
     if isinstance(event, WritesSaved):
         key = keys.per_checkpoint(VIEW, "writes", event.checkpoint_ns, event.checkpoint_id)
         return store_writes(key, event)
-    assert isinstance(event, ThreadDeleted)
+    if isinstance(event, ValuesRetained):
+        ptrs = keys.in_ns(VIEW, "ptrs", event.checkpoint_ns)
+        retained: list[Command] = [(POINT_IF_NEW, ptrs, versioned_field(cv.channel, cv.version)) for cv in event.values]
+        return [*retained, ("SADD", keys.namespaces(VIEW), escape(event.checkpoint_ns))] if retained else []
+    if not isinstance(event, ThreadDeleted):
+        return []  # a marker (ThreadCopied, ThreadPruned, RunsDeleted) changes no view
     return [
         (
             PURGE,

@@ -26,7 +26,7 @@ from projectors.documents import (
     checkpoint_document,
 )
 from streamsaver.codec import escape
-from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, WritesSaved
+from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, ValuesRetained, WritesSaved
 from streamsaver.keys import Keyspace, ViewName
 
 __all__ = ["VIEW", "project"]
@@ -40,6 +40,21 @@ def _follow(writes: str, checkpoint_id: str) -> list[Command]:
         (IF_NEWER, writes, CURRENT_CHECKPOINT_FIELD, checkpoint_id),
         ("DEL", writes),
         ("HSET", writes, CURRENT_CHECKPOINT_FIELD, checkpoint_id),
+    ]
+
+
+def _retained(event: ValuesRetained, keyspace: Keyspace) -> list[Command]:
+    """The values of a removed checkpoint, pointed at as its `CheckpointSaved` did (same guard),
+    without a document: a newer checkpoint held keeps its own pointers."""
+    if not event.values:
+        return []
+    keys = keyspace.thread(event.thread_id)
+    ns = event.checkpoint_ns
+    ptrs = keys.in_ns(VIEW, "ptrs", ns)
+    return [
+        ("SADD", keys.namespaces(VIEW), escape(ns)),
+        (IF_NEWER, ptrs, CURRENT_CHECKPOINT_FIELD, event.checkpoint_id),
+        (POINT, ptrs, *(channel_field(cv.channel) for cv in event.values)),
     ]
 
 
@@ -63,5 +78,8 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
         writes = keys.in_ns(VIEW, "writes", event.checkpoint_ns)
         cid = event.checkpoint_id
         return [*_follow(writes, cid), (IF_EQUAL, writes, CURRENT_CHECKPOINT_FIELD, cid), *store_writes(writes, event)]
-    assert isinstance(event, ThreadDeleted)
+    if isinstance(event, ValuesRetained):
+        return _retained(event, keyspace)
+    if not isinstance(event, ThreadDeleted):
+        return []  # a marker (ThreadCopied, ThreadPruned, RunsDeleted) changes no view
     return [(PURGE, keys.namespaces(VIEW), keys.base(VIEW, "cp"), "", keys.base(VIEW, "ptrs"), keys.base(VIEW, "writes"))]

@@ -2,6 +2,7 @@
 
 Every `put` / `put_writes` appends an event to a per-thread Redis Stream and, in the same atomic
 call, projects it into RedisJSON documents indexed by RediSearch; the savers read those views.
+A `Subscriber` follows every append through a consumer group on the partition feeds.
 Savers are imported lazily so that the pure modules (events, keys, codec, projectors) load
 without redis.
 """
@@ -14,11 +15,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from streamsaver.saver.aio import AsyncStreamSaver
     from streamsaver.saver.sync import StreamSaver
+    from streamsaver.subscribe import Subscriber
 
-__all__ = ["AsyncStreamSaver", "StreamSaver", "__version__"]
+__all__ = ["AsyncStreamSaver", "StreamSaver", "Subscriber", "__version__"]
 __version__ = "0.1.0"
 
-_LAZY = {"StreamSaver": "streamsaver.saver.sync", "AsyncStreamSaver": "streamsaver.saver.aio"}
+_LAZY = {"StreamSaver": "streamsaver.saver.sync", "AsyncStreamSaver": "streamsaver.saver.aio",
+         "Subscriber": "streamsaver.subscribe"}
 
 
 def __getattr__(name: str) -> Any:

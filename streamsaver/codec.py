@@ -47,15 +47,15 @@ def unpack(data: bytes) -> list[bytes]:
     """
     parts: list[bytes] = []
     pos, end = 0, len(data)
+    read_len = _LEN.unpack_from
     while pos < end:
         if pos + 4 > end:
             raise ValueError("truncated length prefix")
-        (size,) = _LEN.unpack_from(data, pos)
-        pos += 4
-        if pos + size > end:
+        start = pos + 4
+        pos = start + read_len(data, pos)[0]
+        if pos > end:
             raise ValueError("truncated part")
-        parts.append(data[pos : pos + size])
-        pos += size
+        parts.append(data[start:pos])
     return parts
 
 
@@ -69,14 +69,20 @@ def escape(component: str) -> str:
     return _UNSAFE.sub(lambda m: b"%%%02X" % m.group()[0], raw).decode("ascii")
 
 
+@lru_cache(maxsize=65536)
 def tag(value: str | bytes) -> str:
     """A 20-hex-digit digest of `value`, safe to place in any RediSearch TAG query."""
+    # Cached: thread ids, namespaces and metadata pairs recur in every event of a thread.
     data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
     return hashlib.blake2b(data, digest_size=_TAG_BYTES).hexdigest()
 
 
+_INT64 = range(-(2**63), 2**63)
+
+
 def _normalize(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
+    # An integral float beyond 64 bits stays a float: JSON holds no such integer.
+    if isinstance(value, float) and value.is_integer() and int(value) in _INT64:
         return int(value)
     if isinstance(value, dict):
         return {str(k): _normalize(v) for k, v in value.items()}
@@ -107,6 +113,13 @@ def canonical_json(value: Any) -> bytes:
     return orjson.dumps(_normalize(value), option=_STRICT | orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
 
 
+_PLAIN = (str, int, bool, type(None))
+
+
 def metadata_tags(items: Sequence[tuple[str, Any]]) -> list[str]:
     """The tags that make equality on each ``(key, value)`` pair a TAG query."""
-    return [tag(canonical_json([key, value])) for key, value in items]
+    return [
+        # A string, int, bool or None is already canonical: skip the normalizing walk.
+        tag(orjson.dumps([key, value]) if type(value) in _PLAIN else canonical_json([key, value]))
+        for key, value in items
+    ]

@@ -6,11 +6,14 @@ The tree::
     ├── ConfigurationError           a saver or client set up in a way that cannot work
     │   └── MissingModuleError       the Redis server lacks RediSearch or RedisJSON
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
+    │   └── ThreadExistsError        copy_thread was refused: the target thread already has a log
+    ├── ConcurrentChangeError        a log rewrite (prune, delete_for_runs) kept racing new appends
     ├── EventDecodeError             a stored event cannot be read (unknown type or version, bad field)
     │   └── PayloadDecodeError       (also ValueError) a payload a view points at is missing or unreadable
     ├── DurabilityError              an append was made but not confirmed durable (AOF fsync, replica)
     ├── EmbeddedServerError          the embedded Redis could not be found or started
     ├── ExportFileError              an export file cannot be imported: not one, newer, truncated, corrupt
+    ├── ReplayJobError               a process of a parallel replay failed or died
     └── TargetNotEmptyError          an import was refused: the target prefix already holds keys
 
 `PayloadDecodeError` subclasses `ValueError` as the serde's own decoding errors do.
@@ -21,6 +24,7 @@ for a missing `thread_id`; a rejected call never changes the log or the views.
 from __future__ import annotations
 
 __all__ = [
+    "ConcurrentChangeError",
     "ConfigurationError",
     "DurabilityError",
     "EmbeddedServerError",
@@ -29,8 +33,10 @@ __all__ = [
     "InvalidInputError",
     "MissingModuleError",
     "PayloadDecodeError",
+    "ReplayJobError",
     "StreamSaverError",
     "TargetNotEmptyError",
+    "ThreadExistsError",
 ]
 
 
@@ -86,5 +92,19 @@ class ExportFileError(StreamSaverError):
     """An export file cannot be imported: not an export, a newer format, truncated or corrupt."""
 
 
+class ReplayJobError(StreamSaverError):
+    """A process of a parallel replay failed or died; the others were stopped. Replaying again
+    with ``keep`` resumes: every view records per thread the last event it applied."""
+
+
 class TargetNotEmptyError(StreamSaverError):
     """An import was refused because its target prefix already holds keys; nothing was written."""
+
+
+class ThreadExistsError(InvalidInputError):
+    """`copy_thread` was refused because the target thread already has a log; nothing was written."""
+
+
+class ConcurrentChangeError(StreamSaverError):
+    """A log rewrite gave up: the thread's log changed under it at every attempt; nothing was
+    written by the attempts that lost."""

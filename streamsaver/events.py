@@ -13,11 +13,16 @@ views point at (``streamsaver/scripts/_lib.lua`` reads them there):
 * ``body``: the checkpoint body, packed ``(type, bytes)``;
 * ``c:<escaped channel>``: one new channel value, packed ``(channel, version JSON, type, bytes)``;
 * ``w:<idx>``: one write, packed ``(channel, type, bytes)``.
+
+Maintenance events (copy, prune, runs deletion) record what happened to a thread's log:
+`ThreadCopied`, `ThreadPruned` and `RunsDeleted` are markers without payloads, and
+`ValuesRetained` keeps, at the log position of a checkpoint that was removed, only the channel
+values that surviving checkpoints still point at (``c:`` fields, as in `CheckpointSaved`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -31,8 +36,13 @@ __all__ = [
     "ChannelValue",
     "CheckpointSaved",
     "Event",
+    "Marker",
     "PendingWrite",
+    "RunsDeleted",
+    "ThreadCopied",
     "ThreadDeleted",
+    "ThreadPruned",
+    "ValuesRetained",
     "WritesSaved",
     "channel_field",
     "decode_channel_value",
@@ -115,7 +125,60 @@ class ThreadDeleted:
     thread_id: str
 
 
-Event = CheckpointSaved | WritesSaved | ThreadDeleted
+@dataclass(frozen=True)
+class ThreadCopied:
+    """The events after this one, up to the next marker, were copied from `source_thread_id`'s
+    log, up to the log bound or checkpoint `until` ("" for the whole log)."""
+
+    TYPE: ClassVar[str] = "ThreadCopied"
+    VERSION: ClassVar[int] = 1
+
+    thread_id: str
+    source_thread_id: str
+    until: str
+
+
+@dataclass(frozen=True)
+class ValuesRetained:
+    """What is left of a removed checkpoint: the channel values surviving checkpoints point at."""
+
+    TYPE: ClassVar[str] = "ValuesRetained"
+    VERSION: ClassVar[int] = 1
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    values: tuple[ChannelValue, ...]
+
+
+@dataclass(frozen=True)
+class ThreadPruned:
+    """The thread's log was compacted: only `kept` checkpoints (and their writes) remain."""
+
+    TYPE: ClassVar[str] = "ThreadPruned"
+    VERSION: ClassVar[int] = 1
+
+    thread_id: str
+    strategy: str
+    kept: int
+
+
+@dataclass(frozen=True)
+class RunsDeleted:
+    """The checkpoints and writes of `run_ids` were removed from the thread's log and views."""
+
+    TYPE: ClassVar[str] = "RunsDeleted"
+    VERSION: ClassVar[int] = 1
+
+    thread_id: str
+    run_ids: tuple[str, ...]
+
+
+Event = (
+    CheckpointSaved | WritesSaved | ThreadDeleted | ThreadCopied | ValuesRetained | ThreadPruned | RunsDeleted
+)
+Marker = ThreadCopied | ThreadPruned | RunsDeleted
+"""Events that record a maintenance operation and project nothing."""
 
 
 def _s(value: str) -> bytes:
@@ -145,7 +208,21 @@ def to_fields(event: Event) -> Fields:
             b"task": _s(event.task_id),
             b"path": _s(event.task_path),
         } | {write_field(w.idx): pack([_s(w.channel), _s(w.blob.type), w.blob.data]) for w in event.writes}
-    return head
+    return head | _maintenance_fields(event)
+
+
+def _maintenance_fields(event: Event) -> Fields:
+    if isinstance(event, ValuesRetained):
+        return {b"ns": _s(event.checkpoint_ns), b"cid": _s(event.checkpoint_id)} | {
+            channel_field(cv.channel): encode_channel_value(cv) for cv in event.values
+        }
+    if isinstance(event, ThreadCopied):
+        return {b"source": _s(event.source_thread_id), b"until": _s(event.until)}
+    if isinstance(event, ThreadPruned):
+        return {b"strategy": _s(event.strategy), b"kept": b"%d" % event.kept}
+    if isinstance(event, RunsDeleted):
+        return {b"runs": orjson.dumps(list(event.run_ids))}
+    return {}
 
 
 def channel_field(channel: str) -> bytes:
@@ -208,10 +285,38 @@ def _thread_deleted(f: Fields) -> ThreadDeleted:
     return ThreadDeleted(thread_id=_text(f, b"thread"))
 
 
+def _values_retained(f: Fields) -> ValuesRetained:
+    return ValuesRetained(
+        thread_id=_text(f, b"thread"),
+        checkpoint_ns=_text(f, b"ns"),
+        checkpoint_id=_text(f, b"cid"),
+        values=tuple(decode_channel_value(v) for k, v in f.items() if k.startswith(b"c:")),
+    )
+
+
+def _thread_copied(f: Fields) -> ThreadCopied:
+    return ThreadCopied(_text(f, b"thread"), _text(f, b"source"), _text(f, b"until"))
+
+
+def _thread_pruned(f: Fields) -> ThreadPruned:
+    return ThreadPruned(_text(f, b"thread"), _text(f, b"strategy"), int(f[b"kept"]))
+
+
+def _runs_deleted(f: Fields) -> RunsDeleted:
+    runs = orjson.loads(f[b"runs"])
+    if not isinstance(runs, list) or not all(isinstance(r, str) for r in runs):
+        raise ValueError("runs must be a JSON list of strings")
+    return RunsDeleted(_text(f, b"thread"), tuple(runs))
+
+
 _DECODERS: dict[str, tuple[int, Callable[[Fields], Event]]] = {
     CheckpointSaved.TYPE: (CheckpointSaved.VERSION, _checkpoint_saved),
     WritesSaved.TYPE: (WritesSaved.VERSION, _writes_saved),
     ThreadDeleted.TYPE: (ThreadDeleted.VERSION, _thread_deleted),
+    ThreadCopied.TYPE: (ThreadCopied.VERSION, _thread_copied),
+    ValuesRetained.TYPE: (ValuesRetained.VERSION, _values_retained),
+    ThreadPruned.TYPE: (ThreadPruned.VERSION, _thread_pruned),
+    RunsDeleted.TYPE: (RunsDeleted.VERSION, _runs_deleted),
 }
 
 UPCASTERS: dict[tuple[str, int], Callable[[Fields], Fields]] = {}
@@ -219,13 +324,18 @@ UPCASTERS: dict[tuple[str, int], Callable[[Fields], Fields]] = {}
 fields. Empty while every type is at version 1; a new version adds one entry per step."""
 
 
-def from_fields(fields: Mapping[bytes, bytes], event_id: str | None = None) -> Event:
-    """Read an event from its stream fields, upcasting an older schema version.
+def from_fields(fields: Mapping[bytes, bytes] | Sequence[bytes], event_id: str | None = None) -> Event:
+    """Read an event from its stream fields (a mapping, or a flat ``[field, value, ...]`` list
+    as a raw ``XRANGE`` reply holds them), upcasting an older schema version.
 
     Raises:
         EventDecodeError: unknown type, a version newer than this code, or a malformed field.
     """
-    f = dict(fields)
+    if isinstance(fields, Mapping):
+        f = dict(fields)
+    else:
+        pairs = iter(fields)
+        f = dict(zip(pairs, pairs))
     try:
         type_name = f[b"type"].decode()
         version = int(f[b"v"])

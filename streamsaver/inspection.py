@@ -16,7 +16,8 @@ from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.events import CheckpointSaved, WritesSaved, from_fields
 from streamsaver.keys import Keyspace
 
-__all__ = ["DeploymentStats", "HistoryRow", "deployment_keyspace", "deployment_stats", "feed_events", "thread_history"]
+__all__ = ["DeploymentStats", "HistoryRow", "PartitionHealth", "deployment_keyspace", "deployment_stats", "feed_events",
+           "group_health", "thread_history"]
 
 
 def deployment_keyspace(client: Redis, prefix: str) -> Keyspace:
@@ -80,6 +81,58 @@ def thread_history(client: Redis, prefix: str, thread_id: str) -> list[HistoryRo
     return list(rows.values())
 
 
+@dataclass(frozen=True)
+class PartitionHealth:
+    """One consumer group on one partition feed."""
+
+    group: str
+    partition: int
+    pending: int
+    lag: int | None
+    """Entries not delivered yet (None when Redis cannot tell, after deletions in the feed)."""
+    last_delivered: str
+    consumers: int
+    owner: str | None
+    """The consumer holding the partition's lease (a subscriber or projector worker), if any."""
+
+
+def _lease_of(keyspace: Keyspace, partition: int, group: str) -> str:
+    """The lease key of a projector group (``projector:<view>``) or a subscriber group."""
+    view = group.removeprefix("projector:")
+    if view in ("full", "shallow") and group != view:
+        return keyspace.lease(partition, "full" if view == "full" else "shallow")
+    return keyspace.subscriber_lease(partition, group)
+
+
+def group_health(client: Redis, prefix: str, group: str | None = None) -> list[PartitionHealth]:
+    """Every consumer group (or only `group`) on every partition feed, by group then partition.
+
+    Raises:
+        ConfigurationError: no deployment under `prefix`.
+    """
+    keyspace = deployment_keyspace(client, prefix)
+    r: Any = client  # redis-py's stubs type these replies loosely; their shapes are fixed
+    pipe = r.pipeline(transaction=False)
+    for p in range(keyspace.partitions):
+        pipe.xinfo_groups(keyspace.feed(p))
+    replies = pipe.execute(raise_on_error=False)
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for p, groups in enumerate(replies):
+        for info in groups if isinstance(groups, list) else []:
+            if group is None or _text(info["name"]) == group:
+                rows.append((p, info))
+    owners = r.mget([_lease_of(keyspace, p, _text(i["name"])) for p, i in rows]) if rows else []
+    health = [PartitionHealth(_text(i["name"]), p, int(i.get("pending") or 0),
+                              None if i.get("lag") is None else int(i["lag"]), _text(i["last-delivered-id"]),
+                              int(i.get("consumers") or 0), None if o is None else _text(o))
+              for (p, i), o in zip(rows, owners)]
+    return sorted(health, key=lambda h: (h.group, h.partition))
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
 @dataclass
 class DeploymentStats:
     """Totals of a deployment and the state of every consumer group on its feeds."""
@@ -89,14 +142,16 @@ class DeploymentStats:
     log_bytes: int = 0
     feed_entries: int = 0
     groups: dict[str, dict[str, int]] = field(default_factory=dict)
-    """group name -> {"pending": ..., "lag": ...} summed over partitions."""
+    """group name -> {"pending": ..., "lag": ..., "dead_letters": ...} summed over partitions
+    (dead letters: of a subscriber group)."""
+    partitions: list[PartitionHealth] = field(default_factory=list)
+    """Every group on every partition feed: pending, lag, last delivered id, lease holder."""
 
 
 def deployment_stats(client: Redis, prefix: str, *, progress: Callable[[int], None] | None = None) -> DeploymentStats:
-    """Count threads, events and log bytes (MEMORY USAGE), and sum each feed group's pending
-    entries and lag."""
+    """Count threads, events and log bytes (MEMORY USAGE); per consumer group, its pending entries
+    and lag on each partition and summed, and a subscriber group's dead letters."""
     keyspace = deployment_keyspace(client, prefix)
-    r: Any = client  # redis-py's stubs type these replies loosely; their shapes are fixed
     stats = DeploymentStats()
     for log in client.scan_iter(match=f"{prefix}:log:*", count=1000, _type="stream"):
         stats.threads += 1
@@ -105,15 +160,15 @@ def deployment_stats(client: Redis, prefix: str, *, progress: Callable[[int], No
         if progress is not None:
             progress(1)
     for partition in range(keyspace.partitions):
-        feed = keyspace.feed(partition)
-        if not client.exists(feed):
-            continue
-        stats.feed_entries += int(client.xlen(feed))
-        for group in r.xinfo_groups(feed):
-            name = group["name"].decode() if isinstance(group["name"], bytes) else str(group["name"])
-            totals = stats.groups.setdefault(name, {"pending": 0, "lag": 0})
-            totals["pending"] += int(group.get("pending") or 0)
-            totals["lag"] += int(group.get("lag") or 0)
+        stats.feed_entries += int(client.xlen(keyspace.feed(partition)))
+    stats.partitions = group_health(client, prefix)
+    for row in stats.partitions:
+        totals = stats.groups.setdefault(row.group, {"pending": 0, "lag": 0})
+        totals["pending"] += row.pending
+        totals["lag"] += row.lag or 0
+    for name, totals in stats.groups.items():
+        if not name.startswith("projector:"):
+            totals["dead_letters"] = int(client.xlen(keyspace.subscriber_dead_letters(name)))
     return stats
 
 

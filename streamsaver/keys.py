@@ -20,6 +20,11 @@ thread id / namespace / checkpoint id, see `streamsaver.codec.escape`)::
     P:lease:T:<view>            string  projector worker owning partition T for one view (PX TTL)
     P:projector:workers:<view>  zset    live projector workers of a view -> expiry (server ms)
     P:projector:dead:<view>     stream  feed pointers a projector worker could not apply
+    P:sub:lease:T:<group>       string  subscriber owning partition T for one group (PX TTL)
+    P:sub:tries:T:<group>       hash    feed entry id -> failed handler attempts (one group)
+    P:sub:members:<group>       zset    live subscribers of a group -> expiry (server ms)
+    P:sub:dead:<group>          stream  events a group's handler kept failing on (dead letters)
+    P:analytics:T:<name>        hash    the analytics example's counters for one partition
 
 Every key of a thread carries the tag of the thread's partition, so one atomic script can touch
 the log, the feed, the views and the positions of a thread, also on Redis Cluster. Every key
@@ -142,6 +147,26 @@ class Keyspace:
     def dead_letters(self, view: ViewName) -> str:
         """The dead-letter stream of a view's projector workers."""
         return f"{self.prefix}:projector:dead:{view}"
+
+    def subscriber_lease(self, partition: int, group: str) -> str:
+        """The lease naming the subscriber that owns one partition for one group."""
+        return f"{self.prefix}:sub:lease:{self.slot_tag(partition)}:{group}"
+
+    def subscriber_attempts(self, partition: int, group: str) -> str:
+        """Failed handler attempts of one group's pending entries on one partition feed."""
+        return f"{self.prefix}:sub:tries:{self.slot_tag(partition)}:{group}"
+
+    def subscribers(self, group: str) -> str:
+        """The roster of a group's live subscribers (name -> expiry, server ms)."""
+        return f"{self.prefix}:sub:members:{group}"
+
+    def subscriber_dead_letters(self, group: str) -> str:
+        """The dead-letter stream of a subscriber group."""
+        return f"{self.prefix}:sub:dead:{group}"
+
+    def analytics(self, partition: int, name: str) -> str:
+        """The counters the analytics example keeps for one partition."""
+        return f"{self.prefix}:analytics:{self.slot_tag(partition)}:{name}"
 
     def thread(self, thread_id: str) -> ThreadKeys:
         """The keys of one thread."""

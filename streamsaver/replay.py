@@ -11,19 +11,19 @@ stopped, and views rebuilt from empty keys equal the live ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from redis import Redis
 
+from streamsaver.bulk import bulk_round_trip
 from streamsaver.events import from_fields
 from streamsaver.inspection import deployment_keyspace
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
-from streamsaver.saver.append import apply_call
+from streamsaver.saver.append import apply_batch_call
 from streamsaver.saver.core import Command
-from streamsaver.saver.sync import round_trip
 
 __all__ = ["ReplayStats", "Replayer"]
 
@@ -76,21 +76,34 @@ class Replayer:
     def _scan(self, pattern: str, type_: str | None = None) -> Iterator[bytes]:
         yield from self.redis.scan_iter(match=pattern, count=1000, _type=type_)
 
-    def thread_logs(self) -> Iterator[bytes]:
-        """The key of every thread log of the deployment."""
-        return self._scan(f"{self.keyspace.prefix}:log:*", "stream")
+    def thread_logs(self, partitions: Iterable[int] | None = None) -> Iterator[bytes]:
+        """The key of every thread log of the deployment (of `partitions` only, when given)."""
+        if partitions is None:
+            return self._scan(f"{self.keyspace.prefix}:log:*", "stream")
+        return (
+            log
+            for partition in partitions
+            for log in self._scan(f"{self.keyspace.prefix}:log:{self.keyspace.slot_tag(partition)}:*", "stream")
+        )
 
     def replay_log(self, log: bytes | str, views: Sequence[ViewName], *, until: str = "+") -> ReplayStats:
         """Apply one thread log, oldest first, up to the entry id `until` (inclusive)."""
         return self._fold(iter([log]), views, width=1, until=until)
 
-    def replay(self, views: Sequence[ViewName], *, progress: Progress | None = None) -> ReplayStats:
-        """Apply every thread log to `views`; `progress(events)` is called after each round
-        trip with the number of events it applied.
+    def replay(
+        self,
+        views: Sequence[ViewName],
+        *,
+        progress: Progress | None = None,
+        partitions: Iterable[int] | None = None,
+    ) -> ReplayStats:
+        """Apply every thread log (of `partitions`, when given) to `views`; `progress(events)`
+        is called after each round trip with the number of events it applied.
 
         Logs are folded several at a time, so a round trip carries about `page` events however
         short the logs are: up to ``page // 16`` logs, ``16`` entries of each per round trip."""
-        return self._fold(self.thread_logs(), views, width=max(1, self.page // 16), progress=progress)
+        logs = self.thread_logs(partitions)
+        return self._fold(logs, views, width=max(1, self.page // 16), progress=progress)
 
     def _fold(
         self,
@@ -111,43 +124,48 @@ class Replayer:
         stats, count = ReplayStats(), max(1, self.page // width)
         cursors: list[list[Any]] = []  # [log, start] of the logs being read
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamsaver-replay") as applier:
-            in_flight: Future[int] | None = None
+            in_flight: Future[tuple[int, int]] | None = None
             while True:
                 while len(cursors) < width and (log := next(logs, None)) is not None:
                     cursors.append([log, "-"])
                     stats.threads += 1
                 if not cursors:
                     break
-                calls = self._read_page(cursors, count, until, views)
+                calls, events = self._read_page(cursors, count, until, views)
                 cursors = [cursor for cursor in cursors if cursor[1] is not None]
                 if in_flight is not None:
                     self._applied(in_flight.result(), stats, progress)
-                in_flight = applier.submit(self._apply, calls) if calls else None
+                in_flight = applier.submit(self._apply, calls, events) if calls else None
             if in_flight is not None:
                 self._applied(in_flight.result(), stats, progress)
         return stats
 
     def _read_page(
         self, cursors: list[list[Any]], count: int, until: str, views: Sequence[ViewName]
-    ) -> list[Command]:
+    ) -> tuple[list[Command], int]:
         """Read the next entries of each log in `cursors` (one round trip), advance the cursors
-        (None when a log is exhausted) and return the applies of the entries read."""
+        (None when a log is exhausted); returns one batched apply per log read, and the number
+        of events they carry."""
         reads: list[Command] = [["XRANGE", log, start, until, "COUNT", count] for log, start in cursors]
         calls: list[Command] = []
-        for cursor, entries in zip(cursors, round_trip(self.redis, reads)):
-            for raw_id, fields in entries:
-                entry_id = raw_id.decode()
-                calls.append(apply_call(from_fields(fields, entry_id), entry_id, self.target, views))
+        events = 0
+        for cursor, entries in zip(cursors, bulk_round_trip(self.redis, reads)):
+            if entries:
+                logged = [(from_fields(fields, raw_id.decode()), raw_id.decode()) for raw_id, fields in entries]
+                calls.append(apply_batch_call(logged, self.target, views))
+                events += len(logged)
             cursor[1] = "(" + entries[-1][0].decode() if len(entries) == count else None
-        return calls
+        return calls, events
 
-    def _apply(self, calls: list[Command]) -> int:
-        round_trip(self.redis, calls)
-        return len(calls)
+    def _apply(self, calls: list[Command], events: int) -> tuple[int, int]:
+        applied = bulk_round_trip(self.redis, calls)
+        return events, sum(int(n) for n in applied)
 
     @staticmethod
-    def _applied(events: int, stats: ReplayStats, progress: Progress | None) -> None:
+    def _applied(done: tuple[int, int], stats: ReplayStats, progress: Progress | None) -> None:
+        events, applied = done
         stats.events += events
+        stats.applied += applied
         if progress is not None:
             progress(events)
 

@@ -104,7 +104,7 @@ def export_logs(
 ) -> TransferStats:
     """Write every thread log of the deployment under `prefix` to the file `path`.
 
-    With `until`, each log only up to that moment (see `streamsaver.restore.log_bound`): the
+    With `until`, each log only up to that moment (see `streamsaver.saver.bounds.log_bound`): the
     deployment as it was then, which `import_logs` restores under a new prefix.
 
     Args:

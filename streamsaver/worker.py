@@ -38,30 +38,16 @@ steady batch costs three round trips: read, log entries, applies.
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Sequence
-from typing import Any, TypeVar, cast
+from typing import Any
 
-from redis.exceptions import RedisError
-
-from streamsaver.saver.core import Command, check_client, enqueue
-from streamsaver.worker_core import (
-    Program,
-    Step,
-    Wait,
-    WorkerCore,
-    WorkerStats,
-    default_name,
-    group_name,
-)
+from streamsaver.driver import ProgramDriver
+from streamsaver.worker_core import WorkerCore, WorkerStats, default_name, group_name
 
 __all__ = ["ProjectorWorker", "WorkerStats", "group_name"]
 
-T = TypeVar("T")
 
-
-class ProjectorWorker:
+class ProjectorWorker(ProgramDriver):
     """Keeps `views` of the deployment under `prefix` current from its partition feeds.
 
     Args:
@@ -82,42 +68,19 @@ class ProjectorWorker:
 
     def __init__(self, client: Any, prefix: str, views: Sequence[str], *, name: str | None = None,
                  lease_ms: int = 10_000, batch: int = 100, start: str = "0", poll_ms: int = 100) -> None:
-        check_client(client)
-        self.redis = client
+        super().__init__(client)
         self.core = WorkerCore(prefix, views, name or default_name(), lease_ms, batch, start, poll_ms)
-        self._wake = threading.Event()
-        self._async_wake: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
 
     @property
     def name(self) -> str:
         """The worker's name: its lease value and consumer name."""
         return self.core.name
 
-    def stop(self) -> None:
-        """Ask `run` / `async_run` to finish the current cycle, release and return (thread-safe)."""
+    def _request_stop(self) -> None:
         self.core.stopping = True
-        self._wake.set()
-        if self._async_wake is not None:
-            loop, event = self._async_wake
-            loop.call_soon_threadsafe(event.set)
 
-    def _pipeline(self, commands: list[Command]) -> list[Any]:
-        pipe = self.redis.pipeline(transaction=False)
-        enqueue(pipe, commands)
-        return list(pipe.execute(raise_on_error=False))
-
-    def _drive(self, program: Program[T]) -> T:
-        try:
-            step = next(program)
-            while True:
-                try:
-                    reply = self._wake.wait(step.seconds) if isinstance(step, Wait) else self._pipeline(step)
-                except RedisError as exc:
-                    step = program.throw(exc)
-                    continue
-                step = program.send(reply)
-        except StopIteration as done:
-            return cast(T, done.value)
+    def _stopping(self) -> bool:
+        return self.core.stopping
 
     def prepare(self) -> None:
         """Check the deployment, create the views' indexes and the consumer groups at `start`."""
@@ -141,39 +104,6 @@ class ProjectorWorker:
     def release(self) -> None:
         """Send pending acks, give up every lease and leave the rosters."""
         self._drive(self.core.release())
-
-    async def _apipeline(self, commands: list[Command]) -> list[Any]:
-        pipe = self.redis.pipeline(transaction=False)
-        enqueue(pipe, commands)
-        return list(await pipe.execute(raise_on_error=False))
-
-    async def _await(self, step: Step, event: asyncio.Event) -> Any:
-        if not isinstance(step, Wait):
-            return await self._apipeline(step)
-        try:
-            await asyncio.wait_for(event.wait(), step.seconds)
-        except asyncio.TimeoutError:
-            pass
-        return None
-
-    async def _adrive(self, program: Program[T]) -> T:
-        event = asyncio.Event()
-        self._async_wake = (asyncio.get_running_loop(), event)
-        if self.core.stopping:
-            event.set()
-        try:
-            step = next(program)
-            while True:
-                try:
-                    reply = await self._await(step, event)
-                except RedisError as exc:
-                    step = program.throw(exc)
-                    continue
-                step = program.send(reply)
-        except StopIteration as done:
-            return cast(T, done.value)
-        finally:
-            self._async_wake = None
 
     async def async_prepare(self) -> None:
         """`prepare` with a ``redis.asyncio`` client."""

@@ -11,50 +11,48 @@ balancing), one pipeline with the previous cycle's acks and dead letters, lease 
 from __future__ import annotations
 
 import logging
-import os
 import re
-import socket
-import uuid
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
-from redis import exceptions as rx
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import RedisError
 
 from streamsaver.errors import ConfigurationError, EventDecodeError, InvalidInputError
-from streamsaver.events import Event, ThreadDeleted, from_fields
+from streamsaver.events import Event, RunsDeleted, ThreadDeleted, ThreadPruned, from_fields
 from streamsaver.keys import Keyspace, ViewName, partition_of
+from streamsaver.ownership import (
+    LEASE,
+    ROSTER,
+    Program,
+    Wait,
+    call,
+    default_name,
+    is_transient,
+    lease_call,
+    roster_call,
+    share,
+)
 from streamsaver.saver import setup
 from streamsaver.saver.append import apply_call, view_of
+from streamsaver.saver.compaction import Entry, decode_log, rewrite_call
 from streamsaver.saver.core import LOAD_SCRIPTS, Command
-from streamsaver.scripts import Script
 
-__all__ = ["Program", "Unit", "Wait", "WorkerCore", "WorkerStats", "assignment", "group_name", "parse_pointer"]
+__all__ = ["Program", "Unit", "Wait", "WorkerCore", "WorkerStats", "assignment", "default_name", "group_name",
+           "parse_pointer"]
 
 log = logging.getLogger("streamsaver.worker")
 T = TypeVar("T")
-LEASE = Script.load("lease")
-ROSTER = Script.load("roster")
 LOAD_ALL: list[Command] = LOAD_SCRIPTS + [["SCRIPT", "LOAD", s.source] for s in (LEASE, ROSTER)]
 _STREAM_ID = re.compile(r"^\d+-\d+$")
-_TRANSIENT = (rx.OutOfMemoryError, rx.BusyLoadingError, rx.ReadOnlyError, rx.TryAgainError,
-              rx.ClusterDownError, rx.MasterDownError, rx.MovedError, rx.AskError)
+REFOLDING = frozenset({ThreadPruned.TYPE, RunsDeleted.TYPE})
+"""Markers of a rewritten log (prune, delete_for_runs): the worker refolds the thread's view
+from the whole log, as the rewrite did for the views projected inline."""
 
 
 def group_name(view: ViewName) -> str:
     """The consumer group of a view's projector workers on every partition feed."""
     return f"projector:{view}"
-
-
-def default_name() -> str:
-    """A worker name unique to this process: host, pid and a random suffix."""
-    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-
-
-def is_transient(error: Exception) -> bool:
-    """Whether a failed reply may succeed when retried (the server was busy, not the data bad)."""
-    return isinstance(error, _TRANSIENT) or str(error).startswith(("BUSY", "NOREPLICAS"))
 
 
 @dataclass(frozen=True, order=True)
@@ -65,15 +63,7 @@ class Unit:
     partition: int
 
 
-@dataclass(frozen=True)
-class Wait:
-    """A step of a program: pause `seconds` (less when the worker is stopped)."""
-
-    seconds: float
-
-
 Step = list[Command] | Wait
-Program = Generator[Step, Any, T]
 
 
 @dataclass
@@ -130,6 +120,7 @@ class Item:
     event: Event | None = None
     outcome: str = ""
     error: str = ""
+    refold: list[Entry] | None = None
 
     def fail(self, error: Exception | str) -> None:
         """Decide: retry a transient failure, dead-letter anything else."""
@@ -141,11 +132,10 @@ def assignment(units: Sequence[Unit], rosters: dict[ViewName, list[str]], name: 
     """The units `name` should own: partition ``p`` of a view goes to the ``p mod n``-th of the
     view's ``n`` live workers in name order."""
     mine = []
-    for unit in units:
-        live = sorted(set(rosters.get(unit.view, [])) | {name})
-        if live[unit.partition % len(live)] == name:
-            mine.append(unit)
-    return mine
+    for view in dict.fromkeys(u.view for u in units):
+        own = set(share([u.partition for u in units if u.view == view], rosters.get(view, []), name))
+        mine += [u for u in units if u.view == view and u.partition in own]
+    return sorted(mine, key=units.index)
 
 
 class WorkerCore:
@@ -190,13 +180,7 @@ class WorkerCore:
 
     def call(self, commands: list[Command]) -> Program[list[Any]]:
         """Send `commands` in one pipeline; on NOSCRIPT load the scripts and resend those."""
-        replies = list((yield commands))
-        missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
-        if missing:
-            yield LOAD_ALL
-            for i, reply in zip(missing, (yield [commands[i] for i in missing])):
-                replies[i] = reply
-        return replies
+        return (yield from call(commands, LOAD_ALL))
 
     def prepare(self) -> Program[None]:
         """Find the deployment, create the views' indexes if missing, load the scripts and
@@ -222,8 +206,8 @@ class WorkerCore:
         return ["XGROUP", "CREATE", self.keys.feed(unit.partition), group_name(unit.view), start, "MKSTREAM"]
 
     def _lease(self, unit: Unit, count: int) -> Command:
-        keys = [self.keys.lease(unit.partition, unit.view), self.keys.feed(unit.partition)]
-        return LEASE.evalsha_args(keys, [self.name, self.lease_ms, group_name(unit.view), count])
+        return lease_call(self.keys.lease(unit.partition, unit.view), self.keys.feed(unit.partition), self.name,
+                          self.lease_ms, group_name(unit.view), count)
 
     def _take_later(self) -> list[Command]:
         """The acks and dead letters of the last cycle. Losing them with a failed pipeline is
@@ -240,8 +224,8 @@ class WorkerCore:
         """
         stats, units = WorkerStats(cycles=1), self.units()
         if balance:
-            rosters = yield from self.call([ROSTER.evalsha_args([self.keys.projector_workers(v)],
-                                                                [self.name, self.lease_ms]) for v in self.views])
+            rosters = yield from self.call([roster_call(self.keys.projector_workers(v), self.name, self.lease_ms)
+                                            for v in self.views])
             self.joined = True
             units = assignment(units, {v: [n.decode() for n in r] for v, r in zip(self.views, rosters)}, self.name)
         release = [u for u in sorted(self.owned) if u not in units]
@@ -293,15 +277,27 @@ class WorkerCore:
         for item in wanted:
             assert item.pointer is not None
             log_key, log_id = self.keys.thread(item.pointer.thread).log, item.pointer.log_id
-            reads.append(["XRANGE", log_key, log_id, log_id])
+            whole = item.pointer.type in REFOLDING
+            reads.append(["XRANGE", log_key, "-" if whole else log_id, "+" if whole else log_id])
         for item, reply in zip(wanted, (yield from self.call(reads)) if reads else []):
             assert item.pointer is not None
+            marker = [e for e in reply if e[0].decode() == item.pointer.log_id] if isinstance(reply, list) else []
             if isinstance(reply, Exception):
                 item.fail(reply)
-            elif not reply:
+            elif not marker:
                 item.outcome = "gone"
             else:
-                item.event = self._decode(item, item.pointer, reply[0][1])
+                item.event = self._decode(item, item.pointer, marker[0][1])
+                if item.event is not None and item.pointer.type in REFOLDING:
+                    item.refold = self._decode_log(item, reply)
+
+    @staticmethod
+    def _decode_log(item: Item, reply: Any) -> list[Entry] | None:
+        try:
+            return decode_log(reply)
+        except EventDecodeError as exc:
+            item.fail(str(exc))
+            return None
 
     @staticmethod
     def _decode(item: Item, pointer: Pointer, raw: Any) -> Event | None:
@@ -323,12 +319,20 @@ class WorkerCore:
                 blocked.add(item.unit)  # apply nothing after it: its partition stops there
             elif item.event and item.pointer and not item.outcome and item.unit not in blocked:
                 todo.append(item)
-                calls.append(apply_call(item.event, item.pointer.log_id, self.keys, [item.unit.view]))
+                calls.append(self._apply_call(item, item.event, item.pointer))
         for item, reply in zip(todo, (yield from self.call(calls)) if calls else []):
             if isinstance(reply, Exception):
                 item.fail(reply)
             else:
-                item.outcome = "applied" if int(reply) > 0 else "skipped"
+                item.outcome = "applied" if item.refold is not None or int(reply) > 0 else "skipped"
+
+    def _apply_call(self, item: Item, event: Event, pointer: Pointer) -> Command:
+        """An event's apply, or for a rewritten log the refold of the thread's view."""
+        if item.refold is None:
+            return apply_call(event, pointer.log_id, self.keys, [item.unit.view])
+        return rewrite_call(
+            self.keys, [item.unit.view], pointer.thread, guard="", replace_log=None, entries=item.refold, pointers=False
+        )
 
     def _settle(self, items: list[Item], stats: WorkerStats) -> RedisError | None:
         """Queue acks and dead letters in feed order; a partition stops at a transient failure
@@ -370,7 +374,7 @@ class WorkerCore:
         """Send pending acks and dead letters, give up every lease, leave the rosters."""
         if self.keyspace is None:
             return
-        leave = [ROSTER.evalsha_args([self.keys.projector_workers(v)], [self.name, 0]) for v in self.views]
+        leave = [roster_call(self.keys.projector_workers(v), self.name, 0) for v in self.views]
         commands = self._take_later() + [self._lease(u, 0) for u in sorted(self.owned)]
         if commands or self.joined:
             yield from self.call(commands + (leave if self.joined else []))

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
 from typing import cast
 
+from redis import Redis
+
 from streamsaver.commands._shared import emit_json, open_client
+from streamsaver.errors import InvalidInputError
 from streamsaver.keys import ViewName
 from streamsaver.progress import Progress
 
@@ -16,13 +20,19 @@ def _run(args: argparse.Namespace) -> int:
     from streamsaver.replay import Replayer
 
     views = cast(list[ViewName], args.view or ["full", "shallow"])
+    if args.jobs < 1 or (args.shadow and args.jobs > 1):
+        raise InvalidInputError("--jobs must be at least 1, and --shadow folds with one process")
     if args.shadow:
         return _run_shadow(args, views)
     with open_client(args) as client:
         replayer = Replayer.open(client, args.prefix)
-        total = sum(int(client.xlen(log)) for log in replayer.thread_logs())
+        total = count_events(client, replayer.thread_logs())
         with Progress("events", total, enabled=None if not args.json else False) as bar:
-            if args.keep:
+            if args.jobs > 1:
+                from streamsaver.replay_jobs import replay_in_jobs
+
+                stats = replay_in_jobs(args.url, args.prefix, views, jobs=args.jobs, keep=args.keep, progress=bar.advance)
+            elif args.keep:
                 stats = replayer.replay(views, progress=bar.advance)
             else:
                 stats = replayer.rebuild(views, progress=bar.advance)
@@ -40,7 +50,7 @@ def _run_shadow(args: argparse.Namespace, views: list[ViewName]) -> int:
     quiet = False if args.json else None
     with open_client(args) as client:
         rebuild = ShadowRebuild.open(client, args.prefix)
-        total = sum(int(client.xlen(log)) for log in rebuild.replayer.thread_logs())
+        total = count_events(client, rebuild.replayer.thread_logs())
         threads = sum(1 for _ in rebuild.threads())
         with Progress("events", total, enabled=quiet) as folding, Progress(
             "swapped", threads * len(views), enabled=quiet
@@ -55,6 +65,21 @@ def _run_shadow(args: argparse.Namespace, views: list[ViewName]) -> int:
             f"thread views in ({stats.caught_up:,} caught up first)"
         )
     return 0
+
+
+def count_events(client: Redis, logs: Iterable[bytes]) -> int:
+    """The entries of `logs`, counted 1,000 logs per round trip."""
+    total, batch = 0, []
+    for log in [*logs, None]:
+        if log is not None:
+            batch.append(log)
+        if batch and (log is None or len(batch) >= 1000):
+            pipe = client.pipeline(transaction=False)
+            for key in batch:
+                pipe.xlen(key)
+            total += sum(int(n) for n in pipe.execute())
+            batch = []
+    return total
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -73,6 +98,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         "--view", action="append", choices=["full", "shallow"], help="a view to rebuild (repeatable; default: both)"
     )
     parser.add_argument("--keep", action="store_true", help="do not drop the views first; apply what is missing")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="fold with N processes, each owning a share of the partitions (one replayer uses one "
+        "core for decoding and projecting; more help until the server is busy). Default 1",
+    )
     parser.add_argument(
         "--shadow",
         action="store_true",

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -15,11 +24,12 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 from streamsaver.keys import DEFAULT_PREFIX
 from streamsaver.saver.core import (
@@ -33,6 +43,7 @@ from streamsaver.saver.core import (
     failed_reply,
     retry_backoff,
 )
+from streamsaver.saver.maintenance import Program
 
 __all__ = ["AsyncStreamSaver"]
 
@@ -58,14 +69,23 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         serde: SerializerProtocol | None = None,
         durability: str = "memory",
         durability_timeout_ms: int = 5000,
+        default_ttl: float | None = None,
+        refresh_on_read: bool = False,
     ) -> None:
         super().__init__(serde=serde)
         check_client(redis_client)
         self.redis = redis_client
         self._execute: Callable[..., Any] = redis_client.execute_command
         self.core = SaverCore.configure(
-            self.serde, view=view, projections=projections, prefix=prefix, partitions=partitions,
-            durability=durability, durability_timeout_ms=durability_timeout_ms,
+            self.serde,
+            view=view,
+            projections=projections,
+            prefix=prefix,
+            partitions=partitions,
+            durability=durability,
+            durability_timeout_ms=durability_timeout_ms,
+            default_ttl=default_ttl,
+            refresh_on_read=refresh_on_read,
         )
         self._setup_lock = asyncio.Lock()
         # A plain redis.asyncio pool raises MaxConnectionsError past its size instead of
@@ -124,7 +144,7 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         core = await self._ready()
-        return core.read_get((await self._send([core.get_request(config)]))[0])
+        return core.read_get(await self._send(core.get_requests(config)))
 
     async def alist(
         self,
@@ -160,6 +180,67 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     async def adelete_thread(self, thread_id: str) -> None:
         core = await self._ready()
         core.read_durable(await self._send(core.durable(core.delete_request(thread_id))))
+
+    async def _drive(self, program: Program) -> None:
+        """Run a maintenance program: send each request it yields, hand it the replies (or the
+        Redis error) until it returns."""
+        try:
+            request = next(program)
+            while True:
+                try:
+                    replies = await self._send(request)
+                except ResponseError as exc:
+                    request = program.throw(exc)
+                else:
+                    request = program.send(replies)
+        except StopIteration:
+            return
+
+    async def acopy_thread(
+        self, source_thread_id: str, target_thread_id: str, *, until: str | datetime | None = None
+    ) -> None:
+        """Copy a thread's whole log (or, with `until`, the thread as it was then) into a new
+        thread; see `streamsaver.saver.maintenance.copy_thread`."""
+        await self._drive((await self._ready()).copy_program(source_thread_id, target_thread_id, until))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Remove the checkpoints and writes of `run_ids` from logs and views."""
+        await self._drive((await self._ready()).runs_program(run_ids))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Prune threads, DeltaChannel-safe; see `streamsaver.saver.maintenance.prune`."""
+        await self._drive((await self._ready()).prune_program(thread_ids, strategy))
+
+    async def aretain(
+        self, thread_ids: Sequence[str], *, keep_last: int | None = None, max_age: timedelta | None = None
+    ) -> None:
+        """Retention: compact each thread down to its newest `keep_last` checkpoints per
+        namespace and those younger than `max_age` (DeltaChannel-safe, like `aprune`)."""
+        await self._drive((await self._ready()).retain_program(thread_ids, keep_last, max_age))
+
+    def retain(
+        self, thread_ids: Sequence[str], *, keep_last: int | None = None, max_age: timedelta | None = None
+    ) -> None:
+        self._run(self.aretain(thread_ids, keep_last=keep_last, max_age=max_age))
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """The base class's ancestor walk, in one round trip on the full view."""
+        if not channels:
+            return {}
+        request = (await self._ready()).history_request(config, channels)
+        if request is None:
+            return await super().aget_delta_channel_history(config=config, channels=channels)
+        return self.core.read_history((await self._send([request]))[0], channels)
+
+    async def apin_thread(self, thread_id: str) -> None:
+        """Keep every key of the thread (now and after later appends) from expiring."""
+        await self._send([(await self._ready()).pin_request(thread_id, True)])
+
+    async def aunpin_thread(self, thread_id: str) -> None:
+        """Let the thread expire again, `default_ttl` from now."""
+        await self._send([(await self._ready()).pin_request(thread_id, False)])
 
     def get_next_version(self, current: str | None, channel: None = None) -> str:
         return SaverCore.next_version(current)
@@ -210,3 +291,25 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
 
     def delete_thread(self, thread_id: str) -> None:
         self._run(self.adelete_thread(thread_id))
+
+    def copy_thread(
+        self, source_thread_id: str, target_thread_id: str, *, until: str | datetime | None = None
+    ) -> None:
+        self._run(self.acopy_thread(source_thread_id, target_thread_id, until=until))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self._run(self.adelete_for_runs(run_ids))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self._run(self.aprune(thread_ids, strategy=strategy))
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return self._run(self.aget_delta_channel_history(config=config, channels=channels))
+
+    def pin_thread(self, thread_id: str) -> None:
+        self._run(self.apin_thread(thread_id))
+
+    def unpin_thread(self, thread_id: str) -> None:
+        self._run(self.aunpin_thread(thread_id))

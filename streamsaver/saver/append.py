@@ -33,6 +33,7 @@ from streamsaver.events import (
     Event,
     PendingWrite,
     ThreadDeleted,
+    ValuesRetained,
     WritesSaved,
     to_fields,
 )
@@ -40,8 +41,8 @@ from streamsaver.keys import Keyspace, ViewName
 from streamsaver.scripts import APPEND, APPLY
 
 __all__ = [
-    "append_call", "apply_call", "checkpoint_saved", "feed_pointer", "held_entry_probe", "thread_deleted", "thread_id_of",
-    "view_blocks", "writes_saved",
+    "append_call", "apply_batch_call", "apply_call", "checkpoint_saved", "feed_pointer", "held_entry_probe", "thread_deleted",
+    "thread_id_of", "view_blocks", "writes_saved",
 ]
 
 EMPTY = Blob("empty", b"")
@@ -176,7 +177,7 @@ def _flat(commands: Iterable[Command]) -> list[str | bytes | int]:
 def feed_pointer(event: Event) -> list[str | bytes | int]:
     """The fields of the partition-feed pointer of `event`, after ``id`` (its log entry id)."""
     fields: list[str | bytes | int] = ["type", event.TYPE, "thread", event.thread_id]
-    if isinstance(event, (CheckpointSaved, WritesSaved)):
+    if isinstance(event, (CheckpointSaved, WritesSaved, ValuesRetained)):
         fields += ["ns", event.checkpoint_ns, "cid", event.checkpoint_id]
     return fields
 
@@ -212,14 +213,18 @@ def held_entry_probe(event: Event, keyspace: Keyspace, views: Sequence[ViewName]
     return None
 
 
-def append_call(event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> list[str | bytes | int]:
+def append_call(
+    event: Event, keyspace: Keyspace, views: Sequence[ViewName], ttl: Sequence[str | bytes | int] = ()
+) -> list[str | bytes | int]:
     """The EVALSHA arguments that append `event` and project it into `views`, atomically; a
-    repeat of an event already logged (a retried call) writes nothing."""
+    repeat of an event already logged (a retried call) writes nothing but the TTL refresh.
+    `ttl` is the thread's TTL block (`streamsaver.saver.ttl.ttl_block`), empty for none; the
+    repeat probe (`held_entry_probe`), when there is one, comes after it."""
     keys = keyspace.thread(event.thread_id)
     fields = [x for pair in to_fields(event).items() for x in pair]
     pointer = feed_pointer(event)
     args: list[str | bytes | int] = [len(fields), *fields, len(pointer), *pointer]
-    args += ["1" if isinstance(event, ThreadDeleted) else "0", *view_blocks(event, keyspace, views)]
+    args += ["1" if isinstance(event, ThreadDeleted) else "0", *view_blocks(event, keyspace, views), *ttl]
     script_keys = [keys.log, keys.feed, keys.positions]
     if (probe := held_entry_probe(event, keyspace, views)) is not None:
         script_keys.append(probe[0])
@@ -230,8 +235,27 @@ def append_call(event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> 
 def apply_call(event: Event, event_id: str, keyspace: Keyspace, views: Sequence[ViewName]) -> list[str | bytes | int]:
     """The EVALSHA arguments that apply the logged `event` (entry `event_id`) to `views` that
     have not applied it yet; the same projectors and ops as the append."""
-    positions = keyspace.thread(event.thread_id).positions
-    return APPLY.evalsha_args([positions], [event_id, *view_blocks(event, keyspace, views)])
+    return apply_batch_call([(event, event_id)], keyspace, views)
+
+
+def apply_batch_call(
+    logged: Sequence[tuple[Event, str]], keyspace: Keyspace, views: Sequence[ViewName]
+) -> list[str | bytes | int]:
+    """The EVALSHA arguments that apply logged events of ONE thread, in log order (each with
+    its entry id), to `views`: one script, positions read and recorded once.
+
+    Raises:
+        InvalidInputError: no events, or events of more than one thread.
+    """
+    if not logged:
+        raise InvalidInputError("apply_batch_call needs at least one event")
+    thread = logged[0][0].thread_id
+    args: list[str | bytes | int] = [len(logged)]
+    for event, event_id in logged:
+        if event.thread_id != thread:
+            raise InvalidInputError("a batch applies the events of one thread")
+        args += [event_id, *view_blocks(event, keyspace, views)]
+    return APPLY.evalsha_args([keyspace.thread(thread).positions], args)
 
 
 def version_after(current: str | float | None, random_part: float) -> str:

@@ -10,6 +10,7 @@ import dataclasses
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -18,6 +19,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -26,7 +28,7 @@ from redis.exceptions import NoScriptError
 
 from streamsaver.errors import ConfigurationError
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
-from streamsaver.saver import append, reads, setup
+from streamsaver.saver import append, history, maintenance, reads, setup, ttl
 from streamsaver.saver import durability as durability_
 from streamsaver.scripts import ALL
 
@@ -83,6 +85,8 @@ class SaverCore:
     keyspace: Keyspace | None = None
     durability: durability_.Durability = "memory"
     durability_timeout_ms: int = 5000
+    ttl_ms: int = 0
+    refresh_on_read: bool = False
 
     @classmethod
     def configure(
@@ -95,18 +99,28 @@ class SaverCore:
         partitions: int | None,
         durability: str = "memory",
         durability_timeout_ms: int = 5000,
+        default_ttl: float | None = None,
+        refresh_on_read: bool = False,
     ) -> SaverCore:
         """Validate saver options.
 
         Raises:
-            InvalidInputError: an unknown view or durability, or a read view that is not projected.
+            InvalidInputError: an unknown view or durability, a read view that is not projected,
+                or a TTL that is not a positive number of minutes.
             ConfigurationError: a bad prefix or partition count.
         """
         read_view = append.view_of(view)
         Keyspace(prefix, partitions or 1)
         level = durability_.durability_of(durability, durability_timeout_ms)
         views = append.projections_of(projections, read_view)
-        return cls(serde, read_view, views, prefix, partitions, None, level, durability_timeout_ms)
+        return cls(
+            serde, read_view, views, prefix, partitions, None,
+            durability=level, durability_timeout_ms=durability_timeout_ms,
+            ttl_ms=ttl.ttl_ms(default_ttl), refresh_on_read=bool(refresh_on_read),
+        )
+
+    def _ttl_block(self, thread_id: str) -> list[str | bytes | int]:
+        return ttl.ttl_block(self.keys, thread_id, self.projections, self.ttl_ms) if self.ttl_ms else []
 
     @property
     def keys(self) -> Keyspace:
@@ -143,14 +157,14 @@ class SaverCore:
                 "checkpoint_id": event.checkpoint_id,
             }
         }
-        return append.append_call(event, self.keys, self.projections), saved
+        return append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id)), saved
 
     def put_writes_request(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
     ) -> Command:
         """The append of a `put_writes`."""
         event = append.writes_saved(self.serde, config, writes, task_id, task_path)
-        return append.append_call(event, self.keys, self.projections)
+        return append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id))
 
     def durable(self, command: Command) -> list[Command]:
         """An append followed by the wait its durability asks for: one pipelined round trip."""
@@ -171,14 +185,28 @@ class SaverCore:
         return append.append_call(append.thread_deleted(thread_id), self.keys, self.projections)
 
     # reads -------------------------------------------------------------------------------
-    def get_request(self, config: RunnableConfig) -> Command:
-        """The one script call of a `get_tuple`."""
-        return reads.get_request(self.keys, self.view, config)
+    def get_requests(self, config: RunnableConfig) -> list[Command]:
+        """The one round trip of a `get_tuple`: the read script, and with `refresh_on_read` a
+        TTL refresh of the thread pipelined after it."""
+        read = reads.get_request(self.keys, self.view, config)
+        if not (self.refresh_on_read and self.ttl_ms):
+            return [read]
+        thread_id = append.thread_id_of(config)
+        return [read, ttl.ttl_call(self.keys, thread_id, self.projections, self.ttl_ms, "touch")]
 
-    def read_get(self, reply: Sequence[Any]) -> CheckpointTuple | None:
-        """The tuple a `get_tuple` returns."""
-        tuples = reads.decode_rows(self.serde, reply)
+    def read_get(self, replies: Sequence[Any]) -> CheckpointTuple | None:
+        """The tuple a `get_tuple` returns, from the replies to `get_requests`."""
+        tuples = reads.decode_rows(self.serde, replies[0])
         return tuples[0] if tuples else None
+
+    def pin_request(self, thread_id: str, pinned: bool) -> Command:
+        """Pin a thread (its keys never expire) or unpin it (they expire again, in `default_ttl`).
+
+        Raises:
+            InvalidInputError: a bad thread id.
+        """
+        thread = append.thread_id_of({"configurable": {"thread_id": thread_id}})
+        return ttl.ttl_call(self.keys, thread, self.projections, self.ttl_ms, "pin" if pinned else "unpin")
 
     def list_pager(
         self,
@@ -189,6 +217,38 @@ class SaverCore:
     ) -> reads.ListPager:
         """The plan of a `list` call."""
         return reads.ListPager.plan(self.keys, self.view, self.serde, config, filter, before, limit)
+
+    def history_request(self, config: RunnableConfig, channels: Sequence[str]) -> Command | None:
+        """The one script call of a native `get_delta_channel_history`; None when the saver
+        reads the shallow view, which keeps no ancestors to walk (the base class walk runs)."""
+        if self.view != "full":
+            return None
+        return history.history_request(self.keys, config, channels)
+
+    def read_history(self, reply: Sequence[Any], channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
+        """The per-channel history of a `history_request` reply."""
+        return history.read_history(self.serde, reply, channels)
+
+    # maintenance (programs the twins drive) -------------------------------------------------
+    def copy_program(self, source: str, target: str, until: str | datetime | None) -> maintenance.Program:
+        """`copy_thread` (see `maintenance.copy_thread`)."""
+        return maintenance.copy_thread(self.keys, self.projections, source, target, until, self.ttl_ms)
+
+    def prune_program(self, thread_ids: Sequence[str], strategy: str) -> maintenance.Program:
+        """`prune` (see `maintenance.prune`)."""
+        return maintenance.prune(self.keys, self.projections, thread_ids, strategy, self.ttl_ms)
+
+    def retain_program(
+        self, thread_ids: Sequence[str], keep_last: int | None, max_age: timedelta | None
+    ) -> maintenance.Program:
+        """Retention (see `maintenance.retain`)."""
+        return maintenance.retain(
+            self.keys, self.projections, thread_ids, keep_last=keep_last, max_age=max_age, ttl=self.ttl_ms
+        )
+
+    def runs_program(self, run_ids: Sequence[str]) -> maintenance.Program:
+        """`delete_for_runs` (see `maintenance.delete_for_runs`)."""
+        return maintenance.delete_for_runs(self.keys, self.projections, run_ids, self.ttl_ms)
 
     @staticmethod
     def next_version(current: str | float | None) -> str:

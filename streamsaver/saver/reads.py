@@ -26,7 +26,7 @@ from streamsaver.keys import Keyspace, ViewName
 from streamsaver.saver.append import namespace_of, thread_id_of
 from streamsaver.scripts import READ_FULL, READ_SHALLOW
 
-__all__ = ["ListPager", "Request", "decode_rows", "get_request"]
+__all__ = ["ListPager", "Reading", "Request", "decode_rows", "get_request", "pending_writes"]
 
 Command = list[str | bytes | int]
 Request = list[Command]
@@ -75,7 +75,7 @@ NotImplementedError for a type it does not know)."""
 
 
 @dataclass(frozen=True)
-class _Reading:
+class Reading:
     """Which checkpoint a row holds, so a payload that cannot be read is named with its entry."""
 
     doc: Mapping[str, Any]
@@ -93,7 +93,7 @@ class _Reading:
             ) from exc
 
 
-def _pending_writes(serde: SerializerProtocol, reading: _Reading, flat: Sequence[bytes]) -> list[PendingWrite]:
+def pending_writes(serde: SerializerProtocol, reading: Reading, flat: Sequence[bytes]) -> list[PendingWrite]:
     """Writes from a read script's flat ``field, task id, task path, write, entry id`` groups,
     in ``writes_sort_key`` order."""
     keyed: list[tuple[tuple[str, str, int], PendingWrite]] = []
@@ -111,7 +111,7 @@ def _pending_writes(serde: SerializerProtocol, reading: _Reading, flat: Sequence
 
 def _channel_values(
     serde: SerializerProtocol,
-    reading: _Reading,
+    reading: Reading,
     versions: Mapping[str, Any],
     payloads: Sequence[bytes | None],
     entry_ids: Sequence[bytes],
@@ -132,7 +132,7 @@ def _channel_values(
 def _decode_row(serde: SerializerProtocol, row: Sequence[Any]) -> CheckpointTuple:
     raw_doc, payloads, writes, entry_ids = row
     doc = orjson.loads(raw_doc)
-    reading = _Reading(doc)
+    reading = Reading(doc)
     with reading.entry(entry_ids[0] if entry_ids else None, "the checkpoint body"):
         if not payloads or payloads[0] is None:
             raise KeyError("the log holds no body where the view points")
@@ -146,7 +146,7 @@ def _decode_row(serde: SerializerProtocol, row: Sequence[Any]) -> CheckpointTupl
         checkpoint=body,
         metadata=doc["metadata"],
         parent_config={"configurable": {**identity, "checkpoint_id": parent}} if parent else None,
-        pending_writes=_pending_writes(serde, reading, writes),
+        pending_writes=pending_writes(serde, reading, writes),
     )
 
 

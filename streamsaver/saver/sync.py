@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -15,10 +16,11 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis import Redis
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 from redis.retry import Retry
 
 from streamsaver.keys import DEFAULT_PREFIX
@@ -33,6 +35,7 @@ from streamsaver.saver.core import (
     failed_reply,
     retry_backoff,
 )
+from streamsaver.saver.maintenance import Program
 
 __all__ = ["StreamSaver", "round_trip", "send_raw"]
 
@@ -83,6 +86,9 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
             fsynced to the AOF: ``WAITAOF``) or ``"replica"`` (also acknowledged by a replica:
             ``WAIT``); the wait is pipelined with the append, still one round trip.
         durability_timeout_ms: how long to wait before raising `DurabilityError`.
+        default_ttl: minutes after its last write (or refreshing read) when every key of a
+            thread expires; None: never. Set in the same script as each append.
+        refresh_on_read: `get_tuple` refreshes the thread's TTL (in the same round trip).
 
     `put`, `put_writes` and `get_tuple` make one round trip each; `list` makes one per page of
     a thread's history, or one query and one fetch per page across threads or with a filter.
@@ -100,13 +106,22 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         serde: SerializerProtocol | None = None,
         durability: str = "memory",
         durability_timeout_ms: int = 5000,
+        default_ttl: float | None = None,
+        refresh_on_read: bool = False,
     ) -> None:
         super().__init__(serde=serde)
         check_client(redis_client)
         self.redis = redis_client
         self.core = SaverCore.configure(
-            self.serde, view=view, projections=projections, prefix=prefix, partitions=partitions,
-            durability=durability, durability_timeout_ms=durability_timeout_ms,
+            self.serde,
+            view=view,
+            projections=projections,
+            prefix=prefix,
+            partitions=partitions,
+            durability=durability,
+            durability_timeout_ms=durability_timeout_ms,
+            default_ttl=default_ttl,
+            refresh_on_read=refresh_on_read,
         )
 
     @classmethod
@@ -137,7 +152,7 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         core = self._ready()
-        return core.read_get(self._send([core.get_request(config)])[0])
+        return core.read_get(self._send(core.get_requests(config)))
 
     def list(
         self,
@@ -173,8 +188,85 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         core = self._ready()
         core.read_durable(self._send(core.durable(core.delete_request(thread_id))))
 
+    def _drive(self, program: Program) -> None:
+        """Run a maintenance program: send each request it yields, hand it the replies (or the
+        Redis error) until it returns."""
+        try:
+            request = next(program)
+            while True:
+                try:
+                    replies = self._send(request)
+                except ResponseError as exc:
+                    request = program.throw(exc)
+                else:
+                    request = program.send(replies)
+        except StopIteration:
+            return
+
+    def copy_thread(
+        self, source_thread_id: str, target_thread_id: str, *, until: str | datetime | None = None
+    ) -> None:
+        """Copy a thread's whole log (or, with `until`, the thread as it was then) into a new
+        thread; see `streamsaver.saver.maintenance.copy_thread`."""
+        self._drive(self._ready().copy_program(source_thread_id, target_thread_id, until))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Remove the checkpoints and writes of `run_ids` from logs and views."""
+        self._drive(self._ready().runs_program(run_ids))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Prune threads, DeltaChannel-safe; see `streamsaver.saver.maintenance.prune`."""
+        self._drive(self._ready().prune_program(thread_ids, strategy))
+
+    def retain(
+        self, thread_ids: Sequence[str], *, keep_last: int | None = None, max_age: timedelta | None = None
+    ) -> None:
+        """Retention: compact each thread down to its newest `keep_last` checkpoints per
+        namespace and those younger than `max_age` (DeltaChannel-safe, like `prune`)."""
+        self._drive(self._ready().retain_program(thread_ids, keep_last, max_age))
+
+    async def aretain(
+        self, thread_ids: Sequence[str], *, keep_last: int | None = None, max_age: timedelta | None = None
+    ) -> None:
+        await asyncio.to_thread(self.retain, thread_ids, keep_last=keep_last, max_age=max_age)
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """The base class's ancestor walk, in one round trip on the full view."""
+        if not channels:
+            return {}
+        request = self._ready().history_request(config, channels)
+        if request is None:
+            return super().get_delta_channel_history(config=config, channels=channels)
+        return self.core.read_history(self._send([request])[0], channels)
+
+    def pin_thread(self, thread_id: str) -> None:
+        """Keep every key of the thread (now and after later appends) from expiring."""
+        self._send([self._ready().pin_request(thread_id, True)])
+
+    def unpin_thread(self, thread_id: str) -> None:
+        """Let the thread expire again, `default_ttl` from now."""
+        self._send([self._ready().pin_request(thread_id, False)])
+
     def get_next_version(self, current: str | None, channel: None = None) -> str:
         return SaverCore.next_version(current)
+
+    async def acopy_thread(
+        self, source_thread_id: str, target_thread_id: str, *, until: str | datetime | None = None
+    ) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id, until=until)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return await asyncio.to_thread(lambda: self.get_delta_channel_history(config=config, channels=channels))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)
@@ -207,3 +299,9 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
 
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def apin_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.pin_thread, thread_id)
+
+    async def aunpin_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.unpin_thread, thread_id)

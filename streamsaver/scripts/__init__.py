@@ -15,7 +15,8 @@ from functools import cached_property
 from importlib import resources
 from typing import Any
 
-__all__ = ["ALL", "APPEND", "APPLY", "READ_FULL", "READ_SHALLOW", "SWAP", "Script"]
+__all__ = ["ALL", "APPEND", "APPLY", "READ_FULL", "READ_HISTORY", "READ_SHALLOW", "REWRITE", "SWAP", "TRIM", "TTL",
+           "Script"]
 
 Arg = str | bytes | int
 
@@ -65,4 +66,8 @@ READ_FULL = Script.load("read_full")
 READ_SHALLOW = Script.load("read_shallow")
 APPLY = Script.load("apply")
 SWAP = Script.load("swap")
-ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP)
+TRIM = Script.load("trim")
+REWRITE = Script.load("rewrite")
+READ_HISTORY = Script.load("read_history")
+TTL = Script.load("ttl")
+ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY, TTL)

@@ -3,6 +3,10 @@
 -- escaping rule of streamsaver/codec.py `escape`, and the pointer rules of
 -- projectors/documents.py (views point at the log entries that hold payloads).
 
+-- Locals, not globals, in the op interpreter's loops: a global is a table lookup per use.
+local ARGV = ARGV
+local rcall = redis.call
+
 local function esc(s)
   return (string.gsub(s, '[^%w%._%-]', function(c) return string.format('%%%02X', string.byte(c)) end))
 end
@@ -23,33 +27,104 @@ local function purge(nsset, cp, ids, ptrs, writes)
   redis.call('DEL', nsset)
 end
 
+-- Every key of one view of one thread: the keys `purge` would delete (same stems), into `out`.
+local function view_keys(nsset, cp, ids, ptrs, writes, out)
+  out[#out + 1] = nsset
+  for _, ns in ipairs(redis.call('SMEMBERS', nsset)) do
+    if ids ~= '' then
+      local idkey = ids .. ':' .. ns
+      for _, cid in ipairs(redis.call('ZRANGE', idkey, 0, -1)) do
+        out[#out + 1] = cp .. ':' .. ns .. ':' .. esc(cid)
+        out[#out + 1] = writes .. ':' .. ns .. ':' .. esc(cid)
+      end
+      out[#out + 1] = idkey
+    else
+      out[#out + 1] = cp .. ':' .. ns
+      out[#out + 1] = writes .. ':' .. ns
+    end
+    out[#out + 1] = ptrs .. ':' .. ns
+  end
+  return out
+end
+
+-- TTL of a thread (see streamsaver/saver/ttl.py). Every key of the thread shares the log's
+-- deadline. `stems` are ARGV from index `s`: a count, then 5 purge stems per view. When the log
+-- has less than half of `ttl` ms left (or none), every key gets `ttl` again; otherwise only the
+-- keys in `touched` get the log's deadline. A pinned thread (positions field @pinned) is left.
+local function keep_alive(log, positions, ttl, s, touched)
+  if ttl <= 0 or redis.call('HGET', positions, '@pinned') then return end
+  local left = redis.call('PTTL', log)
+  if left >= 0 and left >= ttl / 2 then
+    local deadline = redis.call('PEXPIRETIME', log)
+    for _, key in ipairs(touched) do redis.call('PEXPIREAT', key, deadline) end
+    return
+  end
+  local keys = {log, positions}
+  for v = 0, tonumber(ARGV[s]) - 1 do
+    local b = s + 1 + 5 * v
+    view_keys(ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], keys)
+  end
+  for _, key in ipairs(keys) do redis.call('PEXPIRE', key, ttl) end
+end
+
+-- A deferral of root JSON.SETs (batches only): key -> document, flushed in first-seen order.
+local function new_deferral()
+  return {docs = {}, keys = {}}
+end
+
+local function flush_deferred(defer)
+  for _, key in ipairs(defer.keys) do
+    rcall('JSON.SET', key, '$', defer.docs[key])
+  end
+  defer.docs, defer.keys = {}, {}
+end
+
+-- Whether an op (ARGV i .. i + argc) names a key whose JSON.SET is deferred.
+local function touches_deferred(defer, i, argc)
+  for k = i + 2, i + argc do
+    if defer.docs[ARGV[k]] then return true end
+  end
+  return false
+end
+
 -- Applies `count` ops encoded in ARGV from index `i` (each op: argc, then argc arguments) for
 -- the event `id`. A guard (SS.IFNEWER, SS.IFEQ) gates the ops after it up to the next guard;
 -- every guard is evaluated, whatever the previous one decided. Returns the index after the block.
-local function apply_ops(i, count, id)
+-- With `defer`, a root JSON.SET is held back and only the last document per key is written;
+-- any other op that names a held key, and every SS.PURGE, first writes what is held, so the
+-- result equals running each op in order (nothing else in a script reads a held document).
+local function apply_ops(i, count, id, defer)
   local live = true
   for _ = 1, count do
     local argc = tonumber(ARGV[i])
     local op = ARGV[i + 1]
+    if defer and op ~= 'JSON.SET' and (op == 'SS.PURGE' or touches_deferred(defer, i, argc)) then
+      flush_deferred(defer)
+    end
     if op == 'SS.IFNEWER' then
-      local cur = redis.call('HGET', ARGV[i + 2], ARGV[i + 3])
+      local cur = rcall('HGET', ARGV[i + 2], ARGV[i + 3])
       live = (not cur) or cur < ARGV[i + 4]
     elseif op == 'SS.IFEQ' then
-      live = redis.call('HGET', ARGV[i + 2], ARGV[i + 3]) == ARGV[i + 4]
+      live = rcall('HGET', ARGV[i + 2], ARGV[i + 3]) == ARGV[i + 4]
     elseif live then
       if op == 'SS.PTR' then
-        local call = {'HSET', ARGV[i + 2]}
+        local cmd = {'HSET', ARGV[i + 2]}
         for k = i + 3, i + argc do
-          call[#call + 1] = ARGV[k]
-          call[#call + 1] = id
+          cmd[#cmd + 1] = ARGV[k]
+          cmd[#cmd + 1] = id
         end
-        redis.call(unpack(call))
+        rcall(unpack(cmd))
       elseif op == 'SS.PTRNX' then
-        redis.call('HSETNX', ARGV[i + 2], ARGV[i + 3], id)
+        rcall('HSETNX', ARGV[i + 2], ARGV[i + 3], id)
       elseif op == 'SS.PURGE' then
         purge(ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])
+      elseif defer and op == 'JSON.SET' and argc == 4 and ARGV[i + 3] == '$' then
+        local key = ARGV[i + 2]
+        if not defer.docs[key] then defer.keys[#defer.keys + 1] = key end
+        defer.docs[key] = ARGV[i + 4]
       else
-        redis.call(unpack(ARGV, i + 1, i + argc))
+        if defer and op == 'JSON.SET' and touches_deferred(defer, i, argc) then flush_deferred(defer) end
+        rcall(unpack(ARGV, i + 1, i + argc))
       end
     end
     i = i + 1 + argc

@@ -1,6 +1,7 @@
 """The official langgraph-checkpoint-conformance suite, on every saver variant.
 
-The full view must pass every base capability. The shallow view keeps only the latest
+The full view must pass every capability, base and extended (copy_thread, delete_for_runs,
+prune). The shallow view keeps only the latest
 checkpoint per namespace, so the tests whose premise is an older checkpoint (listing or
 fetching history) cannot hold there; `SHALLOW_CANNOT_HOLD` names each with its reason, and the
 test fails if any other test fails or if one of those starts passing (then the list is stale).
@@ -16,7 +17,7 @@ import redis
 import redis.asyncio
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.conformance import checkpointer_test, validate
-from langgraph.checkpoint.conformance.capabilities import BASE_CAPABILITIES
+from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 
 from streamsaver import AsyncStreamSaver, StreamSaver
 
@@ -36,6 +37,11 @@ SHALLOW_CANNOT_HOLD: dict[str, str] = {
     "test_list_metadata_filter_single_key": "filters for older checkpoints (steps 0 and 2 of 0..3): " + _HISTORY,
     "test_list_metadata_filter_step": "filters for step 1 of steps 0..3, an older checkpoint: " + _OLDER,
     "test_list_metadata_custom_keys": "filters for the first of two checkpoints of one namespace: " + _OLDER,
+    "test_copy_thread_basic": "lists three copied checkpoints of one namespace: " + _HISTORY,
+    "test_delete_for_runs_single": "checks two runs' checkpoints of one namespace are listed first: " + _HISTORY,
+    "test_delete_for_runs_multiple": "checks three runs' checkpoints of one namespace are listed first: " + _HISTORY,
+    "test_delete_for_runs_preserves_other_runs": "checks two runs' checkpoints of one namespace are listed first: "
+    + _HISTORY,
 }
 
 
@@ -60,14 +66,14 @@ def _factory(kind: str, view: str, url: str):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
 @pytest.mark.parametrize("view", ["full", "shallow"])
-async def test_conformance_base_capabilities(kind: str, view: str, redis_url: str) -> None:
-    report = await validate(_factory(kind, view, redis_url), capabilities={c.value for c in BASE_CAPABILITIES})
+async def test_conformance_every_capability(kind: str, view: str, redis_url: str) -> None:
+    report = await validate(_factory(kind, view, redis_url), capabilities={c.value for c in ALL_CAPABILITIES})
     failures = {
         msg.split(":", 1)[0]: msg
-        for cap in BASE_CAPABILITIES
+        for cap in ALL_CAPABILITIES
         for msg in report.results[cap.value].failures
     }
-    for cap in BASE_CAPABILITIES:
+    for cap in ALL_CAPABILITIES:
         assert report.results[cap.value].detected, f"{cap.value} not detected"
     expected = SHALLOW_CANNOT_HOLD if view == "shallow" else {}
     unexpected = {name: msg for name, msg in failures.items() if name not in expected}

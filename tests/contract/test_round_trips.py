@@ -190,3 +190,31 @@ async def test_a_durable_append_is_still_one_round_trip(redis_url: str, prefix: 
     assert counter.trips == 2
     await adapter.delete_thread("t1")
     assert counter.trips == 3
+
+
+async def _maintain(saver: SaverAdapter, method: str, *args: Any, **kwargs: Any) -> None:
+    target: Any = saver.saver
+    if saver.is_async:
+        await getattr(target, "a" + method)(*args, **kwargs)
+    else:
+        getattr(target, method)(*args, **kwargs)
+
+
+@full_view
+async def test_maintenance_calls_cost_what_the_docs_say(counted: tuple[SaverAdapter, TripCounter]) -> None:
+    """copy_thread: read + append; prune: read (with TIME) + rewrite; delete_for_runs of one
+    thread: an index query, read + rewrite, and the query that finds nothing left."""
+    saver, counter = counted
+    parent, previous = None, None
+    for step in range(4):
+        parent, previous = await saver.save("t1", {"s": step}, metadata={"run_id": f"r{step % 2}"}, parent=parent, previous=previous)
+    counter.reset()
+    await _maintain(saver, "copy_thread", "t1", "t2")
+    assert counter.trips == 2
+    counter.reset()
+    await _maintain(saver, "prune", ["t2"])
+    assert counter.trips == 2
+    counter.reset()
+    await _maintain(saver, "delete_for_runs", ["r0"])
+    assert counter.trips == 4
+    assert {t.metadata["run_id"] for t in await saver.list(config("t1", ""))} == {"r1"}

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 import redis
-from helpers import VARIANT_IDS, VARIANTS, SaverAdapter, config, open_adapter
+from helpers import KINDS, VARIANT_IDS, VARIANTS, SaverAdapter, config, open_adapter
 
 from streamsaver.codec import pack
 from streamsaver.errors import EventDecodeError, PayloadDecodeError
@@ -92,14 +92,15 @@ def test_the_worker_dead_letters_foreign_events_naming_them_and_replay_stops_on_
         client.xadd(keys.log, {"type": "CheckpointMerged", "v": "1", "thread": "sick"}),
         client.xadd(keys.log, {"type": "CheckpointSaved", "v": "7", "thread": "sick"}),
     ]
-    for entry in bad:
-        client.xadd(keys.feed, {"id": entry, "type": "CheckpointSaved", "thread": "sick"})
+    fed = [client.xadd(keys.feed, {"id": entry, "type": "CheckpointSaved", "thread": "sick"}) for entry in bad]
 
     stats = ProjectorWorker(client, prefix, ["shallow"], name="w").run_burst()
 
     assert stats.dead == 2 and stats.applied == 1
     dead = client.xrange(saver.core.keys.dead_letters("shallow"))
-    assert [f[b"entry"] for _, f in dead] == bad
+    # `id` is the log entry (from the feed pointer), `entry` the feed entry: equal only when
+    # both streams happened to be written in the same millisecond.
+    assert [(f[b"id"], f[b"entry"]) for _, f in dead] == list(zip(bad, fed))
     assert b"unknown event type 'CheckpointMerged'" in dead[0][1][b"error"]
     assert b"newer than this streamsaver reads" in dead[1][1][b"error"]
     with pytest.raises(EventDecodeError) as caught:
@@ -147,3 +148,41 @@ async def test_a_corrupt_write_or_a_deleted_entry_is_named(saver: SaverAdapter, 
         await saver.get_tuple(config("sick"))
     assert gone.value.event_id == body.decode()
     assert (await saver.get_tuple(config("well"))) is not None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_corrupt_value_or_write_on_the_delta_history_walk_is_named(
+    kind: str, redis_url: str, prefix: str, client: redis.Redis
+) -> None:
+    """`get_delta_channel_history` (read_history.lua, full view only) names the entry of a seed
+    or write it cannot decode, as `get_tuple` does."""
+    async with open_adapter(kind, "full", redis_url, prefix) as saver:
+        await _walk_corrupt_history(saver, client)
+
+
+async def _walk_corrupt_history(saver: SaverAdapter, client: redis.Redis) -> None:
+    first, cp = await saver.save("sick", {"n": 1})
+    second, cp = await saver.save("sick", {"n": 2}, parent=first, previous=cp)
+    await saver.put_writes(second, [("n", 3)], "task")
+    third, _ = await saver.save("sick", {"n": 4}, parent=second, previous=cp)
+    log = saver.saver.core.keys.thread("sick").log
+
+    async def history() -> object:
+        if saver.is_async:
+            return await saver.saver.aget_delta_channel_history(config=third, channels=["n"])
+        return saver.saver.get_delta_channel_history(config=third, channels=["n"])
+
+    assert await history() == {"n": {"seed": 2, "writes": [("task", "n", 3)]}}
+    writes_entry = next(eid for eid, f in client.xrange(log) if f[b"type"] == b"WritesSaved")
+    _rewrite_entry(client, log, writes_entry, b"w:0", b"\xff")
+    with pytest.raises(PayloadDecodeError) as bad_write:
+        await history()
+    assert bad_write.value.event_id == writes_entry.decode()
+
+    client.xdel(log, writes_entry)
+    seed_entry = _body_entry(client, log, second["configurable"]["checkpoint_id"])
+    for damage in (b"\x00\x00\x00\x09truncated", pack([b"n", b'"v"', b"nosuchtype", b"{}"])):
+        _rewrite_entry(client, log, seed_entry, b"c:n", damage)
+        with pytest.raises(PayloadDecodeError) as bad_seed:
+            await history()
+        assert bad_seed.value.event_id == seed_entry.decode()

@@ -1,7 +1,8 @@
 """Security: least-privilege ACL users, refusal of users without rights, and TLS.
 
 * The ``ACL SETUSER`` line in docs/reliability.md (read from the file, so the docs stay true)
-  is enough for every saver operation, on both views, with ``durability="aof"``.
+  is enough for every saver operation, on both views, with ``durability="aof"``, and with a
+  TTL for the upkeep methods (pinning, delta history, copy_thread, prune, retain, delete_for_runs).
 * A user whose keys are another prefix's is refused at setup with a `ConfigurationError` naming
   the missing permission; a user who may read the deployment but not append to its streams is
   refused at the first append with a ``ResponseError`` saying "ACL failure in script: ... no
@@ -64,6 +65,22 @@ def _exercise(saver: StreamSaver) -> None:
     assert saver.get_tuple(saved) is None
 
 
+def _exercise_upkeep(saver: StreamSaver) -> None:
+    """TTL, pinning, delta history and the log rewrites (copy, prune, retain, runs)."""
+    checkpoint, versions = new_checkpoint({"a": 1})
+    saved = saver.put(config("t1"), checkpoint, {"run_id": "r1"}, versions)
+    saver.put_writes(saved, [("a", 2)], "task")
+    assert saver.get_tuple(config("t1")) is not None
+    assert saver.get_delta_channel_history(config=saved, channels=["a"]) == {"a": {"writes": []}}
+    saver.pin_thread("t1")
+    saver.unpin_thread("t1")
+    saver.copy_thread("t1", "t2")
+    saver.prune(["t2"])
+    saver.retain(["t2"], keep_last=1)
+    saver.delete_for_runs(["r1"])
+    assert saver.get_tuple(config("t1")) is None and saver.get_tuple(config("t2")) is None
+
+
 @pytest.mark.parametrize("view", ["full", "shallow"])
 def test_the_documented_acl_line_is_enough_for_the_saver(
     client: redis.Redis, redis_url: str, prefix: str, acl_user: tuple[str, str], view: str
@@ -77,6 +94,7 @@ def test_the_documented_acl_line_is_enough_for_the_saver(
         with pytest.raises(NoPermissionError):
             limited.execute_command("FLUSHALL")
         _exercise(StreamSaver(limited, prefix=prefix, view=view, durability="aof"))
+        _exercise_upkeep(StreamSaver(limited, prefix=prefix, view=view, default_ttl=1, refresh_on_read=True))
     finally:
         limited.close()
 

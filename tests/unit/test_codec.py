@@ -68,3 +68,16 @@ def test_strict_json_refuses_values_that_would_read_back_as_another_type() -> No
         with pytest.raises(TypeError):
             strict_json({"k": value})
     assert strict_json({"pair": (1, 2)}) == b'{"pair":[1,2]}'
+
+
+_METADATA_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(st.text(max_size=20), _METADATA_VALUES)
+def test_metadata_tags_are_the_digest_of_the_canonical_pair_whatever_the_value(key: str, value: object) -> None:
+    assert metadata_tags([(key, value)]) == [tag(canonical_json([key, value]))]

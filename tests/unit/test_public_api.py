@@ -8,7 +8,7 @@ import streamsaver.events
 
 
 def test_package_exports() -> None:
-    assert sorted(streamsaver.__all__) == ["AsyncStreamSaver", "StreamSaver", "__version__"]
+    assert sorted(streamsaver.__all__) == ["AsyncStreamSaver", "StreamSaver", "Subscriber", "__version__"]
     for name in streamsaver.__all__:
         assert getattr(streamsaver, name) is not None
 
@@ -16,8 +16,9 @@ def test_package_exports() -> None:
 def test_error_tree() -> None:
     e = streamsaver.errors
     assert sorted(e.__all__) == sorted(
-        ["ConfigurationError", "DurabilityError", "EmbeddedServerError", "EventDecodeError", "ExportFileError",
-         "InvalidInputError", "MissingModuleError", "PayloadDecodeError", "StreamSaverError", "TargetNotEmptyError"]
+        ["ConcurrentChangeError", "ConfigurationError", "DurabilityError", "EmbeddedServerError", "EventDecodeError",
+         "ExportFileError", "InvalidInputError", "MissingModuleError", "PayloadDecodeError", "ReplayJobError",
+         "StreamSaverError", "TargetNotEmptyError", "ThreadExistsError"]
     )
     assert issubclass(e.InvalidInputError, ValueError)
     assert issubclass(e.MissingModuleError, e.ConfigurationError)
@@ -25,4 +26,5 @@ def test_error_tree() -> None:
 
 
 def test_event_types() -> None:
-    assert {"CheckpointSaved", "WritesSaved", "ThreadDeleted"} <= set(streamsaver.events.__all__)
+    assert {"CheckpointSaved", "WritesSaved", "ThreadDeleted", "ThreadCopied", "ThreadPruned", "RunsDeleted",
+            "ValuesRetained"} <= set(streamsaver.events.__all__)

@@ -1,0 +1,218 @@
+"""What a subscriber's handler receives, and the filters applied before it; no I/O.
+
+A partition-feed pointer names the log entry of one event and carries type, thread, namespace
+and checkpoint id, nothing the thread's erasure would have to chase (``delete_thread`` erases
+the log; the pointers stay). A `FeedEvent` is built from the pointer alone; the log entry (a
+checkpoint's metadata, the event's payload) is read only when the subscriber loads it with its
+batch (``load_metadata``, a metadata filter, ``prefetch``) or when the handler asks
+(`metadata`, `record`, `payload`, or the ``a``-prefixed async twins), through the
+`EntrySource` the subscriber's shell provides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import orjson
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from streamsaver.codec import escape
+from streamsaver.errors import ConfigurationError, EventDecodeError
+from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, WritesSaved, from_fields
+
+__all__ = ["EntrySource", "EventFilter", "FeedEvent", "decode_payload"]
+
+Entry = Mapping[bytes, bytes]
+
+
+class EntrySource(Protocol):
+    """Reads one log entry (its fields; empty when the entry is gone)."""
+
+    def fetch_entry(self, log_key: str, log_id: str) -> Entry:
+        """The entry, with a sync client."""
+
+    async def afetch_entry(self, log_key: str, log_id: str) -> Entry:
+        """The entry, with an async client."""
+
+
+def _comparable(value: Any) -> tuple[str, Any]:
+    if isinstance(value, bool):
+        return "bool", value
+    if isinstance(value, (int, float)):
+        return "number", float(value)
+    try:
+        return "json", orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return "other", value
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """Which events reach the handler: `types` (None: all) and `metadata`, top-level keys
+    that must equal (``2 == 2.0``, ``True != 1``); only checkpoints have metadata, so a
+    metadata filter passes checkpoints only."""
+
+    types: frozenset[str] | None = None
+    metadata: Mapping[str, Any] | None = None
+
+    @classmethod
+    def of(cls, types: Collection[str] | None, metadata: Mapping[str, Any] | None) -> EventFilter:
+        """A filter from a subscriber's options."""
+        return cls(frozenset(types) if types is not None else None, dict(metadata) if metadata else None)
+
+    def admits_type(self, type_: str) -> bool:
+        """Whether the event type passes (before metadata is known)."""
+        return (self.types is None or type_ in self.types) and (
+            not self.metadata or type_ == CheckpointSaved.TYPE
+        )
+
+    def admits(self, type_: str, metadata: Mapping[str, Any] | None) -> bool:
+        """Whether an event of `type_` with `metadata` reaches the handler."""
+        if not self.admits_type(type_):
+            return False
+        if not self.metadata:
+            return True
+        md = metadata or {}
+        return all(k in md and _comparable(md[k]) == _comparable(v) for k, v in self.metadata.items())
+
+
+def decode_payload(event: Event, serde: SerializerProtocol) -> dict[str, Any]:
+    """The values of a logged event, decoded with `serde`.
+
+    Returns:
+        For a checkpoint: ``checkpoint`` (the body, with ``channel_values`` holding the
+        channels this checkpoint changed), ``metadata``, ``parent_checkpoint_id``; for writes:
+        ``task_id``, ``task_path`` and ``writes``, a list of ``(channel, value)``; for a
+        deletion: an empty dict.
+    """
+    if isinstance(event, CheckpointSaved):
+        body = dict(serde.loads_typed((event.body.type, event.body.data)))
+        body["channel_values"] = {cv.channel: serde.loads_typed((cv.blob.type, cv.blob.data))
+                                  for cv in event.values if cv.blob.type != "empty"}
+        return {"checkpoint": body, "metadata": dict(event.metadata),
+                "parent_checkpoint_id": event.parent_checkpoint_id}
+    if isinstance(event, WritesSaved):
+        return {"task_id": event.task_id, "task_path": event.task_path,
+                "writes": [(w.channel, serde.loads_typed((w.blob.type, w.blob.data))) for w in event.writes]}
+    return {}
+
+
+class FeedEvent:
+    """One event as a subscriber's handler sees it.
+
+    Attributes:
+        id: stable across re-deliveries (log entry id and escaped thread id): the key for
+            idempotent handlers.
+        type: ``CheckpointSaved``, ``WritesSaved`` or ``ThreadDeleted``.
+        thread_id, checkpoint_ns, checkpoint_id: where it happened (the last two None for a
+            deletion).
+        metadata: a checkpoint's metadata (None for other events, and when the log entry is
+            gone); read from the log entry on first use unless loaded with the batch (an async
+            handler uses `ametadata` then).
+        partition, feed_id, log_id: the feed entry and the log entry it points at.
+        deliveries: 1 on the first attempt, n after n - 1 failed attempts.
+    """
+
+    __slots__ = ("_entry", "_serde", "_source", "checkpoint_id", "checkpoint_ns", "deliveries", "feed_id",
+                 "log_id", "log_key", "partition", "thread_id", "type")
+
+    def __init__(self, *, type_: str, thread_id: str, checkpoint_ns: str | None, checkpoint_id: str | None,
+                 partition: int, feed_id: str, log_id: str, log_key: str, deliveries: int,
+                 serde: SerializerProtocol, source: EntrySource | None = None) -> None:
+        self.type, self.thread_id, self.checkpoint_ns, self.checkpoint_id = type_, thread_id, checkpoint_ns, checkpoint_id
+        self.partition, self.feed_id, self.log_id = partition, feed_id, log_id
+        self.log_key, self.deliveries, self._serde, self._source = log_key, deliveries, serde, source
+        self._entry: Entry | None = None
+
+    def __repr__(self) -> str:
+        return f"FeedEvent({self.type} {self.thread_id!r} ns={self.checkpoint_ns!r} cid={self.checkpoint_id} #{self.id})"
+
+    @property
+    def id(self) -> str:
+        """A stable id: the same on every delivery of this event, unique per event."""
+        return f"{self.log_id}/{escape(self.thread_id)}"
+
+    @property
+    def time(self) -> datetime:
+        """When the event was appended (the log entry id's milliseconds, UTC)."""
+        return datetime.fromtimestamp(int(self.log_id.split("-", 1)[0]) / 1000, tz=UTC)
+
+    def set_entry(self, entry: Entry) -> None:
+        """Hand over the log entry's fields read in the subscriber's batch (empty: gone)."""
+        self._entry = entry
+
+    def _metadata(self) -> Mapping[str, Any] | None:
+        return metadata_of((self._entry or {}).get(b"meta")) if self.type == CheckpointSaved.TYPE else None
+
+    @property
+    def metadata(self) -> Mapping[str, Any] | None:
+        """A checkpoint's metadata; None for other events or when its log entry is gone.
+
+        Raises:
+            ConfigurationError: the entry was not loaded with the batch and the subscriber has
+                an async client (use `ametadata`, or ``load_metadata=True``).
+        """
+        if self._entry is None and self.type == CheckpointSaved.TYPE:
+            self._entry = self._source_or_fail().fetch_entry(self.log_key, self.log_id)
+        return self._metadata()
+
+    async def ametadata(self) -> Mapping[str, Any] | None:
+        """`metadata` with the async client."""
+        if self._entry is None and self.type == CheckpointSaved.TYPE:
+            self._entry = await self._source_or_fail().afetch_entry(self.log_key, self.log_id)
+        return self._metadata()
+
+    def _record(self, entry: Entry) -> Event | None:
+        if self.type == ThreadDeleted.TYPE:
+            return ThreadDeleted(self.thread_id)
+        if not entry:
+            return None
+        event = from_fields(entry, self.log_id)
+        if event.thread_id != self.thread_id or event.TYPE != self.type:
+            raise EventDecodeError(f"log entry holds a {event.TYPE} of {event.thread_id!r}, not this event",
+                                   event_id=self.log_id)
+        return event
+
+    def _source_or_fail(self) -> EntrySource:
+        if self._source is None:
+            raise ConfigurationError("this event carries no way to read its log entry")
+        return self._source
+
+    def record(self) -> Event | None:
+        """The logged event (`streamsaver.events`), its payloads still serialized; None when
+        its log entry is gone (the thread was deleted since). Reads the entry unless prefetched.
+
+        Raises:
+            EventDecodeError: the entry cannot be read as this event.
+        """
+        if self._entry is None and self.type != ThreadDeleted.TYPE:
+            self._entry = self._source_or_fail().fetch_entry(self.log_key, self.log_id)
+        return self._record(self._entry or {})
+
+    async def arecord(self) -> Event | None:
+        """`record` with the async client."""
+        if self._entry is None and self.type != ThreadDeleted.TYPE:
+            self._entry = await self._source_or_fail().afetch_entry(self.log_key, self.log_id)
+        return self._record(self._entry or {})
+
+    def payload(self) -> dict[str, Any] | None:
+        """The event's values decoded with the saver's serde (see `decode_payload`); None when
+        the log entry is gone."""
+        event = self.record()
+        return None if event is None else decode_payload(event, self._serde)
+
+    async def apayload(self) -> dict[str, Any] | None:
+        """`payload` with the async client."""
+        event = await self.arecord()
+        return None if event is None else decode_payload(event, self._serde)
+
+
+def metadata_of(raw: bytes | None) -> Mapping[str, Any] | None:
+    """The metadata a log entry's ``meta`` field holds (None when absent or not an object)."""
+    if raw is None:
+        return None
+    value = orjson.loads(raw)
+    return value if isinstance(value, dict) else None

@@ -1,0 +1,134 @@
+"""`copy_thread`: a copy is its own events in the target's log, readable and replayable without
+the source; a fork in time copies the thread as it was at a checkpoint or an instant."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+import redis
+from delta_graphs import diary
+from graph_harness import Harness, harness_fixture, kind_fixture, thread, view_fixture  # noqa: F401
+from helpers import snapshot
+from langchain_core.runnables import RunnableConfig
+
+from streamsaver import AsyncStreamSaver
+from streamsaver.errors import InvalidInputError, ThreadExistsError
+from streamsaver.events import ThreadCopied, from_fields
+from streamsaver.keys import Keyspace
+from streamsaver.replay import Replayer
+
+pytestmark = pytest.mark.parametrize("view", ["full"])
+START = {"entries": ["start"], "notes": [], "steps": 0}
+
+
+async def copy(saver: Any, source: str, target: str, until: Any = None) -> None:
+    if isinstance(saver, AsyncStreamSaver):
+        await saver.acopy_thread(source, target, until=until)
+    else:
+        saver.copy_thread(source, target, until=until)
+
+
+def as_thread(config: RunnableConfig, thread_id: str) -> RunnableConfig:
+    return {"configurable": {**config["configurable"], "thread_id": thread_id}}
+
+
+async def test_a_copy_reads_like_the_source_checkpoint_by_checkpoint(h: Harness) -> None:
+    driver = await h.driver(lambda: diary(5))
+    source, target = thread("src"), thread("dst")
+    await driver.invoke(START, source)
+    await driver.update(source, {"notes": ["edited"]}, as_node="left")
+
+    await copy(driver.saver, "src", "dst")
+
+    originals = await driver.checkpoints(source)
+    copies = await driver.checkpoints(target)
+    assert [t.config for t in copies] == [as_thread(t.config, "dst") for t in originals]
+    for original, copied in zip(originals, copies):
+        assert copied.checkpoint == original.checkpoint
+        assert copied.metadata == original.metadata
+        assert copied.pending_writes == original.pending_writes
+        assert copied.parent_config == (as_thread(original.parent_config, "dst") if original.parent_config else None)
+    assert (await driver.state(target)).values == (await driver.state(source)).values
+    await driver.update(target, {"notes": ["only in the copy"]}, as_node="left")
+    assert "only in the copy" not in (await driver.state(source)).values["notes"]
+
+
+async def test_the_copy_survives_the_source_and_replays_from_its_own_log(
+    h: Harness, client: redis.Redis, prefix: str
+) -> None:
+    driver = await h.driver(lambda: diary(4))
+    await driver.invoke(START, thread("src"))
+    await copy(driver.saver, "src", "dst")
+    before = (await driver.state(thread("dst"))).values
+
+    if isinstance(driver.saver, AsyncStreamSaver):
+        await driver.saver.adelete_thread("src")
+    else:
+        driver.saver.delete_thread("src")
+    live = snapshot(client, prefix)
+    replayer = Replayer.open(client, prefix)
+    replayer.rebuild(["full", "shallow"])
+
+    assert snapshot(client, prefix) == live
+    assert (await driver.state(thread("dst"))).values == before
+    log = Keyspace(prefix, replayer.keyspace.partitions).thread("dst").log
+    first = from_fields(client.xrange(log, count=1)[0][1])
+    assert first == ThreadCopied("dst", "src", "")
+
+
+async def test_a_fork_in_time_equals_the_history_at_that_checkpoint(h: Harness) -> None:
+    driver = await h.driver(lambda: diary(6))
+    await driver.invoke(START, thread("src"))
+    history = await driver.history(thread("src"))
+    then = history[len(history) // 2]
+
+    await copy(driver.saver, "src", "fork", until=then.config["configurable"]["checkpoint_id"])
+
+    forked = await driver.history(thread("fork"))
+    assert [s.config["configurable"]["checkpoint_id"] for s in forked] == [
+        s.config["configurable"]["checkpoint_id"] for s in history[len(history) // 2 :]
+    ]
+    now = forked[0]
+    assert (now.values, now.next, now.metadata) == (then.values, then.next, then.metadata)
+    assert [(t.id, t.name, t.result) for t in now.tasks] == [(t.id, t.name, t.result) for t in then.tasks]
+    assert any(t.result for t in then.tasks), "the fork point has no task results: the test would not show writes"
+
+
+async def test_a_fork_at_an_instant_copies_what_was_logged_by_then(h: Harness, client: redis.Redis) -> None:
+    driver = await h.driver(lambda: diary(2))
+    await driver.invoke(START, thread("src"))
+    first_run = await driver.state(thread("src"))
+    log = driver.saver.core.keys.thread("src").log  # type: ignore[attr-defined]
+    last_ms = int(client.xrevrange(log, count=1)[0][0].split(b"-")[0])
+    deadline = time.monotonic() + 5
+    while time.time() * 1000 <= last_ms + 1 and time.monotonic() < deadline:
+        time.sleep(0.001)  # wait for the clock to leave the first run's last millisecond
+    await driver.invoke({"entries": ["again"]}, thread("src"))
+
+    instant = datetime.fromtimestamp(last_ms / 1000, tz=timezone.utc)
+    await copy(driver.saver, "src", "then", until=instant)
+
+    assert (await driver.state(thread("then"))).values == first_run.values
+    assert (await driver.state(thread("src"))).values != first_run.values
+
+
+async def test_bad_copies_are_refused_and_change_nothing(h: Harness, client: redis.Redis, prefix: str) -> None:
+    driver = await h.driver(lambda: diary(1))
+    await driver.invoke(START, thread("a"))
+    await driver.invoke(START, thread("b"))
+    before = snapshot(client, prefix)
+
+    with pytest.raises(ThreadExistsError):
+        await copy(driver.saver, "a", "b")
+    with pytest.raises(InvalidInputError, match="not in thread"):
+        await copy(driver.saver, "a", "c", until="no-such-checkpoint")
+    with pytest.raises(InvalidInputError, match="two different threads"):
+        await copy(driver.saver, "a", "a")
+    with pytest.raises(InvalidInputError, match="until"):
+        await copy(driver.saver, "a", "c", until=12.5)
+    await copy(driver.saver, "nobody", "c")
+
+    assert snapshot(client, prefix) == before

@@ -44,7 +44,7 @@ def body_field(checkpoint_id: str) -> str:
     return f"@body:{escape(checkpoint_id)}"
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=65536, typed=True)  # 1, 1.0 and True spell differently
 def versioned_field(channel: str, version: str | float) -> str:
     """Full-view pointer-hash field of one channel at one version."""
     # Cached: every checkpoint names every channel's version, most of them unchanged.
@@ -79,8 +79,9 @@ def _indexed_fields(event: CheckpointSaved) -> tuple[Fields, Fields]:
     """The fields of `event`'s document before and after ``refs``, remembered for the last
     event seen: each view writes a document of the same event, and the digests cost most."""
     global _last
-    if _last[0] is event:
-        return _last[1], _last[2]
+    last = _last  # one read: another thread may replace it between a check and a use
+    if last[0] is event:
+        return last[1], last[2]
     metadata: Mapping[str, Any] = event.metadata
     head: Fields = {
         "thread_id": event.thread_id,

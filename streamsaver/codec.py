@@ -69,19 +69,26 @@ def escape(component: str) -> str:
     return _UNSAFE.sub(lambda m: b"%%%02X" % m.group()[0], raw).decode("ascii")
 
 
-@lru_cache(maxsize=65536)
 def tag(value: str | bytes) -> str:
     """A 20-hex-digit digest of `value`, safe to place in any RediSearch TAG query."""
-    # Cached: thread ids, namespaces and metadata pairs recur in every event of a thread.
+    # Short values (thread ids, namespaces, most metadata pairs) recur in every event of a
+    # thread: cached. Long ones are not, so the cache's memory stays small.
+    return _short_tag(value) if len(value) <= 256 else _digest(value)
+
+
+def _digest(value: str | bytes) -> str:
     data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
     return hashlib.blake2b(data, digest_size=_TAG_BYTES).hexdigest()
 
 
-_INT64 = range(-(2**63), 2**63)
+_short_tag = lru_cache(maxsize=65536, typed=True)(_digest)
+
+
+_INT64 = range(-(2**63), 2**64)  # what orjson writes as an integer
 
 
 def _normalize(value: Any) -> Any:
-    # An integral float beyond 64 bits stays a float: JSON holds no such integer.
+    # An integral float beyond 64 bits stays a float: orjson writes no such integer.
     if isinstance(value, float) and value.is_integer() and int(value) in _INT64:
         return int(value)
     if isinstance(value, dict):

@@ -52,7 +52,8 @@ def replay_in_jobs(
 ) -> ReplayStats:
     """Fold every thread log of the deployment at `url` under `prefix` into `views` with `jobs`
     processes. Unless `keep`, the views are dropped first (by this process, before any job
-    starts), as `Replayer.rebuild` does.
+    starts), as `Replayer.rebuild` does. Jobs are started with the "spawn" method, which
+    imports the caller's ``__main__`` in each job: call this under ``if __name__ == "__main__"``.
 
     Raises:
         InvalidInputError: `jobs` below 1, or an unknown view.
@@ -73,15 +74,16 @@ def replay_in_jobs(
         context.Process(target=_job, args=(url, prefix, names, page, jobs, j, out), daemon=True)
         for j in range(jobs)
     ]
-    for worker in workers:
-        worker.start()
     try:
+        for worker in workers:
+            worker.start()
         return _collect(out, workers, progress)
     finally:
         for worker in workers:
             if worker.is_alive():
                 worker.terminate()
-            worker.join()
+            if worker.pid is not None:
+                worker.join()
 
 
 def _collect(out: Any, workers: list[Any], progress: Progress | None) -> ReplayStats:

@@ -45,6 +45,9 @@ __all__ = [
     "thread_id_of", "view_blocks", "writes_saved",
 ]
 
+MAX_METADATA_DEPTH = 100
+"""How deep metadata may nest (the checkpoint document adds two levels; RedisJSON allows 128)."""
+
 EMPTY = Blob("empty", b"")
 """Stands for a channel with a new version but no value (LangGraph's convention)."""
 
@@ -90,6 +93,22 @@ def _dump(serde: SerializerProtocol, value: Any, what: str) -> Blob:
     return Blob(type_, data)
 
 
+def _depth(value: Any) -> int:
+    """How many levels of lists and dicts `value` nests (iteratively: no recursion limit)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        todo.extend((child, level + 1) for child in children)
+    return deepest
+
+
 def checkpoint_saved(
     serde: SerializerProtocol,
     config: RunnableConfig,
@@ -112,6 +131,10 @@ def checkpoint_saved(
         strict_json(md)
     except TypeError as exc:
         raise InvalidInputError(f"checkpoint metadata must be JSON-serializable: {exc}") from exc
+    if _depth(md) > MAX_METADATA_DEPTH:
+        # RedisJSON refuses documents nested past 128 levels; the log entry would be written and
+        # the document refused, so the call is refused here, before any write.
+        raise InvalidInputError(f"checkpoint metadata is nested deeper than {MAX_METADATA_DEPTH} levels")
     channel_versions = dict(checkpoint.get("channel_versions", {}))
     try:
         strict_json(channel_versions)
@@ -242,7 +265,9 @@ def apply_batch_call(
     logged: Sequence[tuple[Event, str]], keyspace: Keyspace, views: Sequence[ViewName]
 ) -> list[str | bytes | int]:
     """The EVALSHA arguments that apply logged events of ONE thread, in log order (each with
-    its entry id), to `views`: one script, positions read and recorded once.
+    its entry id), to `views`: one script, positions read and recorded once. A batch of several
+    events carries, per view, the ops that erase the thread from it: if the batch fails, the
+    script erases instead of leaving the thread half-applied (see ``apply.lua``).
 
     Raises:
         InvalidInputError: no events, or events of more than one thread.
@@ -255,6 +280,7 @@ def apply_batch_call(
         if event.thread_id != thread:
             raise InvalidInputError("a batch applies the events of one thread")
         args += [event_id, *view_blocks(event, keyspace, views)]
+    args += view_blocks(ThreadDeleted(thread), keyspace, views) if len(logged) > 1 else [0]
     return APPLY.evalsha_args([keyspace.thread(thread).positions], args)
 
 

@@ -2,12 +2,17 @@
 -- apply: project logged events of one thread into views, skipping what a view applied already.
 -- KEYS[1] positions (hash: view -> id of the last event applied)
 -- ARGV: ne, then ne events in log order, each: id (its stream id), nv, then nv view blocks:
---       view name, op count, ops
+--       view name, op count, ops; then nr and nr recovery blocks (same form, one per view:
+--       the ops that erase the thread from that view; nr is 0 for a single event)
 -- Returns: the number of (event, view) applications made (0 when every view had them all).
 -- Positions are read once and recorded once, in the same script as the view changes, so a
 -- crash or a second delivery never applies an event twice, and views apply their thread's
 -- events in log order. A batch defers root JSON.SETs (see apply_ops): a document rewritten by
--- a later event of the batch is written once, with the same final content.
+-- a later event of the batch is written once, with the same final content. Lua does not undo
+-- what ran before an error, and with documents held back a failed batch would leave pointers
+-- ahead of documents that no later replay fixes; so when a batch fails, the recovery blocks
+-- erase the thread from the batch's views and their positions are dropped: the error comes
+-- back, and the next replay (or `replay --keep`) folds the thread whole again.
 local err = expect_type(KEYS[1], 'hash')
 if err then return err end
 
@@ -23,27 +28,54 @@ local defer = ne > 1 and new_deferral() or nil
 local done, moved, order = {}, {}, {}
 local i = 2
 local applied = 0
-for _ = 1, ne do
-  local id, nv = ARGV[i], tonumber(ARGV[i + 1])
-  i = i + 2
-  for _ = 1, nv do
-    local view, count = ARGV[i], tonumber(ARGV[i + 1])
-    if done[view] == nil then
-      done[view] = redis.call('HGET', KEYS[1], view)
-      order[#order + 1] = view
-    end
-    if done[view] and not newer(id, done[view]) then
-      -- skip the block: walk past its ops without running them
-      i = i + 2
-      for _ = 1, count do i = i + 1 + tonumber(ARGV[i]) end
-    else
-      i = apply_ops(i + 2, count, id, defer)
-      done[view], moved[view] = id, true
-      applied = applied + 1
+
+local function apply_events()
+  for _ = 1, ne do
+    local id, nv = ARGV[i], tonumber(ARGV[i + 1])
+    i = i + 2
+    for _ = 1, nv do
+      local view, count = ARGV[i], tonumber(ARGV[i + 1])
+      if done[view] == nil then
+        done[view] = redis.call('HGET', KEYS[1], view)
+        order[#order + 1] = view
+      end
+      if done[view] and not newer(id, done[view]) then
+        -- skip the block: walk past its ops without running them
+        i = i + 2
+        for _ = 1, count do i = i + 1 + tonumber(ARGV[i]) end
+      else
+        i = apply_ops(i + 2, count, id, defer)
+        done[view], moved[view] = id, true
+        applied = applied + 1
+      end
     end
   end
+  if defer then flush_deferred(defer) end
 end
-if defer then flush_deferred(defer) end
+
+local ok, failure = pcall(apply_events)
+if not ok then
+  -- Walk to the recovery blocks (the failed walk stopped anywhere), erase, forget positions.
+  local j = 2
+  for _ = 1, ne do
+    local nv = tonumber(ARGV[j + 1])
+    j = j + 2
+    for _ = 1, nv do
+      local count = tonumber(ARGV[j + 1])
+      j = j + 2
+      for _ = 1, count do j = j + 1 + tonumber(ARGV[j]) end
+    end
+  end
+  local nr = tonumber(ARGV[j])
+  j = j + 1
+  for _ = 1, nr do
+    local view, count = ARGV[j], tonumber(ARGV[j + 1])
+    j = apply_ops(j + 2, count, '0-0', nil)
+    redis.call('HDEL', KEYS[1], view)
+  end
+  local message = type(failure) == 'table' and (failure.err or failure.message) or tostring(failure)
+  return redis.error_reply(tostring(message))
+end
 for _, view in ipairs(order) do
   if moved[view] then redis.call('HSET', KEYS[1], view, done[view]) end
 end

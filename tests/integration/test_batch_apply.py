@@ -18,6 +18,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from streamsaver import StreamSaver
 from streamsaver.events import Event
 from streamsaver.keys import Keyspace
+from streamsaver.replay import Replayer
 from streamsaver.saver.append import apply_batch_call, apply_call, checkpoint_saved, thread_deleted, writes_saved
 from streamsaver.saver.sync import round_trip
 
@@ -91,3 +92,31 @@ def test_a_batch_names_one_thread(prefix: str) -> None:
     events = [thread_deleted("a"), thread_deleted("b")]
     with pytest.raises(ValueError, match="one thread"):
         apply_batch_call([(e, f"1-{n}") for n, e in enumerate(events)], Keyspace(prefix), ["full"])
+
+
+def test_a_failed_batch_leaves_its_thread_to_be_folded_again(client: redis.Redis, prefix: str) -> None:
+    """A batch that fails midway (here: a foreign key where the view needs a hash) erases the
+    thread from the view instead of leaving pointers ahead of documents; once the cause is
+    gone, resuming with the views kept folds it to exactly the live view."""
+    saver = StreamSaver(client, prefix=prefix)
+    saver.setup()
+    parent: Any = None
+    for ns, values in (("", {"messages": ["a"]}), ("", {"messages": ["a", "b"]}), ("child", {"x": 1})):
+        checkpoint, versions = new_checkpoint(values, parent if ns == "" else None)
+        saved = saver.put(config(THREAD, ns, parent["id"] if parent and ns == "" else None), checkpoint, {}, versions)
+        parent = checkpoint if ns == "" else parent
+        saver.put_writes(saved, [("messages", "w")], "task", "")
+    live = snapshot(client, prefix)
+    replayer = Replayer.open(client, prefix)
+    replayer.drop(["shallow"])
+    stray = saver.core.keys.thread(THREAD).in_ns("shallow", "writes", "child")
+    client.set(stray, "not a hash")
+
+    with pytest.raises(redis.ResponseError):
+        replayer.replay(["shallow"])
+    left = [k for k in snapshot(client, prefix) if b":shallow:" in k]
+    assert left == [stray.encode()]  # the thread erased from the view, not torn
+
+    client.delete(stray)
+    replayer.replay(["shallow"])
+    assert snapshot(client, prefix) == live

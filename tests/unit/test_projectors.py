@@ -114,3 +114,10 @@ def test_projectors_never_import_redis() -> None:
     code = "import sys, projectors, projectors.full, projectors.shallow; print('redis' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_pointer_fields_of_equal_numbers_of_different_types_stay_apart() -> None:
+    from projectors.documents import versioned_field
+
+    assert versioned_field("c", 1) == "c:1"
+    assert versioned_field("c", 1.0) == "c:1.0"  # asked second: a shared cache entry would say c:1

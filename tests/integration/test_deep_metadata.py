@@ -1,0 +1,36 @@
+"""Metadata nested deeper than a checkpoint document may hold is refused before any write."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+from helpers import config, new_checkpoint, snapshot
+
+from streamsaver import StreamSaver
+from streamsaver.errors import InvalidInputError
+from streamsaver.saver.append import MAX_METADATA_DEPTH
+
+
+def _nested(levels: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(levels):
+        value = {"k": value}
+    return value
+
+
+def test_too_deep_metadata_is_refused_and_nothing_is_written(sync_saver: StreamSaver, client: redis.Redis, prefix: str) -> None:
+    before = snapshot(client, prefix)
+    checkpoint, versions = new_checkpoint({"messages": ["a"]})
+    with pytest.raises(InvalidInputError, match="nested deeper"):
+        sync_saver.put(config("deep"), checkpoint, {"deep": _nested(MAX_METADATA_DEPTH)}, versions)
+    assert snapshot(client, prefix) == before
+
+
+def test_metadata_as_deep_as_allowed_round_trips(sync_saver: StreamSaver) -> None:
+    checkpoint, versions = new_checkpoint({"messages": ["a"]})
+    metadata = {"deep": _nested(MAX_METADATA_DEPTH - 1)}
+    saved = sync_saver.put(config("deep"), checkpoint, metadata, versions)
+    got = sync_saver.get_tuple(saved)
+    assert got is not None and got.metadata["deep"] == metadata["deep"]

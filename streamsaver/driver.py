@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from redis.exceptions import RedisError
 
 from streamsaver.ownership import Program, Wait
 from streamsaver.saver.core import Command, check_client, enqueue
 
-__all__ = ["ProgramDriver"]
+__all__ = ["CoreRunner", "ProgramDriver"]
 
 T = TypeVar("T")
+S = TypeVar("S")
+S_co = TypeVar("S_co", covariant=True)
 
 
 class ProgramDriver:
@@ -115,3 +117,63 @@ class ProgramDriver:
             return cast(T, done.value)
         finally:
             self._async_wake = None
+
+
+class RunnableCore(Protocol[S_co]):
+    """What a partition-owning core offers: the programs `CoreRunner` drives."""
+
+    def prepare(self) -> Program[None]: ...
+    def once(self) -> Program[S_co]: ...
+    def burst(self) -> Program[S_co]: ...
+    def loop(self) -> Program[S_co]: ...
+    def release(self) -> Program[None]: ...
+
+
+class CoreRunner(ProgramDriver, Generic[S]):
+    """The public run methods of a shell over a partition-owning core (`self.core`), sync and
+    async; the projector worker and the subscribers share them."""
+
+    core: RunnableCore[S]
+
+    def prepare(self) -> None:
+        """Check the deployment and create what is missing (indexes, consumer groups)."""
+        self._drive(self.core.prepare())
+
+    def run_once(self) -> S:
+        """Heartbeat, take this shell's share of the partitions, handle one batch on each."""
+        return self._drive(self.core.once())
+
+    def run_burst(self) -> S:
+        """Drain every partition whose lease is free (pending and new entries), then release."""
+        return self._drive(self.core.burst())
+
+    def run(self) -> S:
+        """Keep going until `stop`; returns what was done."""
+        try:
+            return self._drive(self.core.loop())
+        finally:
+            self._wake.clear()
+
+    def release(self) -> None:
+        """Send pending acknowledgements, give up every lease and leave the roster."""
+        self._drive(self.core.release())
+
+    async def async_prepare(self) -> None:
+        """`prepare` with a ``redis.asyncio`` client."""
+        await self._adrive(self.core.prepare())
+
+    async def async_run_once(self) -> S:
+        """`run_once` with a ``redis.asyncio`` client."""
+        return await self._adrive(self.core.once())
+
+    async def async_run_burst(self) -> S:
+        """`run_burst` with a ``redis.asyncio`` client."""
+        return await self._adrive(self.core.burst())
+
+    async def async_run(self) -> S:
+        """`run` with a ``redis.asyncio`` client."""
+        return await self._adrive(self.core.loop())
+
+    async def async_release(self) -> None:
+        """`release` with a ``redis.asyncio`` client."""
+        await self._adrive(self.core.release())

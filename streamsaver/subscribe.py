@@ -50,7 +50,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from redis.asyncio import Redis as AsyncRedis
 
-from streamsaver.driver import ProgramDriver
+from streamsaver.driver import CoreRunner
 from streamsaver.errors import ConfigurationError
 from streamsaver.feed_event import Entry, EventFilter, FeedEvent
 from streamsaver.keys import DEFAULT_PREFIX
@@ -67,7 +67,7 @@ def _fields(raw: Any) -> dict[bytes, bytes]:
     return dict(raw) if isinstance(raw, Mapping) else dict(zip(raw[::2], raw[1::2]))
 
 
-class Subscriber(ProgramDriver):
+class Subscriber(CoreRunner[SubscriberStats]):
     """One member of a consumer group on a deployment's partition feeds.
 
     Args:
@@ -105,6 +105,8 @@ class Subscriber(ProgramDriver):
         ConfigurationError: a client that decodes responses.
         InvalidInputError: a bad group name or option.
     """
+
+    core: SubscriberCore
 
     def __init__(self, client: Any, group: str, handler: Handler, *, prefix: str = DEFAULT_PREFIX,
                  name: str | None = None, partitions: Collection[int] | None = None,
@@ -178,47 +180,3 @@ class Subscriber(ProgramDriver):
             except Exception as exc:  # noqa: BLE001 - any handler failure is retried, then dead-lettered
                 return n, exc
         return len(step.events), None
-
-    def prepare(self) -> None:
-        """Check the deployment, load the scripts, create the group at `start` where missing."""
-        self._drive(self.core.prepare())
-
-    def run_once(self) -> SubscriberStats:
-        """Heartbeat, take this subscriber's share, and handle one batch per owned partition."""
-        return self._drive(self.core.once())
-
-    def run_burst(self) -> SubscriberStats:
-        """Handle everything the group has not handled on every partition whose lease is free,
-        then release (ignores the roster: for scripts, cron jobs and tests)."""
-        return self._drive(self.core.burst())
-
-    def run(self) -> SubscriberStats:
-        """Handle events as they come until `stop`; returns what was done."""
-        try:
-            return self._drive(self.core.loop())
-        finally:
-            self._wake.clear()
-
-    def release(self) -> None:
-        """Send pending acknowledgements, give up every lease and leave the roster."""
-        self._drive(self.core.release())
-
-    async def async_prepare(self) -> None:
-        """`prepare` with a ``redis.asyncio`` client."""
-        await self._adrive(self.core.prepare())
-
-    async def async_run_once(self) -> SubscriberStats:
-        """`run_once` with a ``redis.asyncio`` client."""
-        return await self._adrive(self.core.once())
-
-    async def async_run_burst(self) -> SubscriberStats:
-        """`run_burst` with a ``redis.asyncio`` client."""
-        return await self._adrive(self.core.burst())
-
-    async def async_run(self) -> SubscriberStats:
-        """`run` with a ``redis.asyncio`` client."""
-        return await self._adrive(self.core.loop())
-
-    async def async_release(self) -> None:
-        """`release` with a ``redis.asyncio`` client."""
-        await self._adrive(self.core.release())

@@ -41,13 +41,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from streamsaver.driver import ProgramDriver
+from streamsaver.driver import CoreRunner
 from streamsaver.worker_core import WorkerCore, WorkerStats, default_name, group_name
 
 __all__ = ["ProjectorWorker", "WorkerStats", "group_name"]
 
 
-class ProjectorWorker(ProgramDriver):
+class ProjectorWorker(CoreRunner[WorkerStats]):
     """Keeps `views` of the deployment under `prefix` current from its partition feeds.
 
     Args:
@@ -66,6 +66,8 @@ class ProjectorWorker(ProgramDriver):
         InvalidInputError: a bad view or option.
     """
 
+    core: WorkerCore
+
     def __init__(self, client: Any, prefix: str, views: Sequence[str], *, name: str | None = None,
                  lease_ms: int = 10_000, batch: int = 100, start: str = "0", poll_ms: int = 100) -> None:
         super().__init__(client)
@@ -81,46 +83,3 @@ class ProjectorWorker(ProgramDriver):
 
     def _stopping(self) -> bool:
         return self.core.stopping
-
-    def prepare(self) -> None:
-        """Check the deployment, create the views' indexes and the consumer groups at `start`."""
-        self._drive(self.core.prepare())
-
-    def run_once(self) -> WorkerStats:
-        """Heartbeat, rebalance, and process one batch on each partition this worker owns."""
-        return self._drive(self.core.once())
-
-    def run_burst(self) -> WorkerStats:
-        """Drain every partition whose lease is free (pending and new pointers), then release."""
-        return self._drive(self.core.burst())
-
-    def run(self) -> WorkerStats:
-        """Keep the views current until `stop`; returns what was done."""
-        try:
-            return self._drive(self.core.loop())
-        finally:
-            self._wake.clear()
-
-    def release(self) -> None:
-        """Send pending acks, give up every lease and leave the rosters."""
-        self._drive(self.core.release())
-
-    async def async_prepare(self) -> None:
-        """`prepare` with a ``redis.asyncio`` client."""
-        await self._adrive(self.core.prepare())
-
-    async def async_run_once(self) -> WorkerStats:
-        """`run_once` with a ``redis.asyncio`` client."""
-        return await self._adrive(self.core.once())
-
-    async def async_run_burst(self) -> WorkerStats:
-        """`run_burst` with a ``redis.asyncio`` client."""
-        return await self._adrive(self.core.burst())
-
-    async def async_run(self) -> WorkerStats:
-        """`run` with a ``redis.asyncio`` client."""
-        return await self._adrive(self.core.loop())
-
-    async def async_release(self) -> None:
-        """`release` with a ``redis.asyncio`` client."""
-        await self._adrive(self.core.release())

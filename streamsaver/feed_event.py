@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import orjson
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from streamsaver import compression
 from streamsaver.codec import escape
 from streamsaver.errors import ConfigurationError, EventDecodeError
 from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, WritesSaved, from_fields
@@ -89,14 +90,14 @@ def decode_payload(event: Event, serde: SerializerProtocol) -> dict[str, Any]:
         deletion: an empty dict.
     """
     if isinstance(event, CheckpointSaved):
-        body = dict(serde.loads_typed((event.body.type, event.body.data)))
-        body["channel_values"] = {cv.channel: serde.loads_typed((cv.blob.type, cv.blob.data))
+        body = dict(compression.load(serde, event.body))
+        body["channel_values"] = {cv.channel: compression.load(serde, cv.blob)
                                   for cv in event.values if cv.blob.type != "empty"}
         return {"checkpoint": body, "metadata": dict(event.metadata),
                 "parent_checkpoint_id": event.parent_checkpoint_id}
     if isinstance(event, WritesSaved):
         return {"task_id": event.task_id, "task_path": event.task_path,
-                "writes": [(w.channel, serde.loads_typed((w.blob.type, w.blob.data))) for w in event.writes]}
+                "writes": [(w.channel, compression.load(serde, w.blob)) for w in event.writes]}
     return {}
 
 

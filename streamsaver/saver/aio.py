@@ -71,6 +71,7 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         durability_timeout_ms: int = 5000,
         default_ttl: float | None = None,
         refresh_on_read: bool = False,
+        compression: str | None = "zstd",
     ) -> None:
         super().__init__(serde=serde)
         check_client(redis_client)
@@ -86,6 +87,7 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
             durability_timeout_ms=durability_timeout_ms,
             default_ttl=default_ttl,
             refresh_on_read=refresh_on_read,
+            compression=compression,
         )
         self._setup_lock = asyncio.Lock()
         # A plain redis.asyncio pool raises MaxConnectionsError past its size instead of

@@ -24,6 +24,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from projectors import PROJECTORS
 from projectors.commands import Command
 from projectors.documents import BODY_FIELD, body_field, write_field
+from streamsaver import compression
 from streamsaver.codec import strict_json
 from streamsaver.errors import InvalidInputError
 from streamsaver.events import (
@@ -85,12 +86,12 @@ def namespace_of(config: RunnableConfig) -> str:
     return _as_id(config["configurable"].get("checkpoint_ns") or "", "checkpoint_ns")
 
 
-def _dump(serde: SerializerProtocol, value: Any, what: str) -> Blob:
+def _dump(serde: SerializerProtocol, value: Any, what: str, compress: bool) -> Blob:
     try:
         type_, data = serde.dumps_typed(value)
     except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise InvalidInputError(f"cannot serialize {what}: {exc}") from exc
-    return Blob(type_, data)
+    return compression.shrink(Blob(type_, data)) if compress else compression.keep(Blob(type_, data))
 
 
 def _depth(value: Any) -> int:
@@ -115,8 +116,10 @@ def checkpoint_saved(
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     new_versions: ChannelVersions,
+    compress: bool = False,
 ) -> CheckpointSaved:
-    """The event of a `put`.
+    """The event of a `put`; with `compress`, large payloads are stored compressed
+    (`streamsaver.compression`).
 
     Raises:
         InvalidInputError: no thread id, an id that is not valid Unicode, an unserializable
@@ -147,9 +150,9 @@ def checkpoint_saved(
         parent_checkpoint_id=_as_id(parent, "parent checkpoint id") if parent else None,
         metadata=md,
         channel_versions=channel_versions,
-        body=_dump(serde, body, "the checkpoint"),
+        body=_dump(serde, body, "the checkpoint", compress),
         values=tuple(
-            ChannelValue(ch, v, _dump(serde, values[ch], f"channel {ch!r}") if ch in values else EMPTY)
+            ChannelValue(ch, v, _dump(serde, values[ch], f"channel {ch!r}", compress) if ch in values else EMPTY)
             for ch, v in new_versions.items()
         ),
     )
@@ -161,8 +164,10 @@ def writes_saved(
     writes: Sequence[tuple[str, Any]],
     task_id: str,
     task_path: str,
+    compress: bool = False,
 ) -> WritesSaved:
-    """The event of a `put_writes`; indexes follow ``WRITES_IDX_MAP``.
+    """The event of a `put_writes`; indexes follow ``WRITES_IDX_MAP``; `compress` as in
+    `checkpoint_saved`.
 
     Raises:
         InvalidInputError: no thread id or checkpoint id, or an unserializable value.
@@ -178,7 +183,7 @@ def writes_saved(
         task_id=_as_id(task_id, "task_id"),
         task_path=task_path or "",
         writes=tuple(
-            PendingWrite(WRITES_IDX_MAP.get(ch, i), ch, _dump(serde, value, f"the write to {ch!r}"))
+            PendingWrite(WRITES_IDX_MAP.get(ch, i), ch, _dump(serde, value, f"the write to {ch!r}", compress))
             for i, (ch, value) in enumerate(writes)
         ),
     )

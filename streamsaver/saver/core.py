@@ -22,11 +22,12 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import NoScriptError
 
-from streamsaver.errors import ConfigurationError
+from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
 from streamsaver.saver import append, history, maintenance, reads, setup, ttl
 from streamsaver.saver import durability as durability_
@@ -87,6 +88,7 @@ class SaverCore:
     durability_timeout_ms: int = 5000
     ttl_ms: int = 0
     refresh_on_read: bool = False
+    compression: str | None = "zstd"
 
     @classmethod
     def configure(
@@ -101,23 +103,33 @@ class SaverCore:
         durability_timeout_ms: int = 5000,
         default_ttl: float | None = None,
         refresh_on_read: bool = False,
+        compression: str | None = "zstd",
     ) -> SaverCore:
         """Validate saver options.
 
         Raises:
-            InvalidInputError: an unknown view or durability, a read view that is not projected,
-                or a TTL that is not a positive number of minutes.
+            InvalidInputError: an unknown view, durability or compression, a read view that is
+                not projected, or a TTL that is not a positive number of minutes.
             ConfigurationError: a bad prefix or partition count.
         """
         read_view = append.view_of(view)
         Keyspace(prefix, partitions or 1)
         level = durability_.durability_of(durability, durability_timeout_ms)
         views = append.projections_of(projections, read_view)
+        if compression not in ("zstd", None):
+            raise InvalidInputError(f'compression must be "zstd" or None, not {compression!r}')
         return cls(
             serde, read_view, views, prefix, partitions, None,
             durability=level, durability_timeout_ms=durability_timeout_ms,
             ttl_ms=ttl.ttl_ms(default_ttl), refresh_on_read=bool(refresh_on_read),
+            compression=compression,
         )
+
+    @property
+    def compress(self) -> bool:
+        """Whether appends compress large payloads: asked for, and the serde does not encrypt
+        (ciphertext does not compress; an `EncryptedSerializer` would only pay for the try)."""
+        return self.compression is not None and not isinstance(self.serde, EncryptedSerializer)
 
     def _ttl_block(self, thread_id: str) -> list[str | bytes | int]:
         return ttl.ttl_block(self.keys, thread_id, self.projections, self.ttl_ms) if self.ttl_ms else []
@@ -149,7 +161,7 @@ class SaverCore:
         new_versions: ChannelVersions,
     ) -> tuple[Command, RunnableConfig]:
         """The append of a `put`, and the config `put` returns."""
-        event = append.checkpoint_saved(self.serde, config, checkpoint, metadata, new_versions)
+        event = append.checkpoint_saved(self.serde, config, checkpoint, metadata, new_versions, self.compress)
         saved: RunnableConfig = {
             "configurable": {
                 "thread_id": event.thread_id,
@@ -163,7 +175,7 @@ class SaverCore:
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
     ) -> Command:
         """The append of a `put_writes`."""
-        event = append.writes_saved(self.serde, config, writes, task_id, task_path)
+        event = append.writes_saved(self.serde, config, writes, task_id, task_path, self.compress)
         return append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id))
 
     def durable(self, command: Command) -> list[Command]:

@@ -17,6 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from streamsaver import compression
 from streamsaver.events import decode_channel_value
 from streamsaver.keys import Keyspace
 from streamsaver.saver.append import namespace_of, thread_id_of
@@ -61,7 +62,7 @@ def read_history(
             name = flat_seeds[i].decode("utf-8", "surrogatepass")
             with reading.entry(flat_seeds[i + 2], f"the value of channel {name!r}"):
                 cv = decode_channel_value(flat_seeds[i + 1])
-                seeds[name] = serde.loads_typed((cv.blob.type, cv.blob.data))
+                seeds[name] = compression.load(serde, cv.blob)
             remaining.discard(name)
     result: dict[str, DeltaChannelHistory] = {}
     for ch in channels:

@@ -19,6 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple, PendingWrite, writes_sort_key
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from streamsaver import compression
 from streamsaver.codec import canonical_json, metadata_tags, tag, unpack
 from streamsaver.errors import InvalidInputError, PayloadDecodeError
 from streamsaver.events import Blob, decode_channel_value
@@ -64,8 +65,7 @@ def get_request(keyspace: Keyspace, view: ViewName, config: RunnableConfig) -> C
     return _read_one(keyspace, view, thread_id, ns, checkpoint_id)
 
 
-def _loads(serde: SerializerProtocol, blob: Blob) -> Any:
-    return serde.loads_typed((blob.type, blob.data))
+_loads = compression.load
 
 
 _DECODE_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, NotImplementedError)

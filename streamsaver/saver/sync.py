@@ -89,6 +89,9 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         default_ttl: minutes after its last write (or refreshing read) when every key of a
             thread expires; None: never. Set in the same script as each append.
         refresh_on_read: `get_tuple` refreshes the thread's TTL (in the same round trip).
+        compression: ``"zstd"`` stores payloads of 1 KiB or more zstd-compressed when that saves
+            an eighth or more (not with an `EncryptedSerializer`); None stores them as the serde
+            wrote them. Either saver reads both forms.
 
     `put`, `put_writes` and `get_tuple` make one round trip each; `list` makes one per page of
     a thread's history, or one query and one fetch per page across threads or with a filter.
@@ -108,6 +111,7 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         durability_timeout_ms: int = 5000,
         default_ttl: float | None = None,
         refresh_on_read: bool = False,
+        compression: str | None = "zstd",
     ) -> None:
         super().__init__(serde=serde)
         check_client(redis_client)
@@ -122,6 +126,7 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
             durability_timeout_ms=durability_timeout_ms,
             default_ttl=default_ttl,
             refresh_on_read=refresh_on_read,
+            compression=compression,
         )
 
     @classmethod

@@ -7,19 +7,16 @@
   the missing permission; a user who may read the deployment but not append to its streams is
   refused at the first append with a ``ResponseError`` saying "ACL failure in script: ... no
   permissions to run the 'xadd' command", and nothing is written.
-* TLS: a saver reaches Redis through ``rediss://`` (stunnel in front of the embedded server,
-  which is built without TLS, with a throw-away self-signed certificate); a client that does
-  not trust the certificate is refused. Skipped, saying why, where ``stunnel4`` or ``openssl``
-  is not installed (``apt-get install stunnel4``); CI machines without it skip this one test.
+* TLS: a saver reaches Redis through ``rediss://`` (a TLS terminator, `tls_terminator.py`, in
+  front of the embedded server, which is built without TLS, with a throw-away self-signed
+  certificate made by ``openssl``); a client that does not trust the certificate is refused.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-import socket
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,9 +27,9 @@ import redis
 from helpers import config, new_checkpoint, snapshot
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoPermissionError, ResponseError
+from tls_terminator import TlsTerminator
 
 from streamsaver import StreamSaver
-from streamsaver.embedded import free_port
 from streamsaver.errors import ConfigurationError
 
 DOCS = Path(__file__).parents[2] / "docs" / "reliability.md"
@@ -142,43 +139,23 @@ def test_a_user_who_may_not_append_to_streams_is_refused_and_nothing_is_written(
 # -- TLS ------------------------------------------------------------------------------------------
 
 
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], deadline_s: float = 10.0) -> None:
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "stunnel exited"
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.02)
-    raise TimeoutError(f"stunnel did not listen on {port}")
-
-
 @pytest.fixture
 def tls_url(redis_url: str, tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    stunnel = shutil.which("stunnel4") or shutil.which("stunnel")
+    """A ``rediss://`` URL served by a TLS terminator in front of the test server, and the
+    certificate (self-signed for localhost) that verifies it."""
     openssl = shutil.which("openssl")
-    if stunnel is None or openssl is None:
-        pytest.skip("TLS test needs stunnel4 and openssl (apt-get install stunnel4 openssl)")
+    if openssl is None:
+        pytest.skip("the TLS test makes its certificate with openssl (apt-get install openssl)")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
         [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
          "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
         check=True, capture_output=True,
     )
-    port = free_port()
-    conf = tmp_path / "stunnel.conf"
-    conf.write_text(
-        f"foreground = yes\npid =\n[redis]\naccept = 127.0.0.1:{port}\n"
-        f"connect = 127.0.0.1:{urlparse(redis_url).port}\ncert = {cert}\nkey = {key}\n"
-    )
-    process = subprocess.Popen([stunnel, str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait_for_port(port, process)
-        yield f"rediss://localhost:{port}/0", cert
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    upstream = urlparse(redis_url).port
+    assert upstream is not None
+    with TlsTerminator(cert, key, upstream) as terminator:
+        yield f"rediss://localhost:{terminator.port}/0", cert
 
 
 def test_a_saver_works_over_tls_and_an_untrusted_certificate_is_refused(tls_url: tuple[str, Path], prefix: str) -> None:

@@ -27,7 +27,7 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
 from benchmarks.e2e import run_e2e
 from benchmarks.micro import run_micro
 from benchmarks.plan import DEFAULT, QUICK, Context, Plan, progress, without_100k_threads
-from benchmarks.savers import catalog
+from benchmarks.savers import EXTRA_SAVERS, catalog
 from benchmarks.scaling import run_scaling
 from benchmarks.storage import run_storage
 
@@ -131,7 +131,8 @@ def preamble(ctx: Context, quick: bool, seconds: float, load: Sequence[float]) -
 
 def run(args: argparse.Namespace) -> str:
     specs = catalog(args.postgres_url)
-    chosen = args.savers.split(",") if args.savers else [k for k in specs if k != "ss-full-only"]
+    on_request = {spec.key for spec in EXTRA_SAVERS}
+    chosen = args.savers.split(",") if args.savers else [k for k in specs if k not in on_request]
     unknown = [k for k in chosen if k not in specs]
     if unknown:
         raise SystemExit(f"unknown saver(s): {', '.join(unknown)}; known: {', '.join(specs)}")

@@ -22,7 +22,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 import redis
+from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.retry import Retry
 
 from streamsaver.errors import EmbeddedServerError
 
@@ -138,10 +140,15 @@ class EmbeddedRedis:
     def stop(self) -> None:
         """Shut the server down (SHUTDOWN, then SIGTERM, then SIGKILL) and remove a temporary dir."""
         if self.process is not None and self.process.poll() is None:
+            # No retries: the server closing the connection is the expected answer to SHUTDOWN,
+            # and redis-py's default retry would reconnect with backoff for seconds.
+            client = redis.Redis(port=self.port, socket_timeout=5, retry=Retry(NoBackoff(), 0))
             try:
-                redis.Redis(port=self.port, socket_timeout=5).shutdown(nosave=True)
+                client.shutdown(nosave=True)
             except (RedisConnectionError, redis.exceptions.ResponseError):
                 self.process.terminate()
+            finally:
+                client.close()
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:

@@ -29,10 +29,12 @@ from streamsaver.events import Blob
 
 if sys.version_info >= (3, 14):
     from compression import zstd
+    from compression.zstd import CompressionParameter
 else:
     from backports import zstd
+    from backports.zstd import CompressionParameter
 
-__all__ = ["LEVEL", "MIN_BYTES", "expand", "keep", "load", "shrink"]
+__all__ = ["LEVEL", "LOAD_ERRORS", "MIN_BYTES", "expand", "keep", "load", "shrink"]
 
 MIN_BYTES = 1024
 """Smaller payloads are stored as they are: below this, compression saves little and costs a call."""
@@ -40,14 +42,22 @@ MIN_BYTES = 1024
 LEVEL = 3
 """zstd's default level: ratio close to zlib's level 6 at a sixth of its cost."""
 
+LOAD_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, NotImplementedError)
+"""What a malformed payload raises while being unpacked or loaded (orjson's and the serdes'
+decode errors are ValueErrors, UnicodeDecodeError and a damaged zstd frame too;
+JsonPlusSerializer raises NotImplementedError for a type it does not know)."""
+
 _ZSTD = "zstd:"
 _RAW = "raw:"
+_OPTIONS: dict[int, int] = {CompressionParameter.compression_level: LEVEL, CompressionParameter.checksum_flag: 1}
+"""Each frame carries a checksum of its content (4 bytes): without one, a damaged frame often
+decompresses to other, wrong bytes instead of failing."""
 
 
 def shrink(blob: Blob) -> Blob:
     """`blob` as it is stored: compressed when it is large and compression pays."""
     if len(blob.data) >= MIN_BYTES:
-        packed = zstd.compress(blob.data, LEVEL)
+        packed = zstd.compress(blob.data, options=_OPTIONS)
         if len(packed) <= len(blob.data) - (len(blob.data) >> 3):
             return Blob(_ZSTD + blob.type, packed)
     return keep(blob)

@@ -145,7 +145,7 @@ class EmbeddedRedis:
             client = redis.Redis(port=self.port, socket_timeout=5, retry=Retry(NoBackoff(), 0))
             try:
                 client.shutdown(nosave=True)
-            except (RedisConnectionError, redis.exceptions.ResponseError):
+            except redis.exceptions.RedisError:  # no answer, a refusal, or a timeout: signal it instead
                 self.process.terminate()
             finally:
                 client.close()

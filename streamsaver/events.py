@@ -2,7 +2,8 @@
 
 An event is immutable and named in the past tense. Payloads (checkpoint body, channel values,
 write values) arrive here already serialized by the saver's serde as `Blob` (type name, bytes),
-so an `EncryptedSerializer` protects them at rest; ids, namespaces, metadata and channel versions
+in their stored form (large ones compressed, see `streamsaver.compression`), so an
+`EncryptedSerializer` protects them at rest; ids, namespaces, metadata and channel versions
 stay readable because the views index them.
 
 Stored form: a flat map of binary-safe stream fields. ``type`` and ``v`` (schema version) lead;
@@ -59,7 +60,8 @@ Version = str | int | float
 
 @dataclass(frozen=True)
 class Blob:
-    """A value serialized by the saver's serde: its type name and bytes."""
+    """A value serialized by the saver's serde: its type name and bytes, in stored form
+    (`streamsaver.compression.expand` gives back what the serde wrote)."""
 
     type: str
     data: bytes

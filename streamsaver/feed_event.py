@@ -21,7 +21,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from streamsaver import compression
 from streamsaver.codec import escape
-from streamsaver.errors import ConfigurationError, EventDecodeError
+from streamsaver.errors import ConfigurationError, EventDecodeError, PayloadDecodeError
 from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, WritesSaved, from_fields
 
 __all__ = ["EntrySource", "EventFilter", "FeedEvent", "decode_payload"]
@@ -183,8 +183,8 @@ class FeedEvent:
         return self._source
 
     def record(self) -> Event | None:
-        """The logged event (`streamsaver.events`), its payloads still serialized; None when
-        its log entry is gone (the thread was deleted since). Reads the entry unless prefetched.
+        """The logged event (`streamsaver.events`), its payloads in their stored form (decode
+        them with `payload`, or `streamsaver.compression.load`); None when its log entry is gone (the thread was deleted since). Reads the entry unless prefetched.
 
         Raises:
             EventDecodeError: the entry cannot be read as this event.
@@ -201,14 +201,25 @@ class FeedEvent:
 
     def payload(self) -> dict[str, Any] | None:
         """The event's values decoded with the saver's serde (see `decode_payload`); None when
-        the log entry is gone."""
+        the log entry is gone.
+
+        Raises:
+            PayloadDecodeError: a payload the serde refuses or a damaged compressed one;
+                names the log entry.
+        """
         event = self.record()
-        return None if event is None else decode_payload(event, self._serde)
+        return None if event is None else self._decoded(event)
 
     async def apayload(self) -> dict[str, Any] | None:
         """`payload` with the async client."""
         event = await self.arecord()
-        return None if event is None else decode_payload(event, self._serde)
+        return None if event is None else self._decoded(event)
+
+    def _decoded(self, event: Event) -> dict[str, Any]:
+        try:
+            return decode_payload(event, self._serde)
+        except compression.LOAD_ERRORS as exc:
+            raise PayloadDecodeError(f"cannot decode the payload of {event.TYPE}: {exc}", event_id=self.log_id) from exc
 
 
 def metadata_of(raw: bytes | None) -> Mapping[str, Any] | None:

@@ -68,10 +68,7 @@ def get_request(keyspace: Keyspace, view: ViewName, config: RunnableConfig) -> C
 _loads = compression.load
 
 
-_DECODE_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, NotImplementedError)
-"""What a malformed payload raises while being unpacked or loaded (orjson's and the serdes'
-decode errors are ValueErrors, UnicodeDecodeError too; JsonPlusSerializer raises
-NotImplementedError for a type it does not know)."""
+_DECODE_ERRORS = compression.LOAD_ERRORS
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import redis
-from helpers import VARIANT_IDS, VARIANTS, config, new_checkpoint, open_adapter, snapshot
+from helpers import VARIANT_IDS, VARIANTS, config, new_checkpoint, open_adapter
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -26,10 +26,10 @@ from streamsaver.codec import pack, unpack
 from streamsaver.compression import MIN_BYTES
 from streamsaver.errors import InvalidInputError, PayloadDecodeError
 from streamsaver.events import Blob, CheckpointSaved, WritesSaved, decode_channel_value, from_fields
-from streamsaver.feed_event import decode_payload
-from streamsaver.replay import Replayer
+from streamsaver.feed_event import FeedEvent, decode_payload
+from streamsaver.transfer import export_logs, import_logs
 
-WORDS = "agent tool call result thread state graph node edge message redis".split()
+WORDS = ["agent", "tool", "call", "result", "thread", "state", "graph", "node", "edge", "message", "redis"]
 
 
 def _conversation(turns: int) -> list[Any]:
@@ -91,27 +91,64 @@ def test_subscribers_decode_compressed_payloads(client: redis.Redis, saver: Stre
     assert decode_payload(writes, serde)["writes"] == [("messages", messages)]
 
 
-def test_views_replayed_from_compressed_logs_equal_the_live_views(client: redis.Redis, saver: StreamSaver, prefix: str) -> None:
-    previous = None
-    for turn in range(1, 6):
+def _history(saver: StreamSaver, thread_id: str, turns: int) -> list[Any]:
+    previous, configs = None, []
+    for turn in range(1, turns + 1):
         checkpoint, new_versions = new_checkpoint({"messages": _conversation(turn * 4)}, previous)
-        saved = saver.put(config("t"), checkpoint, {"step": turn}, new_versions)
+        saved = saver.put(config(thread_id), checkpoint, {"step": turn}, new_versions)
         saver.put_writes(saved, [("messages", _conversation(2))], f"task-{turn}")
-        previous = checkpoint
-    live = snapshot(client, prefix)
+        previous, configs = checkpoint, [*configs, saved]
+    return configs
 
-    replayer = Replayer.open(client, prefix)
-    replayer.drop(["full", "shallow"])
-    replayer.replay(["full", "shallow"])
 
-    assert snapshot(client, prefix) == live
+def _values(saver: StreamSaver, thread_id: str) -> list[tuple[Any, Any]]:
+    return [(t.checkpoint["channel_values"], t.pending_writes) for t in saver.list(config(thread_id))]
+
+
+def test_copied_and_pruned_threads_keep_their_compressed_values(client: redis.Redis, saver: StreamSaver) -> None:
+    _history(saver, "t", 4)
+    original = _values(saver, "t")
+    assert len(original) == 4 and all(v[0]["messages"] for v in original)
+
+    saver.copy_thread("t", "copy")
+    saver.prune(["t"], strategy="keep_latest")
+
+    assert _values(saver, "copy") == original
+    assert _values(saver, "t") == original[:1]
+    [(_, fields), *_] = _log_entries(client, saver, "copy")[1:]
+    assert decode_channel_value(fields[b"c:messages"]).blob.type.startswith("zstd:")
+
+
+def test_an_exported_and_imported_deployment_reads_its_compressed_values(
+    client: redis.Redis, saver: StreamSaver, prefix: str, tmp_path: Any
+) -> None:
+    _history(saver, "t", 3)
+    original = _values(saver, "t")
+
+    export_logs(client, prefix, tmp_path / "logs.jsonl.gz")
+    imported = import_logs(client, tmp_path / "logs.jsonl.gz", prefix=f"{prefix}-imported")
+
+    copy = StreamSaver(client, prefix=imported.prefix)
+    copy.setup()
+    assert _values(copy, "t") == original
+
+
+def test_a_retried_put_with_compressed_values_is_logged_once(client: redis.Redis, saver: StreamSaver) -> None:
+    checkpoint, new_versions = new_checkpoint({"messages": _conversation(20)})
+    first = saver.put(config("t"), checkpoint, {"step": 1}, new_versions)
+    again = saver.put(config("t"), checkpoint, {"step": 1}, new_versions)
+    saver.put_writes(first, [("messages", _conversation(20))], "task-1")
+    saver.put_writes(first, [("messages", _conversation(20))], "task-1")
+
+    assert again == first
+    assert client.xlen(saver.core.keys.thread("t").log) == 2
 
 
 async def test_a_saver_without_compression_reads_what_a_compressing_saver_wrote(
     client: redis.Redis, redis_url: str, prefix: str
 ) -> None:
     messages = _conversation(20)
-    async with open_adapter("sync", "full", redis_url, prefix) as writer:
+    async with open_adapter("async", "full", redis_url, prefix) as writer:
         saved, _ = await writer.save("t", {"messages": messages})
     async with open_adapter("async", "full", redis_url, prefix, compression=None) as reader:
         got = await reader.get_tuple(saved)
@@ -120,12 +157,16 @@ async def test_a_saver_without_compression_reads_what_a_compressing_saver_wrote(
 
     keys = StreamSaver(client, prefix=prefix)
     keys.setup()
+    [(_, written)] = _log_entries(client, keys, "t")
+    assert decode_channel_value(written[b"c:messages"]).blob.type == "zstd:msgpack"
     [(_, fields)] = _log_entries(client, keys, "u")
     assert decode_channel_value(fields[b"c:messages"]).blob == _plain_blob(messages)
 
 
 @pytest.mark.parametrize(("kind", "view"), VARIANTS, ids=VARIANT_IDS)
-async def test_every_variant_reads_compressed_values(redis_url: str, prefix: str, kind: str, view: str) -> None:
+async def test_every_variant_stores_and_reads_compressed_values(
+    client: redis.Redis, redis_url: str, prefix: str, kind: str, view: str
+) -> None:
     messages = _conversation(20)
     async with open_adapter(kind, view, redis_url, prefix) as saver:
         saved, _ = await saver.save("t", {"messages": messages})
@@ -135,6 +176,11 @@ async def test_every_variant_reads_compressed_values(redis_url: str, prefix: str
     assert got is not None and got.checkpoint["channel_values"] == {"messages": messages}
     assert got.pending_writes == [("task-1", "messages", messages)]
     assert [t.checkpoint["channel_values"] for t in listed] == [{"messages": messages}]
+    keys = StreamSaver(client, prefix=prefix)
+    keys.setup()
+    [(_, cfields), (_, wfields)] = _log_entries(client, keys, "t")
+    assert decode_channel_value(cfields[b"c:messages"]).blob.type == "zstd:msgpack"
+    assert unpack(wfields[b"w:0"])[1] == b"zstd:msgpack"
 
 
 def test_compression_off_stores_payloads_as_the_serde_wrote_them(client: redis.Redis, prefix: str) -> None:
@@ -169,7 +215,12 @@ def test_encrypted_payloads_are_not_compressed(client: redis.Redis, prefix: str)
     _put(saver, "t", {"messages": messages})
 
     [(_, fields)] = _log_entries(client, saver, "t")
-    assert not decode_channel_value(fields[b"c:messages"]).blob.type.startswith("zstd:")
+    assert decode_channel_value(fields[b"c:messages"]).blob.type == "msgpack+aes"
+    # Ciphertext would not compress anyway; what is checked is that the saver does not try,
+    # also on the copy LangGraph makes with `with_allowlist` when a graph is compiled.
+    assert saver.core.compress is False
+    assert saver.with_allowlist([("my", "Type")]).core.compress is False
+    assert StreamSaver(client, prefix=prefix).core.compress is True
     got = saver.get_tuple(config("t"))
     assert got is not None and got.checkpoint["channel_values"] == {"messages": messages}
 
@@ -201,23 +252,67 @@ def test_serde_type_names_that_look_like_markers_round_trip(client: redis.Redis,
     assert got.pending_writes == [("task-1", "short", "pending")]
 
 
-def test_a_corrupt_compressed_payload_is_reported_with_its_log_entry(client: redis.Redis, saver: StreamSaver) -> None:
-    _put(saver, "t", {"messages": _conversation(20)})
-    [(entry_id, fields)] = _log_entries(client, saver, "t")
-    channel, version, type_, data = unpack(fields[b"c:messages"])
-    assert type_.startswith(b"zstd:")
-    # Rebuild the log with a damaged frame under the same id: the view keeps pointing at it.
-    log = saver.core.keys.thread("t").log
-    damaged = {**fields, b"c:messages": pack([channel, version, type_, data[:-9] + b"\x00" * 9])}
+def _rewrite_field(client: redis.Redis, log: str, entry_id: bytes, field: bytes, value: bytes) -> None:
+    """Replace one field of one log entry, keeping every id (a stream entry cannot be edited)."""
+    entries = client.xrange(log)
     client.delete(log)
-    client.xadd(log, damaged, id=entry_id)
+    for eid, fields in entries:
+        client.xadd(log, {**fields, field: value} if eid == entry_id else fields, id=eid)
 
+
+def test_a_damaged_compressed_payload_is_reported_with_its_log_entry_never_read_as_other_values(
+    client: redis.Redis, saver: StreamSaver
+) -> None:
+    saved = _put(saver, "t", {"messages": _conversation(20)})
+    saver.put_writes(saved, [("messages", _conversation(20))], "task-1")
+    log = saver.core.keys.thread("t").log
+    [(checkpoint_id, cfields), (writes_id, wfields)] = _log_entries(client, saver, "t")
+    channel, version, type_, data = unpack(cfields[b"c:messages"])
+    write_channel, write_type, write_data = unpack(wfields[b"w:0"])
+    assert type_ == write_type == b"zstd:msgpack"
+
+    # One flipped bit anywhere in a frame: its checksum (or the frame's own structure) fails.
+    for position in range(0, len(data), max(1, len(data) // 40)):
+        damaged = bytearray(data)
+        damaged[position] ^= 0x10
+        _rewrite_field(client, log, checkpoint_id, b"c:messages", pack([channel, version, type_, bytes(damaged)]))
+        with pytest.raises(PayloadDecodeError, match="compressed payload is corrupt") as caught:
+            saver.get_tuple(config("t"))
+        assert caught.value.event_id == checkpoint_id.decode()
+    _rewrite_field(client, log, checkpoint_id, b"c:messages", cfields[b"c:messages"])
+
+    damaged_write = bytearray(write_data)
+    damaged_write[len(damaged_write) // 2] ^= 0x01
+    _rewrite_field(client, log, writes_id, b"w:0", pack([write_channel, write_type, bytes(damaged_write)]))
     with pytest.raises(PayloadDecodeError, match="compressed payload is corrupt") as caught:
         saver.get_tuple(config("t"))
-    assert caught.value.event_id == entry_id.decode()
+    assert caught.value.event_id == writes_id.decode()
 
 
 def test_an_unknown_compression_is_refused_before_anything_is_written(client: redis.Redis, prefix: str) -> None:
     with pytest.raises(InvalidInputError, match="compression"):
         StreamSaver(client, prefix=prefix, compression="gzip")
     assert not list(client.scan_iter(match=f"{prefix}:*"))
+
+
+def test_a_subscriber_reading_a_damaged_compressed_payload_gets_an_error_naming_the_entry(
+    client: redis.Redis, saver: StreamSaver
+) -> None:
+    _put(saver, "t", {"messages": _conversation(20)})
+    [(entry_id, fields)] = _log_entries(client, saver, "t")
+    channel, version, type_, data = unpack(fields[b"c:messages"])
+    damaged = {**fields, b"c:messages": pack([channel, version, type_, data[:20] + bytes([data[20] ^ 1]) + data[21:]])}
+    keys = saver.core.keys.thread("t")
+    event = FeedEvent(
+        type_="CheckpointSaved", thread_id="t", checkpoint_ns="", checkpoint_id=fields[b"cid"].decode(),
+        partition=0, feed_id="0-1", log_id=entry_id.decode(), log_key=keys.log, deliveries=1,
+        serde=JsonPlusSerializer(),
+    )
+    event.set_entry(damaged)
+
+    with pytest.raises(PayloadDecodeError, match="compressed payload is corrupt") as caught:
+        event.payload()
+    assert caught.value.event_id == entry_id.decode()
+    event.set_entry(fields)
+    payload = event.payload()
+    assert payload is not None and payload["checkpoint"]["channel_values"] == {"messages": _conversation(20)}

@@ -37,6 +37,7 @@ from streamsaver.saver import setup
 from streamsaver.saver.append import apply_call, view_of
 from streamsaver.saver.compaction import Entry, decode_log, rewrite_call
 from streamsaver.saver.core import LOAD_SCRIPTS, Command
+from streamsaver.topology import Step as RoutedStep
 
 __all__ = ["Program", "Unit", "Wait", "WorkerCore", "WorkerStats", "assignment", "default_name", "group_name",
            "parse_pointer"]
@@ -178,7 +179,7 @@ class WorkerCore:
         """Every (view, partition) of the deployment this worker may keep."""
         return [Unit(v, p) for v in self.views for p in range(self.keys.partitions)]
 
-    def call(self, commands: list[Command]) -> Program[list[Any]]:
+    def call(self, commands: Sequence[RoutedStep]) -> Program[list[Any]]:
         """Send `commands` in one pipeline; on NOSCRIPT load the scripts and resend those."""
         return (yield from call(commands, LOAD_ALL))
 
@@ -196,7 +197,7 @@ class WorkerCore:
         self.keyspace = Keyspace(self.prefix, int(partitions))
         create = setup.create_requests(self.keyspace, self.views, [i.decode() for i in indexes])
         groups = [self._create_group(u, self.start) for u in self.units()]
-        replies = yield from self.call(create + LOAD_ALL[len(LOAD_SCRIPTS):] + groups)
+        replies = yield from self.call([*create, *LOAD_ALL[len(LOAD_SCRIPTS):], *groups])
         setup.read_created(replies[: -len(groups)])
         for reply in replies[-len(groups):]:
             if isinstance(reply, Exception) and "BUSYGROUP" not in str(reply):

@@ -39,11 +39,12 @@ from streamsaver.saver.compaction import (
     rewrite_call,
 )
 from streamsaver.saver.ttl import ttl_block
+from streamsaver.topology import IndexTarget, Routed, Step
 
 __all__ = ["ATTEMPTS", "STRATEGIES", "Program", "copy_thread", "delete_for_runs", "prune", "retain"]
 
 Command = list[str | bytes | int]
-Program = Generator[list[Command], list[Any], None]
+Program = Generator[list[Step], list[Any], None]
 STRATEGIES = ("keep_latest", "delete")
 ATTEMPTS = 5
 """Reads and rewrites of one thread before a rewrite racing appends gives up."""
@@ -120,7 +121,8 @@ def _rewrite(
     """Remove the checkpoints `choose(index, server time in ms)` picks from one thread's log and
     views, recording `marker(checkpoints kept)`; nothing is written when it picks none."""
     for _ in range(ATTEMPTS):
-        reply, (seconds, micros) = yield [read_log(keyspace.thread(thread_id).log), ["TIME"]]
+        log = keyspace.thread(thread_id).log
+        reply, (seconds, micros) = yield [read_log(log), Routed(log, ["TIME"])]
         entries = decode_log(reply)
         index = LogIndex.of(entries)
         removed = choose(index, int(seconds) * 1000 + int(micros) // 1000)
@@ -204,11 +206,14 @@ def _runs_deleted(thread_id: str, runs: Sequence[str], kept: int) -> RunsDeleted
     return RunsDeleted(thread_id, tuple(runs))
 
 
-def _threads_request(keyspace: Keyspace, view: ViewName, run_ids: Sequence[str]) -> Command:
+def _threads_request(targets: Sequence[IndexTarget], run_ids: Sequence[str]) -> list[Step]:
     query = "@rh:{" + "|".join(tag(r) for r in run_ids) + "}"
     return [
-        "FT.AGGREGATE", keyspace.index(view), query, "LOAD", 3, "$.thread_id", "AS", "t",
-        "GROUPBY", 1, "@t", "LIMIT", 0, THREADS_PER_QUERY, "DIALECT", 2,
+        target.query([
+            "FT.AGGREGATE", target.name, query, "LOAD", 3, "$.thread_id", "AS", "t",
+            "GROUPBY", 1, "@t", "LIMIT", 0, THREADS_PER_QUERY, "DIALECT", 2,
+        ])
+        for target in targets
     ]
 
 
@@ -223,11 +228,16 @@ def _threads(reply: Any) -> list[str]:
 
 
 def delete_for_runs(
-    keyspace: Keyspace, views: Sequence[ViewName], run_ids: Iterable[Any], ttl: int = 0
+    keyspace: Keyspace,
+    views: Sequence[ViewName],
+    run_ids: Iterable[Any],
+    ttl: int = 0,
+    targets: Sequence[IndexTarget] = (),
 ) -> Program:
     """Remove every checkpoint whose metadata ``run_id`` is one of `run_ids`, with its writes,
     from the logs and the views of every thread holding one (found through the index of the
-    first projected view, the full view when it is kept).
+    first projected view, the full view when it is kept; `targets` are that view's indexes,
+    one per primary on Redis Cluster, by default the one index of a single server).
 
     Raises:
         InvalidInputError: a run id that is not a string (before any write).
@@ -238,10 +248,11 @@ def delete_for_runs(
     if not runs:
         return
     view: ViewName = "full" if "full" in views else views[0]
+    indexes = tuple(targets) or (IndexTarget(keyspace.index(view)),)
     done: set[str] = set()
     while True:
-        [reply] = yield [_threads_request(keyspace, view, runs)]
-        threads = sorted(set(_threads(reply)) - done)
+        replies = yield _threads_request(indexes, runs)
+        threads = sorted({t for reply in replies for t in _threads(reply)} - done)
         if not threads:
             return
         for thread_id in threads:

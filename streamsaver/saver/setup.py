@@ -1,9 +1,11 @@
 """What `setup()` sends and how it reads the replies, without I/O.
 
-Two round trips: the first probes for RediSearch and RedisJSON with harmless commands (never
+Two round trips (three on Redis Cluster, which first reads the slot map: see
+`streamsaver.topology`): the first probes for RediSearch and RedisJSON with harmless commands (never
 ``MODULE LIST``, which managed services often forbid), fixes the partition count in the
 deployment's meta hash and lists the existing indexes; the second creates the missing indexes
-and loads the scripts. Safe to run on every start and from many processes at once.
+and loads the scripts. On a cluster the index list, the indexes and the scripts are per primary.
+Safe to run on every start and from many processes at once.
 """
 
 from __future__ import annotations
@@ -18,17 +20,19 @@ from projectors.schema import index_schema
 from streamsaver.errors import ConfigurationError, MissingModuleError
 from streamsaver.keys import DEFAULT_PARTITIONS, Keyspace, ViewName
 from streamsaver.scripts import ALL
+from streamsaver.topology import Step, Topology, index_targets
 
-__all__ = ["create_requests", "probe_request", "read_created", "read_probe"]
+__all__ = ["create_requests", "load_scripts", "probe_request", "read_created", "read_probe"]
 
 Command = list[str | bytes | int]
 
 
-def probe_request(prefix: str, partitions: int | None) -> list[Command]:
-    """Round trip 1: module probes, partition count, index list."""
+def probe_request(prefix: str, partitions: int | None, topology: Topology | None = None) -> list[Step]:
+    """Round trip 1: index list (of every primary on a cluster), module probes, partition count."""
     meta = Keyspace(prefix).meta
+    lists: list[Step] = [["FT._LIST"]] if topology is None else [*topology.on_every_node(["FT._LIST"])]
     return [
-        ["FT._LIST"],
+        *lists,
         ["JSON.TYPE", f"{prefix}:probe"],
         ["HSETNX", meta, "partitions", partitions or DEFAULT_PARTITIONS],
         ["HGET", meta, "partitions"],
@@ -47,8 +51,8 @@ def read_probe(prefix: str, partitions: int | None, replies: Sequence[Any]) -> t
         ConfigurationError: the stored partition count differs from the one asked for, or the
             server refused a probe.
     """
-    indexes, json_probe, _, stored = replies
-    if _is_unknown_command(indexes):
+    *lists, json_probe, _, stored = replies
+    if any(_is_unknown_command(reply) for reply in lists):
         raise MissingModuleError("RediSearch (search)", "FT._LIST")
     if _is_unknown_command(json_probe):
         raise MissingModuleError("RedisJSON (ReJSON)", "JSON.TYPE")
@@ -61,20 +65,33 @@ def read_probe(prefix: str, partitions: int | None, replies: Sequence[Any]) -> t
             f"this deployment ({prefix!r}) was set up with {stored_partitions} partitions; "
             f"it cannot be opened with {partitions} (omit `partitions` to use the stored count)"
         )
-    names = [i.decode() if isinstance(i, bytes) else str(i) for i in indexes]
+    names = [i.decode() if isinstance(i, bytes) else str(i) for indexes in lists for i in indexes]
     return Keyspace(prefix, stored_partitions), names
 
 
-def _create_index(keyspace: Keyspace, view: ViewName) -> Command:
+def _create_index(keyspace: Keyspace, view: ViewName, name: str) -> Command:
     schema = IndexSchema.from_dict(index_schema(keyspace.index(view), keyspace.document_prefix(view)))
     fields = [arg for f in schema.redis_fields for arg in f.redis_args()]
-    return ["FT.CREATE", keyspace.index(view), "ON", "JSON", "PREFIX", 1, keyspace.document_prefix(view), "SCHEMA", *fields]
+    return ["FT.CREATE", name, "ON", "JSON", "PREFIX", 1, keyspace.document_prefix(view), "SCHEMA", *fields]
 
 
-def create_requests(keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[str]) -> list[Command]:
-    """Round trip 2: create missing indexes and load every script."""
-    commands = [_create_index(keyspace, v) for v in views if keyspace.index(v) not in existing]
-    return commands + [["SCRIPT", "LOAD", script.source] for script in ALL]
+def load_scripts(topology: Topology | None = None) -> list[Step]:
+    """``SCRIPT LOAD`` of every script (on every primary of a cluster)."""
+    loads: list[Command] = [["SCRIPT", "LOAD", script.source] for script in ALL]
+    return [*loads] if topology is None else [r for load in loads for r in topology.on_every_node(load)]
+
+
+def create_requests(
+    keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[str], topology: Topology | None = None
+) -> list[Step]:
+    """Round trip 2: create missing indexes (one per primary on a cluster) and load every script."""
+    creates = [
+        target.query(_create_index(keyspace, view, target.name))
+        for view in views
+        for target in index_targets(keyspace, view, topology)
+        if target.name not in existing
+    ]
+    return creates + load_scripts(topology)
 
 
 def read_created(replies: Sequence[Any]) -> None:

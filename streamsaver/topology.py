@@ -38,7 +38,7 @@ from streamsaver.keys import Keyspace, ViewName
 
 __all__ = [
     "IndexTarget", "Routed", "Step", "Topology", "acluster_enabled", "cluster_enabled", "enqueue", "execute",
-    "index_targets", "is_cluster", "route",
+    "index_targets", "initialize", "is_cluster", "route",
 ]
 
 Command = list[str | bytes | int]
@@ -135,13 +135,24 @@ def is_cluster(client: Any) -> bool:
     return isinstance(client, (RedisCluster, AsyncRedisCluster))
 
 
+def _script_key(command: Command) -> str | None:
+    """The first key of a script call (every key of one call shares a slot)."""
+    if str(command[0]).upper() in ("EVALSHA", "EVAL") and int(command[2]) > 0:
+        key = command[3]
+        return key.decode("utf-8", "surrogateescape") if isinstance(key, bytes) else str(key)
+    return None
+
+
 def route(client: Any, step: Step) -> tuple[Command, dict[str, Any]]:
-    """The command of `step` and the keyword arguments that send it where it belongs."""
-    if not isinstance(step, Routed):
-        return step, {}
-    if not is_cluster(client):
-        return step.command, {}
-    return step.command, {"target_nodes": client.get_node_from_key(step.key)}
+    """The command of `step` and the keyword arguments that send it where it belongs.
+
+    A script call is routed by its first key here: a cluster pipeline would otherwise ask a
+    server for its keys (``COMMAND GETKEYS``, a round trip per call) before sending it.
+    """
+    command, key = (step.command, step.key) if isinstance(step, Routed) else (step, _script_key(step))
+    if key is None or not is_cluster(client):
+        return command, {}
+    return command, {"target_nodes": client.get_node_from_key(key)}
 
 
 def enqueue(pipe: Any, client: Any, steps: Sequence[Step]) -> None:
@@ -155,6 +166,13 @@ def execute(client: Any, step: Step) -> Any:
     """Send one step (the reply, or for an asyncio client the awaitable of it)."""
     command, options = route(client, step)
     return client.execute_command(*command, **options)
+
+
+async def initialize(client: Any) -> None:
+    """Let an asyncio cluster client read the slot map (it does so lazily, on its first command,
+    and `route` needs it before then); nothing for other clients."""
+    if isinstance(client, AsyncRedisCluster):
+        await client.initialize()
 
 
 def cluster_enabled(url: str) -> bool:

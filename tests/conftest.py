@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import redis
 import redis.asyncio
+from helpers import CLUSTER_URLS, async_client, sync_client
 
 from streamsaver import AsyncStreamSaver, StreamSaver
 
@@ -35,6 +36,18 @@ def redis_url() -> Iterator[str]:
             yield server.url
 
 
+@pytest.fixture(scope="session")
+def cluster_url() -> Iterator[str]:
+    """A node of a Redis Cluster of three embedded primaries (each with the modules), started
+    once per session, on first use."""
+    from streamsaver.embedded_cluster import EmbeddedCluster
+
+    with EmbeddedCluster(3) as cluster:
+        CLUSTER_URLS.add(cluster.url)
+        yield cluster.url
+        CLUSTER_URLS.discard(cluster.url)
+
+
 @pytest.fixture
 def prefix() -> str:
     return f"t{uuid.uuid4().hex[:12]}"
@@ -42,14 +55,15 @@ def prefix() -> str:
 
 @pytest.fixture
 def client(redis_url: str) -> Iterator[redis.Redis]:
-    c = redis.Redis.from_url(redis_url)
+    """A client of the test server (a ``RedisCluster`` where the contract suite runs on the cluster)."""
+    c = sync_client(redis_url)
     yield c
     c.close()
 
 
 @pytest.fixture
 async def aclient(redis_url: str) -> AsyncIterator[redis.asyncio.Redis]:
-    c = redis.asyncio.Redis.from_url(redis_url)
+    c = async_client(redis_url)
     yield c
     await c.aclose()
 

@@ -42,7 +42,7 @@ from streamsaver.saver.core import (
     retry_backoff,
 )
 from streamsaver.saver.maintenance import Program
-from streamsaver.topology import Step, acluster_enabled, enqueue, execute, is_cluster
+from streamsaver.topology import Step, acluster_enabled, enqueue, execute, initialize, is_cluster
 
 __all__ = ["AsyncStreamSaver"]
 
@@ -141,6 +141,7 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         """Check the modules, fix the partition count, create indexes (on a cluster: read the
         slot map, then on every primary). Idempotent."""
         self.loop = asyncio.get_running_loop()
+        await initialize(self.redis)
         program: SetupProgram = self.core.setup_program()
         try:
             request = next(program)

@@ -147,7 +147,8 @@ class SaverCore:
         """
         topology = None
         if self.cluster:
-            [slots] = yield [["CLUSTER", "SLOTS"]]
+            # Any node answers; routing by a key spares the client a guess.
+            [slots] = yield [Routed(Keyspace(self.prefix).meta, ["CLUSTER", "SLOTS"])]
             if isinstance(slots, Exception):
                 raise ConfigurationError(f"the cluster refused CLUSTER SLOTS: {slots}") from slots
             topology = Topology.from_slots(slots)

@@ -174,7 +174,8 @@ def _search_rows(reply: Any) -> list[Row]:
         items = [{_text(k): v for k, v in row.items()} for row in rows]
     else:
         items = [{_text(row[i]): row[i + 1] for i in range(0, len(row), 2)} for row in reply[1:]]
-    return [(_text(i["t"]), _text(i["n"]), _text(i["checkpoint_id"])) for i in items]
+    # A sortable field holding an empty string is left out of the row.
+    return [(_text(i["thread_id"]), _text(i.get("checkpoint_ns", b"")), _text(i["checkpoint_id"])) for i in items]
 
 
 def _text(value: Any) -> str:
@@ -292,10 +293,11 @@ class ListPager:
                     "the index, which takes ids of [A-Za-z0-9._:-] only"
                 )
             command += ["FILTER", f"@checkpoint_id < '{self.before}'"]
-        # LOAD after SORTBY and LIMIT: only the page's documents are read, not every match.
+        # Sorting by the three sortable fields returns them with each row: no document is
+        # loaded, and the cost follows the page, not the matches.
         return command + [
-            "SORTBY", 2, "@checkpoint_id", "DESC", "LIMIT", self._offsets[n], self._want,
-            "LOAD", 6, "$.thread_id", "AS", "t", "$.checkpoint_ns", "AS", "n", "DIALECT", 2,
+            "SORTBY", 6, "@checkpoint_id", "DESC", "@thread_id", "ASC", "@checkpoint_ns", "ASC",
+            "LIMIT", self._offsets[n], self._want, "DIALECT", 2,
         ]
 
     def feed(self, replies: Sequence[Any]) -> list[CheckpointTuple]:

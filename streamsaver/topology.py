@@ -37,8 +37,21 @@ from streamsaver.errors import ConfigurationError
 from streamsaver.keys import Keyspace, ViewName
 
 __all__ = [
-    "IndexTarget", "Routed", "Step", "Topology", "acluster_enabled", "cluster_enabled", "enqueue", "execute",
-    "index_targets", "initialize", "is_cluster", "route",
+    "IndexTarget",
+    "Routed",
+    "Step",
+    "Topology",
+    "acluster_enabled",
+    "by_node",
+    "cluster_enabled",
+    "command_key",
+    "enqueue",
+    "execute",
+    "index_targets",
+    "initialize",
+    "is_cluster",
+    "primaries",
+    "route",
 ]
 
 Command = list[str | bytes | int]
@@ -141,6 +154,31 @@ def _script_key(command: Command) -> str | None:
         key = command[3]
         return key.decode("utf-8", "surrogateescape") if isinstance(key, bytes) else str(key)
     return None
+
+
+def command_key(command: Command) -> str:
+    """The key a command is routed by: a script call's first key, else its first argument (every
+    command the bulk tools send names its key there: XRANGE, XADD, DEL, ...)."""
+    key = _script_key(command)
+    if key is not None:
+        return key
+    first = command[1]
+    return first.decode("utf-8", "surrogateescape") if isinstance(first, bytes) else str(first)
+
+
+def by_node(client: Any, commands: Sequence[Command]) -> list[tuple[redis.Redis, list[int]]]:
+    """The commands' positions grouped by the primary that owns their key, each with a plain
+    client of that primary (for tools that send raw pipelines node by node)."""
+    groups: dict[str, tuple[redis.Redis, list[int]]] = {}
+    for i, command in enumerate(commands):
+        node = client.get_node_from_key(command_key(command))
+        groups.setdefault(node.name, (node.redis_connection, []))[1].append(i)
+    return list(groups.values())
+
+
+def primaries(client: Any) -> list[redis.Redis]:
+    """A plain client of every primary."""
+    return [node.redis_connection for node in client.get_primaries()]
 
 
 def route(client: Any, step: Step) -> tuple[Command, dict[str, Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 import redis
@@ -17,6 +18,9 @@ import redis.asyncio
 from helpers import CLUSTER_URLS, async_client, sync_client
 
 from streamsaver import AsyncStreamSaver, StreamSaver
+
+if TYPE_CHECKING:
+    from streamsaver.embedded_cluster import EmbeddedCluster
 
 
 @pytest.fixture(scope="session")
@@ -37,15 +41,21 @@ def redis_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def cluster_url() -> Iterator[str]:
-    """A node of a Redis Cluster of three embedded primaries (each with the modules), started
-    once per session, on first use."""
+def embedded_cluster() -> Iterator[EmbeddedCluster]:
+    """A Redis Cluster of three embedded primaries (each with the modules), started once per
+    session, on first use."""
     from streamsaver.embedded_cluster import EmbeddedCluster
 
     with EmbeddedCluster(3) as cluster:
         CLUSTER_URLS.add(cluster.url)
-        yield cluster.url
+        yield cluster
         CLUSTER_URLS.discard(cluster.url)
+
+
+@pytest.fixture(scope="session")
+def cluster_url(embedded_cluster: EmbeddedCluster) -> str:
+    """The URL of a node of that cluster (a cluster client discovers the others)."""
+    return embedded_cluster.url
 
 
 @pytest.fixture

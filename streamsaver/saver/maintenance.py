@@ -20,7 +20,7 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
-from streamsaver.codec import tag
+from streamsaver.codec import tag, unescape
 from streamsaver.errors import ConcurrentChangeError, InvalidInputError, ThreadExistsError
 from streamsaver.events import Event, RunsDeleted, ThreadCopied, ThreadPruned
 from streamsaver.keys import Keyspace, ViewName
@@ -210,20 +210,20 @@ def _threads_request(targets: Sequence[IndexTarget], run_ids: Sequence[str]) -> 
     query = "@rh:{" + "|".join(tag(r) for r in run_ids) + "}"
     return [
         target.query([
-            "FT.AGGREGATE", target.name, query, "GROUPBY", 1, "@thread_id", "LIMIT", 0, THREADS_PER_QUERY, "DIALECT", 2,
+            "FT.AGGREGATE", target.name, query, "GROUPBY", 1, "@tk", "LIMIT", 0, THREADS_PER_QUERY, "DIALECT", 2,
         ])
         for target in targets
     ]
 
 
 def _threads(reply: Any) -> list[str]:
-    """Thread ids of an FT.AGGREGATE ... GROUPBY @thread_id reply (RESP2 or RESP3)."""
+    """Thread ids of an FT.AGGREGATE ... GROUPBY @tk reply (RESP2 or RESP3)."""
     if isinstance(reply, dict):
         rows = [r.get(b"extra_attributes", r.get("extra_attributes")) or {} for r in reply.get(b"results", reply.get("results")) or []]
-        values = [v for row in rows for k, v in row.items() if k in (b"thread_id", "thread_id")]
+        values = [v for row in rows for k, v in row.items() if k in (b"tk", "tk")]
     else:
-        values = [row[i + 1] for row in reply[1:] for i in range(0, len(row), 2) if row[i] in (b"thread_id", "thread_id")]
-    return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in values]
+        values = [row[i + 1] for row in reply[1:] for i in range(0, len(row), 2) if row[i] in (b"tk", "tk")]
+    return [unescape(v.decode("ascii") if isinstance(v, bytes) else str(v)) for v in values]
 
 
 def delete_for_runs(

@@ -19,7 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple, PendingWrite, writes_sort_key
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from streamsaver.codec import canonical_json, metadata_tags, tag, unpack
+from streamsaver.codec import canonical_json, metadata_tags, tag, unescape, unpack
 from streamsaver.errors import InvalidInputError, PayloadDecodeError
 from streamsaver.events import Blob, decode_channel_value
 from streamsaver.keys import Keyspace, ViewName
@@ -174,8 +174,7 @@ def _search_rows(reply: Any) -> list[Row]:
         items = [{_text(k): v for k, v in row.items()} for row in rows]
     else:
         items = [{_text(row[i]): row[i + 1] for i in range(0, len(row), 2)} for row in reply[1:]]
-    # A sortable field holding an empty string is left out of the row.
-    return [(_text(i["thread_id"]), _text(i.get("checkpoint_ns", b"")), _text(i["checkpoint_id"])) for i in items]
+    return [(unescape(_text(i["tk"])), unescape(_text(i.get("nk", b""))), _text(i["checkpoint_id"])) for i in items]
 
 
 def _text(value: Any) -> str:
@@ -296,7 +295,7 @@ class ListPager:
         # Sorting by the three sortable fields returns them with each row: no document is
         # loaded, and the cost follows the page, not the matches.
         return command + [
-            "SORTBY", 6, "@checkpoint_id", "DESC", "@thread_id", "ASC", "@checkpoint_ns", "ASC",
+            "SORTBY", 6, "@checkpoint_id", "DESC", "@tk", "ASC", "@nk", "ASC",
             "LIMIT", self._offsets[n], self._want, "DIALECT", 2,
         ]
 

@@ -1,0 +1,140 @@
+"""The savers on a Redis Cluster of three primaries, beyond the contract suite (which runs there
+whole, tests/contract/conftest.py): a deployment's threads spread over every primary while each
+thread stays on one; a listing across threads asks every primary's index and merges the pages
+newest first, with `before`, `limit` and filters, as one server would list them; a URL of a
+cluster node opens a cluster client by itself; and the operator tools (verify, replay, export
+and import, stats) work node by node."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+import redis
+import redis.asyncio
+from helpers import config, new_checkpoint, node_clients, snapshot, sync_client
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.cluster import RedisCluster
+
+from streamsaver import AsyncStreamSaver, StreamSaver
+from streamsaver.inspection import deployment_stats
+from streamsaver.replay import Replayer
+from streamsaver.transfer import export_logs, import_logs
+from streamsaver.verify import verify
+
+pytestmark = pytest.mark.slow
+
+THREADS = 130
+"""More than a page (100) of checkpoints across threads, so the merge crosses pages."""
+
+
+@pytest.fixture
+def cluster_client(cluster_url: str) -> RedisCluster:
+    client: RedisCluster = sync_client(cluster_url)
+    yield client  # type: ignore[misc]
+    client.close()
+
+
+@pytest.fixture
+def filled(cluster_client: RedisCluster, prefix: str) -> tuple[StreamSaver, list[str]]:
+    """A saver with THREADS threads of one checkpoint each (metadata ``even``); the ids, newest first."""
+    saver = StreamSaver(cluster_client, prefix=prefix)
+    saver.setup()
+    ids = []
+    for i in range(THREADS):
+        checkpoint, versions = new_checkpoint({"i": i})
+        saved = saver.put(config(f"thread-{i}"), checkpoint, {"even": i % 2 == 0, "i": i}, versions)
+        ids.append(saved["configurable"]["checkpoint_id"])
+    return saver, ids[::-1]
+
+
+def _owners(client: RedisCluster, prefix: str, kind: str) -> dict[int, set[bytes]]:
+    """Per primary (by port), the keys of `kind` (``log``, ``feed``) of the deployment."""
+    return {
+        int(node.get_connection_kwargs()["port"]): set(node.scan_iter(match=f"{prefix}:{kind}:*"))
+        for node in node_clients(client)
+    }
+
+
+def test_threads_spread_over_every_primary_and_each_stays_on_one(
+    filled: tuple[StreamSaver, list[str]], cluster_client: RedisCluster, prefix: str
+) -> None:
+    logs = _owners(cluster_client, prefix, "log")
+    feeds = _owners(cluster_client, prefix, "feed")
+
+    assert len(logs) == 3 and all(logs.values()), {port: len(keys) for port, keys in logs.items()}
+    assert sum(len(keys) for keys in logs.values()) == THREADS
+    for port, keys in logs.items():
+        tags = {key.split(b":")[2] for key in keys}
+        assert tags == {key.split(b":")[2] for key in feeds[port]}, "a log away from its partition's feed"
+
+
+def test_a_listing_across_threads_merges_every_primary_newest_first(filled: tuple[StreamSaver, list[str]]) -> None:
+    saver, newest_first = filled
+
+    def listed(**options: object) -> list[str]:
+        return [t.config["configurable"]["checkpoint_id"] for t in saver.list(None, **options)]  # type: ignore[arg-type]
+
+    assert listed() == newest_first
+    assert listed(limit=7) == newest_first[:7]
+    assert listed(before=config("x", None, newest_first[20]), limit=110) == newest_first[21:131]
+    assert listed(filter={"even": True}) == [cid for n, cid in enumerate(newest_first) if (THREADS - 1 - n) % 2 == 0]
+
+
+async def test_the_async_saver_merges_the_same_way(cluster_url: str, prefix: str) -> None:
+    client = AsyncRedisCluster.from_url(cluster_url)
+    saver = AsyncStreamSaver(client, prefix=prefix)
+    await saver.setup()
+    ids = []
+    for i in range(30):
+        checkpoint, versions = new_checkpoint({"i": i})
+        ids.append((await saver.aput(config(f"a{i}"), checkpoint, {"i": i}, versions))["configurable"]["checkpoint_id"])
+
+    listed = [t.config["configurable"]["checkpoint_id"] async for t in saver.alist(None, limit=25)]
+
+    assert listed == ids[::-1][:25]
+    await client.aclose()
+
+
+async def test_a_cluster_url_opens_a_cluster_client_by_itself(cluster_url: str, redis_url: str, prefix: str) -> None:
+    with StreamSaver.from_conn_string(cluster_url, prefix=prefix) as on_cluster:
+        assert isinstance(on_cluster.redis, RedisCluster)
+        saved = on_cluster.put(config("t"), *_checkpoint())
+        assert on_cluster.get_tuple(config("t")).config == saved  # type: ignore[union-attr]
+    with StreamSaver.from_conn_string(redis_url, prefix=prefix) as single:
+        assert isinstance(single.redis, redis.Redis)
+    async with AsyncStreamSaver.from_conn_string(cluster_url, prefix=prefix) as aon_cluster:
+        assert isinstance(aon_cluster.redis, AsyncRedisCluster)
+        assert (await aon_cluster.aget_tuple(config("t"))).config == saved  # type: ignore[union-attr]
+    async with AsyncStreamSaver.from_conn_string(redis_url, prefix=prefix, cluster=False) as asingle:
+        assert isinstance(asingle.redis, redis.asyncio.Redis)
+
+
+def _checkpoint() -> tuple:  # type: ignore[type-arg]
+    checkpoint, versions = new_checkpoint({"a": 1})
+    return checkpoint, {"step": 1}, versions
+
+
+def test_operator_tools_work_node_by_node(
+    filled: tuple[StreamSaver, list[str]], cluster_client: RedisCluster, prefix: str, tmp_path: Path
+) -> None:
+    before = snapshot(cluster_client, prefix)
+
+    report = verify(cluster_client, prefix)
+    assert report.matches and report.threads == THREADS
+    assert deployment_stats(cluster_client, prefix).threads == THREADS
+
+    Replayer.open(cluster_client, prefix).rebuild(["full", "shallow"])
+    assert snapshot(cluster_client, prefix) == before
+
+    export_logs(cluster_client, prefix, tmp_path / "logs.jsonl.gz")
+    copy = f"c{uuid.uuid4().hex[:10]}"
+    import_logs(cluster_client, tmp_path / "logs.jsonl.gz", prefix=copy)
+    renamed = {key.replace(prefix.encode(), copy.encode(), 1): value for key, value in before.items()}
+    imported = snapshot(cluster_client, copy)
+    assert {k: v for k, v in imported.items() if b":feed:" not in k} == {
+        k: v for k, v in renamed.items() if b":feed:" not in k
+    }
+    listed = [t.config["configurable"]["checkpoint_id"] for t in StreamSaver(cluster_client, prefix=copy).list(None)]
+    assert listed == filled[1]

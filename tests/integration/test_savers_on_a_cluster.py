@@ -3,10 +3,11 @@ whole, tests/contract/conftest.py): a deployment's threads spread over every pri
 thread stays on one; a listing across threads asks every primary's index and merges the pages
 newest first, with `before`, `limit` and filters, as one server would list them; a URL of a
 cluster node opens a cluster client by itself; and the operator tools (verify, replay, export
-and import, stats) work node by node."""
+and import, stats, and the command line) work node by node."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 
 from streamsaver import AsyncStreamSaver, StreamSaver
+from streamsaver.cli import main
 from streamsaver.inspection import deployment_stats
 from streamsaver.replay import Replayer
 from streamsaver.transfer import export_logs, import_logs
@@ -138,3 +140,11 @@ def test_operator_tools_work_node_by_node(
     }
     listed = [t.config["configurable"]["checkpoint_id"] for t in StreamSaver(cluster_client, prefix=copy).list(None)]
     assert listed == filled[1]
+
+
+def test_the_command_line_opens_a_cluster_client_for_a_cluster_url(
+    filled: tuple[StreamSaver, list[str]], cluster_url: str, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["stats", "--url", cluster_url, "--prefix", prefix, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["threads"] == THREADS
+    assert main(["verify", "--url", cluster_url, "--prefix", prefix]) == 0

@@ -16,7 +16,7 @@ from redis.exceptions import RedisError
 
 from streamsaver.ownership import Program, Wait
 from streamsaver.saver.core import check_client
-from streamsaver.topology import Step, enqueue
+from streamsaver.topology import Step, enqueue, initialize
 
 __all__ = ["CoreRunner", "ProgramDriver"]
 
@@ -101,6 +101,7 @@ class ProgramDriver:
         return False
 
     async def _adrive(self, program: Program[T]) -> T:
+        await initialize(self.redis)
         event = asyncio.Event()
         self._async_wake = (asyncio.get_running_loop(), event)
         if self._stopping():

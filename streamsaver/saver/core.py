@@ -145,13 +145,7 @@ class SaverCore:
         Raises:
             MissingModuleError, ConfigurationError: see `setup.read_probe`, `setup.read_created`.
         """
-        topology = None
-        if self.cluster:
-            # Any node answers; routing by a key spares the client a guess.
-            [slots] = yield [Routed(Keyspace(self.prefix).meta, ["CLUSTER", "SLOTS"])]
-            if isinstance(slots, Exception):
-                raise ConfigurationError(f"the cluster refused CLUSTER SLOTS: {slots}") from slots
-            topology = Topology.from_slots(slots)
+        topology = yield from setup.read_topology(self.prefix, self.cluster)
         keyspace, existing = setup.read_probe(
             self.prefix, self.partitions, (yield setup.probe_request(self.prefix, self.partitions, topology))
         )

@@ -10,7 +10,7 @@ Safe to run on every start and from many processes at once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import Any
 
 from redis.exceptions import ResponseError
@@ -19,10 +19,13 @@ from redisvl.schema import IndexSchema
 from projectors.schema import index_schema
 from streamsaver.errors import ConfigurationError, MissingModuleError
 from streamsaver.keys import DEFAULT_PARTITIONS, Keyspace, ViewName
-from streamsaver.scripts import ALL
-from streamsaver.topology import Step, Topology, index_targets
+from streamsaver.scripts import ALL, Script
+from streamsaver.topology import Routed, Step, Topology, index_targets
 
-__all__ = ["create_requests", "load_scripts", "probe_request", "read_created", "read_probe"]
+__all__ = [
+    "create_requests", "index_names", "list_indexes", "load_scripts", "probe_request", "read_created", "read_probe",
+    "read_topology",
+]
 
 Command = list[str | bytes | int]
 
@@ -30,9 +33,8 @@ Command = list[str | bytes | int]
 def probe_request(prefix: str, partitions: int | None, topology: Topology | None = None) -> list[Step]:
     """Round trip 1: index list (of every primary on a cluster), module probes, partition count."""
     meta = Keyspace(prefix).meta
-    lists: list[Step] = [["FT._LIST"]] if topology is None else [*topology.on_every_node(["FT._LIST"])]
     return [
-        *lists,
+        *list_indexes(topology),
         ["JSON.TYPE", f"{prefix}:probe"],
         ["HSETNX", meta, "partitions", partitions or DEFAULT_PARTITIONS],
         ["HGET", meta, "partitions"],
@@ -65,8 +67,7 @@ def read_probe(prefix: str, partitions: int | None, replies: Sequence[Any]) -> t
             f"this deployment ({prefix!r}) was set up with {stored_partitions} partitions; "
             f"it cannot be opened with {partitions} (omit `partitions` to use the stored count)"
         )
-    names = [i.decode() if isinstance(i, bytes) else str(i) for indexes in lists for i in indexes]
-    return Keyspace(prefix, stored_partitions), names
+    return Keyspace(prefix, stored_partitions), index_names(lists)
 
 
 def _create_index(keyspace: Keyspace, view: ViewName, name: str) -> Command:
@@ -75,10 +76,35 @@ def _create_index(keyspace: Keyspace, view: ViewName, name: str) -> Command:
     return ["FT.CREATE", name, "ON", "JSON", "PREFIX", 1, keyspace.document_prefix(view), "SCHEMA", *fields]
 
 
-def load_scripts(topology: Topology | None = None) -> list[Step]:
-    """``SCRIPT LOAD`` of every script (on every primary of a cluster)."""
-    loads: list[Command] = [["SCRIPT", "LOAD", script.source] for script in ALL]
+def load_scripts(topology: Topology | None = None, scripts: Sequence[Script] = ALL) -> list[Step]:
+    """``SCRIPT LOAD`` of `scripts` (on every primary of a cluster)."""
+    loads: list[Command] = [["SCRIPT", "LOAD", script.source] for script in scripts]
     return [*loads] if topology is None else [r for load in loads for r in topology.on_every_node(load)]
+
+
+def read_topology(prefix: str, cluster: bool) -> Generator[list[Step], list[Any], Topology | None]:
+    """On a cluster, one round trip reading the slot map (`Topology`); None on one server.
+
+    Raises:
+        ConfigurationError: the cluster refused ``CLUSTER SLOTS``.
+    """
+    if not cluster:
+        return None
+    # Any node answers; routing by a key spares the client a guess.
+    [slots] = yield [Routed(Keyspace(prefix).meta, ["CLUSTER", "SLOTS"])]
+    if isinstance(slots, Exception):
+        raise ConfigurationError(f"the cluster refused CLUSTER SLOTS: {slots}") from slots
+    return Topology.from_slots(slots)
+
+
+def list_indexes(topology: Topology | None) -> list[Step]:
+    """``FT._LIST`` (of every primary on a cluster); `index_names` reads the replies."""
+    return [["FT._LIST"]] if topology is None else [*topology.on_every_node(["FT._LIST"])]
+
+
+def index_names(replies: Sequence[Any]) -> list[str]:
+    """The index names in the replies to `list_indexes`."""
+    return [i.decode() if isinstance(i, bytes) else str(i) for indexes in replies for i in indexes]
 
 
 def create_requests(

@@ -3,7 +3,8 @@ whole, tests/contract/conftest.py): a deployment's threads spread over every pri
 thread stays on one; a listing across threads asks every primary's index and merges the pages
 newest first, with `before`, `limit` and filters, as one server would list them; a URL of a
 cluster node opens a cluster client by itself; and the operator tools (verify, replay, export
-and import, stats, and the command line) work node by node."""
+and import, stats, and the command line) work node by node, and the projector worker builds a
+view there as an inline projection would."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import redis.asyncio
 from helpers import config, new_checkpoint, node_clients, snapshot, sync_client
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
+from test_worker import history, play, reads, shallow_reader, view_state, writer
 
 from streamsaver import AsyncStreamSaver, StreamSaver
 from streamsaver.cli import main
@@ -24,6 +26,7 @@ from streamsaver.inspection import deployment_stats
 from streamsaver.replay import Replayer
 from streamsaver.transfer import export_logs, import_logs
 from streamsaver.verify import verify
+from streamsaver.worker import ProjectorWorker
 
 pytestmark = pytest.mark.slow
 
@@ -148,3 +151,34 @@ def test_the_command_line_opens_a_cluster_client_for_a_cluster_url(
     assert main(["stats", "--url", cluster_url, "--prefix", prefix, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["threads"] == THREADS
     assert main(["verify", "--url", cluster_url, "--prefix", prefix]) == 0
+
+
+def test_the_projector_worker_builds_a_view_on_a_cluster_as_an_inline_projection_would(
+    cluster_client: RedisCluster, prefix: str
+) -> None:
+    ops = history()
+    play(writer(cluster_client, prefix), ops)
+
+    stats = ProjectorWorker(cluster_client, prefix, ["shallow"], lease_ms=5000).run_burst()
+
+    assert stats.read == len(ops) and stats.dead == 0
+    inline = f"{prefix}i"
+    play(StreamSaver(cluster_client, prefix=inline), ops)
+    assert reads(shallow_reader(cluster_client, prefix)) == reads(StreamSaver(cluster_client, prefix=inline, view="shallow"))
+    assert view_state(cluster_client, prefix) == view_state(cluster_client, inline)
+
+
+async def test_the_async_projector_worker_drains_a_cluster_too(
+    cluster_client: RedisCluster, cluster_url: str, prefix: str
+) -> None:
+    ops = history()
+    play(writer(cluster_client, prefix), ops)
+    aclient = AsyncRedisCluster.from_url(cluster_url)
+
+    stats = await ProjectorWorker(aclient, prefix, ["shallow"], lease_ms=5000).async_run_burst()
+
+    await aclient.aclose()
+    assert stats.read == len(ops) and stats.dead == 0
+    inline = f"{prefix}i"
+    play(StreamSaver(cluster_client, prefix=inline), ops)
+    assert view_state(cluster_client, prefix) == view_state(cluster_client, inline)

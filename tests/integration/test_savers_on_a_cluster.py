@@ -4,13 +4,17 @@ thread stays on one; a listing across threads asks every primary's index and mer
 newest first, with `before`, `limit` and filters, as one server would list them; a URL of a
 cluster node opens a cluster client by itself; and the operator tools (verify, replay, export
 and import, stats, and the command line) work node by node, and the projector worker builds a
-view there as an inline projection would."""
+view there as an inline projection would; subscribers deliver there, sync and async, running or
+in bursts."""
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -18,12 +22,15 @@ import redis.asyncio
 from helpers import config, new_checkpoint, node_clients, snapshot, sync_client
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
+from test_subscribers import check_story, one_thread_story
 from test_worker import history, play, reads, shallow_reader, view_state, writer
 
 from streamsaver import AsyncStreamSaver, StreamSaver
 from streamsaver.cli import main
+from streamsaver.feed_event import FeedEvent
 from streamsaver.inspection import deployment_stats
 from streamsaver.replay import Replayer
+from streamsaver.subscribe import Subscriber
 from streamsaver.transfer import export_logs, import_logs
 from streamsaver.verify import verify
 from streamsaver.worker import ProjectorWorker
@@ -182,3 +189,55 @@ async def test_the_async_projector_worker_drains_a_cluster_too(
     inline = f"{prefix}i"
     play(StreamSaver(cluster_client, prefix=inline), ops)
     assert view_state(cluster_client, prefix) == view_state(cluster_client, inline)
+
+
+def test_subscribers_get_typed_events_on_a_cluster(cluster_client: RedisCluster, prefix: str) -> None:
+    saver = StreamSaver(cluster_client, prefix=prefix)
+    saver.setup()
+    one_thread_story(saver)
+    story: list[FeedEvent] = []
+
+    stats = Subscriber(cluster_client, "audit", story.append, prefix=prefix).run_burst()
+
+    assert stats.handled == 3
+    check_story(story, [None, None, {}])
+
+
+async def test_async_subscribers_with_payloads_on_a_cluster(
+    cluster_client: RedisCluster, cluster_url: str, prefix: str
+) -> None:
+    saver = StreamSaver(cluster_client, prefix=prefix)
+    saver.setup()
+    checkpoint, versions = new_checkpoint({"n": 7})
+    saver.put(config("a"), checkpoint, {"source": "loop"}, versions)
+    aclient = AsyncRedisCluster.from_url(cluster_url)
+    seen: list[Any] = []
+
+    async def handle(event: FeedEvent) -> None:
+        seen.append(await event.apayload())
+
+    stats = await Subscriber(aclient, "audit", handle, prefix=prefix).async_run_burst()
+
+    await aclient.aclose()
+    assert stats.handled == 1 and seen[0]["checkpoint"]["channel_values"] == {"n": 7}
+
+
+def test_a_running_subscriber_follows_new_events_on_every_primary(cluster_client: RedisCluster, prefix: str) -> None:
+    saver = StreamSaver(cluster_client, prefix=prefix)
+    saver.setup()
+    handled: list[str] = []
+    subscriber = Subscriber(cluster_client, "follow", lambda e: handled.append(e.thread_id), prefix=prefix, poll_ms=20)
+    subscriber.prepare()
+    runner = threading.Thread(target=subscriber.run)
+    runner.start()
+    try:
+        for i in range(24):
+            checkpoint, versions = new_checkpoint({"i": i})
+            saver.put(config(f"f{i}"), checkpoint, {}, versions)
+        deadline = time.monotonic() + 10
+        while len(handled) < 24 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        subscriber.stop()
+        runner.join()
+    assert sorted(handled) == sorted(f"f{i}" for i in range(24))

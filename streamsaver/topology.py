@@ -15,9 +15,10 @@ What has no key, or must reach every primary, is a `Routed` step here:
 * ``WAITAOF`` / ``WAIT`` after an append, and ``TIME`` beside a log read, go to the node of the
   thread's slot (`Routed` with one of the thread's keys), in the same pipeline: one round trip.
 
-The slot map is read once with ``CLUSTER SLOTS`` by `setup()` (`Topology.from_slots`); a query
-answered ``MOVED`` (slots moved) makes the saver read it again and create the indexes the new
-map names. `Routed` steps on a plain ``redis.Redis`` are plain commands, so the core emits them
+The slot map is read once with ``CLUSTER SLOTS`` by `setup()` (`Topology.from_slots`). A listing
+whose query finds that slots moved (`index_moved`) runs `setup()` again, which reads the map
+again, creates the indexes it names and waits until they have indexed the documents already on
+their nodes, and the listing goes on from the last checkpoint it returned. `Routed` steps on a plain ``redis.Redis`` are plain commands, so the core emits them
 whatever the client is. `route` and `enqueue` are the only places that look at the client.
 """
 
@@ -32,6 +33,7 @@ import redis.asyncio
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
+from redis.exceptions import MovedError, ResponseError
 
 from streamsaver.errors import ConfigurationError
 from streamsaver.keys import Keyspace, ViewName
@@ -141,6 +143,16 @@ def index_targets(keyspace: Keyspace, view: ViewName, topology: Topology | None)
     if topology is None:
         return (IndexTarget(keyspace.index(view)),)
     return tuple(IndexTarget(keyspace.index(view, shard.tag), shard.tag) for shard in topology.shards)
+
+
+def index_moved(error: Exception) -> bool:
+    """Whether a query on a per-primary index failed because slots moved since the slot map was
+    read: the node answered ``MOVED`` for the index name, or (redis-py having followed the
+    redirection) the node that now owns the tag has no index of that name."""
+    text = str(error).lower()
+    return isinstance(error, MovedError) or (
+        isinstance(error, ResponseError) and ("no such index" in text or "unknown index name" in text)
+    )
 
 
 def is_cluster(client: Any) -> bool:

@@ -141,8 +141,11 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         """Check the modules, fix the partition count, create indexes (on a cluster: read the
         slot map, then on every primary). Idempotent."""
         self.loop = asyncio.get_running_loop()
+        await self._setup()
+
+    async def _setup(self, *, wait_indexed: bool = False) -> None:
         await initialize(self.redis)
-        program: SetupProgram = self.core.setup_program()
+        program: SetupProgram = self.core.setup_program(wait_indexed)
         try:
             request = next(program)
             while True:
@@ -169,9 +172,18 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        pager = (await self._ready()).list_pager(config, filter, before, limit)
+        pager, moved = (await self._ready()).list_pager(config, filter, before, limit), False
         while (request := pager.next_request()) is not None:
-            for item in pager.feed(await self._send(request)):
+            try:
+                replies = await self._send(request)
+            except ResponseError as exc:
+                if moved or not self.core.index_moved(exc):
+                    raise
+                moved = True
+                await self._setup(wait_indexed=True)
+                pager = pager.resumed(self.core.index_targets(self.core.view))
+                continue
+            for item in pager.feed(replies):
                 yield item
 
     async def aput(

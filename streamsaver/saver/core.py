@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -31,7 +32,7 @@ from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
 from streamsaver.saver import append, history, maintenance, reads, setup, ttl
 from streamsaver.saver import durability as durability_
 from streamsaver.scripts import ALL
-from streamsaver.topology import IndexTarget, Routed, Step, Topology, index_targets
+from streamsaver.topology import IndexTarget, Routed, Step, Topology, index_moved, index_targets
 
 __all__ = [
     "CONNECTION_RETRIES", "Command", "CoreBinding", "SaverCore", "SetupProgram", "check_client", "enqueue", "failed_reply",
@@ -65,6 +66,9 @@ def enqueue(pipe: Any, commands: Sequence[Command]) -> None:
 
 
 LOAD_SCRIPTS: list[Command] = [["SCRIPT", "LOAD", s.source] for s in ALL]
+
+INDEXING_WAIT_S = 30.0
+"""How long a setup after moved slots waits for new indexes to index what their nodes hold."""
 
 SetupProgram = Generator[list[Step], list[Any], None]
 """`setup()`: each yield is one round trip, answered with its raw replies (errors as values)."""
@@ -139,8 +143,11 @@ class SaverCore:
         return self.keyspace
 
     # setup -------------------------------------------------------------------------------
-    def setup_program(self) -> SetupProgram:
+    def setup_program(self, wait_indexed: bool = False) -> SetupProgram:
         """`setup()` (see `streamsaver.saver.setup`); on a cluster it first reads the slot map.
+        With `wait_indexed`, it then polls the indexes it created until they have indexed the
+        documents already there (at most `INDEXING_WAIT_S`): after slots moved, new indexes
+        are made on nodes that hold documents.
 
         Raises:
             MissingModuleError, ConfigurationError: see `setup.read_probe`, `setup.read_created`.
@@ -149,8 +156,18 @@ class SaverCore:
         keyspace, existing = setup.read_probe(
             self.prefix, self.partitions, (yield setup.probe_request(self.prefix, self.partitions, topology))
         )
-        setup.read_created((yield setup.create_requests(keyspace, self.projections, existing, topology)))
+        requests = setup.create_requests(keyspace, self.projections, existing, topology)
+        setup.read_created((yield requests))
+        infos = setup.index_infos(requests) if wait_indexed else []
+        deadline = time.monotonic() + INDEXING_WAIT_S
+        while infos and setup.still_indexing((yield infos)) and time.monotonic() < deadline:
+            pass
         self.keyspace, self.topology = keyspace, topology
+
+    def index_moved(self, error: Exception) -> bool:
+        """Whether `error`, from a query on the indexes, means the cluster's slots moved since
+        `setup()` read them (then `setup_program(wait_indexed=True)` and query again)."""
+        return self.topology is not None and index_moved(error)
 
     def load_scripts(self) -> list[Step]:
         """What to send after a NOSCRIPT: every script, on every primary of a cluster."""

@@ -213,6 +213,7 @@ class ListPager:
     _asked: list[int] = field(default_factory=list)
     _done: bool = False
     _found: list[Row] = field(default_factory=list)
+    _last: str = ""
 
     def __post_init__(self) -> None:
         n = len(self.targets)
@@ -342,4 +343,14 @@ class ListPager:
         if self.limit is not None:
             kept = kept[: self.limit - self._emitted]
         self._emitted += len(kept)
+        if kept:
+            self._last = kept[-1].config["configurable"]["checkpoint_id"]
         return kept
+
+    def resumed(self, targets: Sequence[IndexTarget]) -> ListPager:
+        """The rest of this listing on other indexes (the slots moved): what is older than the
+        last checkpoint returned, up to what is left of `limit`."""
+        before = self._last or self.before
+        limit = None if self.limit is None else self.limit - self._emitted
+        return ListPager(self.keyspace, self.view, self.serde, self.thread_id, self.checkpoint_ns, self.filter,
+                         before, limit, tuple(targets), before)

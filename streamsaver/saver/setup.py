@@ -23,8 +23,8 @@ from streamsaver.scripts import ALL, Script
 from streamsaver.topology import Routed, Step, Topology, index_targets
 
 __all__ = [
-    "create_requests", "index_names", "list_indexes", "load_scripts", "probe_request", "read_created", "read_probe",
-    "read_topology",
+    "create_requests", "index_infos", "index_names", "list_indexes", "load_scripts", "probe_request", "read_created",
+    "read_probe", "read_topology", "still_indexing",
 ]
 
 Command = list[str | bytes | int]
@@ -118,6 +118,28 @@ def create_requests(
         if target.name not in existing
     ]
     return creates + load_scripts(topology)
+
+
+def index_infos(requests: Sequence[Step]) -> list[Step]:
+    """``FT.INFO`` of every index that `requests` (from `create_requests`) creates."""
+    infos: list[Step] = []
+    for step in requests:
+        command = step.command if isinstance(step, Routed) else step
+        if command[0] == "FT.CREATE":
+            info: Command = ["FT.INFO", command[1]]
+            infos.append(Routed(step.key, info) if isinstance(step, Routed) else info)
+    return infos
+
+
+def still_indexing(replies: Sequence[Any]) -> bool:
+    """Whether an index in the replies to `index_infos` is still indexing existing documents."""
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise ConfigurationError(f"cannot read a new index's state: {reply}") from reply
+        fields = reply if isinstance(reply, dict) else dict(zip(reply[::2], reply[1::2]))
+        if int(fields.get(b"indexing", fields.get("indexing", 0)) or 0):
+            return True
+    return False
 
 
 def read_created(replies: Sequence[Any]) -> None:

@@ -157,7 +157,10 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     def setup(self) -> None:
         """Check the modules, fix the partition count, create indexes (on a cluster: read the
         slot map, then on every primary). Idempotent."""
-        program: SetupProgram = self.core.setup_program()
+        self._setup()
+
+    def _setup(self, *, wait_indexed: bool = False) -> None:
+        program: SetupProgram = self.core.setup_program(wait_indexed)
         try:
             request = next(program)
             while True:
@@ -182,9 +185,18 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        pager = self._ready().list_pager(config, filter, before, limit)
+        pager, moved = self._ready().list_pager(config, filter, before, limit), False
         while (request := pager.next_request()) is not None:
-            yield from pager.feed(self._send(request))
+            try:
+                replies = self._send(request)
+            except ResponseError as exc:
+                if moved or not self.core.index_moved(exc):
+                    raise
+                moved = True
+                self._setup(wait_indexed=True)
+                pager = pager.resumed(self.core.index_targets(self.core.view))
+                continue
+            yield from pager.feed(replies)
 
     def put(
         self,

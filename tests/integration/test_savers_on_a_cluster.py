@@ -5,7 +5,7 @@ newest first, with `before`, `limit` and filters, as one server would list them;
 cluster node opens a cluster client by itself; and the operator tools (verify, replay, export
 and import, stats, and the command line) work node by node, and the projector worker builds a
 view there as an inline projection would; subscribers deliver there, sync and async, running or
-in bursts."""
+in bursts; and a listing goes on when the slot of an index moves to another node."""
 
 from __future__ import annotations
 
@@ -22,11 +22,13 @@ import redis.asyncio
 from helpers import config, new_checkpoint, node_clients, snapshot, sync_client
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
+from redis.crc import key_slot
 from test_subscribers import check_story, one_thread_story
 from test_worker import history, play, reads, shallow_reader, view_state, writer
 
 from streamsaver import AsyncStreamSaver, StreamSaver
 from streamsaver.cli import main
+from streamsaver.embedded_cluster import EmbeddedCluster
 from streamsaver.feed_event import FeedEvent
 from streamsaver.inspection import deployment_stats
 from streamsaver.replay import Replayer
@@ -241,3 +243,45 @@ def test_a_running_subscriber_follows_new_events_on_every_primary(cluster_client
         subscriber.stop()
         runner.join()
     assert sorted(handled) == sorted(f"f{i}" for i in range(24))
+
+
+def _move_slot(cluster: EmbeddedCluster, slot: int, to: str) -> None:
+    """Give an empty slot to the node at `to` (``host:port``), telling every node."""
+    nodes = {f"127.0.0.1:{node.port}": redis.Redis(port=node.port) for node in cluster.nodes}
+    try:
+        target = nodes[to].execute_command("CLUSTER", "MYID")
+        assert all(int(node.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot)) == 0 for node in nodes.values())
+        for node in sorted(nodes.values(), key=lambda n: n is not nodes[to]):
+            node.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target)
+        nodes[to].execute_command("CLUSTER", "BUMPEPOCH")
+    finally:
+        for node in nodes.values():
+            node.close()
+
+
+def test_a_listing_goes_on_when_the_slot_of_an_index_moves(
+    cluster_client: RedisCluster, embedded_cluster: EmbeddedCluster, prefix: str
+) -> None:
+    """Every primary holds more than a page, so the listing queries each index again after the
+    move; the index whose tag moved is gone from the tag's new node: the saver reads the slot
+    map again, indexes anew, and goes on from the last checkpoint it returned."""
+    saver = StreamSaver(cluster_client, prefix=prefix)
+    saver.setup()
+    ids = []
+    for step in range(3):
+        for i in range(THREADS):
+            checkpoint, versions = new_checkpoint({"i": i, "step": step})
+            ids.append(saver.put(config(f"t{i}", f"s{step}"), checkpoint, {}, versions)["configurable"]["checkpoint_id"])
+    assert saver.core.topology is not None
+    moved, to = saver.core.topology.shards[1], saver.core.topology.shards[0]
+    listing = saver.list(None)
+    head = [next(listing).config["configurable"]["checkpoint_id"] for _ in range(5)]
+
+    _move_slot(embedded_cluster, key_slot(moved.tag.encode()), to.node)
+    try:
+        rest = [t.config["configurable"]["checkpoint_id"] for t in listing]
+        assert saver.core.topology.shards[1].tag != moved.tag
+    finally:
+        _move_slot(embedded_cluster, key_slot(moved.tag.encode()), moved.node)
+
+    assert head + rest == ids[::-1]

@@ -13,13 +13,18 @@ What has no key, or must reach every primary, is a `Routed` step here:
   process derives the same names from the same slot map), and a cross-thread query is sent to
   each of them (`index_targets`) and the pages are merged (`streamsaver.saver.reads`);
 * ``WAITAOF`` / ``WAIT`` after an append, and ``TIME`` beside a log read, go to the node of the
-  thread's slot (`Routed` with one of the thread's keys), in the same pipeline: one round trip.
+  thread's slot (`Routed` with one of the thread's keys), in the same pipeline: one round trip;
+* a script call goes to the node of its first key (`route`): a cluster pipeline would otherwise
+  ask a server for its keys (``COMMAND GETKEYS``) first, a round trip per call;
+* bulk tools (replay, verify, import) send raw pipelines node by node (`by_node`, `primaries`).
 
 The slot map is read once with ``CLUSTER SLOTS`` by `setup()` (`Topology.from_slots`). A listing
 whose query finds that slots moved (`index_moved`) runs `setup()` again, which reads the map
 again, creates the indexes it names and waits until they have indexed the documents already on
-their nodes, and the listing goes on from the last checkpoint it returned. `Routed` steps on a plain ``redis.Redis`` are plain commands, so the core emits them
-whatever the client is. `route` and `enqueue` are the only places that look at the client.
+their nodes, and the listing goes on from the last checkpoint it returned.
+
+`Routed` steps on a plain ``redis.Redis`` are plain commands, so the core emits them whatever
+the client is; the shells place steps with `enqueue` / `execute`.
 """
 
 from __future__ import annotations

@@ -45,8 +45,8 @@ def _is_unknown_command(reply: Any) -> bool:
     return isinstance(reply, ResponseError) and "unknown command" in str(reply).lower()
 
 
-def read_probe(prefix: str, partitions: int | None, replies: Sequence[Any]) -> tuple[Keyspace, list[str]]:
-    """The deployment's keyspace and the index names that already exist.
+def read_probe(prefix: str, partitions: int | None, replies: Sequence[Any]) -> tuple[Keyspace, list[set[str]]]:
+    """The deployment's keyspace and the index names that already exist (per primary).
 
     Raises:
         MissingModuleError: RediSearch or RedisJSON is missing.
@@ -102,20 +102,23 @@ def list_indexes(topology: Topology | None) -> list[Step]:
     return [["FT._LIST"]] if topology is None else [*topology.on_every_node(["FT._LIST"])]
 
 
-def index_names(replies: Sequence[Any]) -> list[str]:
-    """The index names in the replies to `list_indexes`."""
-    return [i.decode() if isinstance(i, bytes) else str(i) for indexes in replies for i in indexes]
+def index_names(replies: Sequence[Any]) -> list[set[str]]:
+    """The index names in the replies to `list_indexes`: one set per primary, in `Topology`
+    order (one set on a single server). Per node: after slots moved, a node's new tag may be
+    one another node already has an index under."""
+    return [{i.decode() if isinstance(i, bytes) else str(i) for i in indexes} for indexes in replies]
 
 
 def create_requests(
-    keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[str], topology: Topology | None = None
+    keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[set[str]], topology: Topology | None = None
 ) -> list[Step]:
-    """Round trip 2: create missing indexes (one per primary on a cluster) and load every script."""
+    """Round trip 2: create missing indexes (one per primary on a cluster; `existing` as
+    `index_names` gives them) and load every script."""
     creates = [
         target.query(_create_index(keyspace, view, target.name))
         for view in views
-        for target in index_targets(keyspace, view, topology)
-        if target.name not in existing
+        for node, target in enumerate(index_targets(keyspace, view, topology))
+        if target.name not in existing[node]
     ]
     return creates + load_scripts(topology)
 

@@ -273,14 +273,19 @@ def test_a_listing_goes_on_when_the_slot_of_an_index_moves(
             checkpoint, versions = new_checkpoint({"i": i, "step": step})
             ids.append(saver.put(config(f"t{i}", f"s{step}"), checkpoint, {}, versions)["configurable"]["checkpoint_id"])
     assert saver.core.topology is not None
-    moved, to = saver.core.topology.shards[1], saver.core.topology.shards[0]
+    # The slot of the lowest tag moves: its new owner takes that tag, under which the old owner
+    # still has an index; the old owner gets a new tag. Both nodes must index anew.
+    shards = saver.core.topology.shards
+    moved = min(shards, key=lambda shard: int(shard.tag[2:-1]))
+    to = next(shard for shard in shards if shard != moved)
     listing = saver.list(None)
     head = [next(listing).config["configurable"]["checkpoint_id"] for _ in range(5)]
 
     _move_slot(embedded_cluster, key_slot(moved.tag.encode()), to.node)
     try:
         rest = [t.config["configurable"]["checkpoint_id"] for t in listing]
-        assert saver.core.topology.shards[1].tag != moved.tag
+        tags = {shard.node: shard.tag for shard in saver.core.topology.shards}
+        assert tags[to.node] == moved.tag and tags[moved.node] != moved.tag
     finally:
         _move_slot(embedded_cluster, key_slot(moved.tag.encode()), moved.node)
 

@@ -13,6 +13,7 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 import redis
 import redis.asyncio
 from helpers import config, new_checkpoint, node_clients, snapshot, sync_client
+from langgraph.checkpoint.base import CheckpointTuple
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
@@ -259,34 +261,46 @@ def _move_slot(cluster: EmbeddedCluster, slot: int, to: str) -> None:
             node.close()
 
 
-def test_a_listing_goes_on_when_the_slot_of_an_index_moves(
-    cluster_client: RedisCluster, embedded_cluster: EmbeddedCluster, prefix: str
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_a_listing_goes_on_when_the_slot_of_an_index_moves(
+    cluster_client: RedisCluster, embedded_cluster: EmbeddedCluster, cluster_url: str, prefix: str, kind: str
 ) -> None:
     """Every primary holds more than a page, so the listing queries each index again after the
     move; the index whose tag moved is gone from the tag's new node: the saver reads the slot
     map again, indexes anew, and goes on from the last checkpoint it returned."""
-    saver = StreamSaver(cluster_client, prefix=prefix)
-    saver.setup()
+    writer = StreamSaver(cluster_client, prefix=prefix)
+    writer.setup()
     ids = []
     for step in range(3):
         for i in range(THREADS):
             checkpoint, versions = new_checkpoint({"i": i, "step": step})
-            ids.append(saver.put(config(f"t{i}", f"s{step}"), checkpoint, {}, versions)["configurable"]["checkpoint_id"])
+            ids.append(writer.put(config(f"t{i}", f"s{step}"), checkpoint, {}, versions)["configurable"]["checkpoint_id"])
+    aclient = AsyncRedisCluster.from_url(cluster_url)
+    saver: StreamSaver | AsyncStreamSaver = writer if kind == "sync" else AsyncStreamSaver(aclient, prefix=prefix)
+    if isinstance(saver, AsyncStreamSaver):
+        await saver.setup()
     assert saver.core.topology is not None
     # The slot of the lowest tag moves: its new owner takes that tag, under which the old owner
     # still has an index; the old owner gets a new tag. Both nodes must index anew.
     shards = saver.core.topology.shards
     moved = min(shards, key=lambda shard: int(shard.tag[2:-1]))
     to = next(shard for shard in shards if shard != moved)
-    listing = saver.list(None)
-    head = [next(listing).config["configurable"]["checkpoint_id"] for _ in range(5)]
+    listing = saver.alist(None) if isinstance(saver, AsyncStreamSaver) else _as_async(saver.list(None))
+    head = [(await anext(listing)).config["configurable"]["checkpoint_id"] for _ in range(5)]
 
     _move_slot(embedded_cluster, key_slot(moved.tag.encode()), to.node)
     try:
-        rest = [t.config["configurable"]["checkpoint_id"] for t in listing]
+        rest = [t.config["configurable"]["checkpoint_id"] async for t in listing]
         tags = {shard.node: shard.tag for shard in saver.core.topology.shards}
         assert tags[to.node] == moved.tag and tags[moved.node] != moved.tag
     finally:
         _move_slot(embedded_cluster, key_slot(moved.tag.encode()), moved.node)
+        await aclient.aclose()
 
     assert head + rest == ids[::-1]
+
+
+async def _as_async(items: Iterator[CheckpointTuple]) -> AsyncIterator[CheckpointTuple]:
+    """The sync saver's listing, stepped from the test's loop (the sync code path runs)."""
+    for item in items:
+        yield item

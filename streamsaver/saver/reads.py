@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import CheckpointTuple, PendingWrite, writes_sort
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from streamsaver.codec import canonical_json, metadata_tags, tag, unescape, unpack
-from streamsaver.errors import InvalidInputError, PayloadDecodeError
+from streamsaver.errors import ConfigurationError, InvalidInputError, PayloadDecodeError
 from streamsaver.events import Blob, decode_channel_value
 from streamsaver.keys import Keyspace, ViewName
 from streamsaver.saver.append import namespace_of, thread_id_of
@@ -167,13 +167,22 @@ def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
 
 
 def _search_rows(reply: Any) -> list[Row]:
-    """``(thread_id, checkpoint_ns, checkpoint_id)`` of each FT.AGGREGATE row (RESP2 or RESP3)."""
+    """``(thread_id, checkpoint_ns, checkpoint_id)`` of each FT.AGGREGATE row (RESP2 or RESP3).
+
+    Raises:
+        ConfigurationError: a row of a document from before schema v2 (the views need a replay).
+    """
     if isinstance(reply, dict):
         results = reply.get(b"results", reply.get("results")) or []
         rows = [r.get(b"extra_attributes", r.get("extra_attributes")) or {} for r in results]
         items = [{_text(k): v for k, v in row.items()} for row in rows]
     else:
         items = [{_text(row[i]): row[i + 1] for i in range(0, len(row), 2)} for row in reply[1:]]
+    if any("tk" not in i for i in items):
+        raise ConfigurationError(
+            "the view holds checkpoint documents written before index schema v2 (no `tk`): "
+            "rebuild the views once with `streamsaver replay` (see docs/operations.md)"
+        )
     return [(unescape(_text(i["tk"])), unescape(_text(i.get("nk", b""))), _text(i["checkpoint_id"])) for i in items]
 
 

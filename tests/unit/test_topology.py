@@ -109,3 +109,11 @@ def test_an_index_is_asked_again_only_when_its_rows_ran_out() -> None:
 
     assert again is not None and [q.key for q in again] == ["{i0}"]  # type: ignore[union-attr]
     assert "LIMIT" in again[0].command and again[0].command[again[0].command.index("LIMIT") + 1] == 3  # type: ignore[union-attr]
+
+
+def test_a_row_of_a_document_from_before_schema_v2_asks_for_a_replay() -> None:
+    pager = _pager(1)
+    pager.next_request()
+
+    with pytest.raises(ConfigurationError, match="streamsaver replay"):
+        pager.feed([[1, [b"checkpoint_id", b"c1"]]])

@@ -90,6 +90,8 @@ def _indexed_fields(event: CheckpointSaved) -> tuple[Fields, Fields]:
         "parent_checkpoint_id": event.parent_checkpoint_id,
         "th": tag(event.thread_id),
         "nh": tag(event.checkpoint_ns),
+        "tk": escape(event.thread_id),
+        "nk": escape(event.checkpoint_ns),
         "ph": tag(event.parent_checkpoint_id or ""),
         "mt": metadata_tags(sorted(metadata.items())),
         "metadata": metadata,

@@ -19,9 +19,15 @@ FIELDS: list[dict[str, Any]] = [
     {"name": "step", "type": "numeric", "path": "$.step"},
     {"name": "rh", "type": "tag", "path": "$.rh"},
     {"name": "mt", "type": "tag", "path": "$.mt[*]"},
+    {"name": "tk", "type": "text", "path": "$.tk", "attrs": {"sortable": True, "no_index": True, "unf": True}},
+    {"name": "nk", "type": "text", "path": "$.nk", "attrs": {"sortable": True, "no_index": True, "unf": True}},
 ]
 """``th``/``nh``/``ph``/``rh``: digests of thread id, namespace, parent id, run id;
-``mt``: one digest per metadata ``(key, value)`` pair (see `projectors.documents`)."""
+``mt``: one digest per metadata ``(key, value)`` pair (see `projectors.documents`);
+``tk``/``nk``: thread id and namespace as keys spell them (`streamsaver.codec.escape`: ASCII, no
+NUL, which a sorting vector would cut at), not searchable, kept verbatim (UNF) in the sorting
+vector, so a query returns which checkpoint each row is from its own index without loading the
+document (RediSearch on Redis Cluster does not load documents: ``LOAD`` gives empty rows there)."""
 
 
 def index_schema(name: str, document_prefix: str) -> dict[str, Any]:

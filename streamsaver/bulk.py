@@ -4,6 +4,8 @@ redis-py's pipeline re-checks and re-wraps every argument in Python before hired
 for replay, whose applies carry dozens of arguments per event, that was a third of the client's
 time. Here hiredis packs each command straight from its argument tuple, and replies are read
 without response callbacks (an ``XRANGE`` reply stays a list of ``[id, [field, value, ...]]``).
+On Redis Cluster the commands are grouped by the primary owning their key and sent to each in
+turn (one round trip per primary they touch), and NOSCRIPT loads the scripts on every primary.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from typing import Any
 
 import hiredis
 from redis import Redis
+from redis.cluster import RedisCluster
 from redis.exceptions import NoScriptError, ResponseError
 
 from streamsaver.saver.core import LOAD_SCRIPTS, Command, failed_reply
+from streamsaver.topology import by_node, primaries
 
 __all__ = ["bulk_round_trip"]
 
@@ -44,17 +48,33 @@ def _send(client: Redis, commands: Sequence[Command]) -> list[Any]:
         pool.release(connection)
 
 
-def bulk_round_trip(client: Redis, commands: Sequence[Command]) -> list[Any]:
-    """Send `commands` in one round trip and return their raw replies; on NOSCRIPT (a flushed
-    or restarted server) load the scripts and send again (callers send idempotent commands).
+def _send_routed(client: Redis | RedisCluster, commands: Sequence[Command]) -> list[Any]:
+    if isinstance(client, Redis):
+        return _send(client, commands)
+    replies: list[Any] = [None] * len(commands)
+    for node, positions in by_node(client, commands):
+        for i, reply in zip(positions, _send(node, [commands[i] for i in positions])):
+            replies[i] = reply
+    return replies
+
+
+def _load_scripts(client: Redis | RedisCluster) -> None:
+    for node in [client] if isinstance(client, Redis) else primaries(client):
+        _send(node, LOAD_SCRIPTS)
+
+
+def bulk_round_trip(client: Redis | RedisCluster, commands: Sequence[Command]) -> list[Any]:
+    """Send `commands` in one round trip (per primary they touch, on a cluster) and return
+    their raw replies; on NOSCRIPT (a flushed or restarted server) load the scripts and send
+    again (callers send idempotent commands).
 
     Raises:
         RedisError: the first error among the replies, or a connection error.
     """
-    replies = _send(client, commands)
+    replies = _send_routed(client, commands)
     if any(isinstance(reply, NoScriptError) for reply in replies):
-        _send(client, LOAD_SCRIPTS)
-        replies = _send(client, commands)
+        _load_scripts(client)
+        replies = _send_routed(client, commands)
     if (error := failed_reply(replies)) is not None:
         raise error
     return replies

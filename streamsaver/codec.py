@@ -19,6 +19,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 import orjson
 
@@ -67,6 +68,11 @@ def escape(component: str) -> str:
         return component
     raw = component.encode("utf-8", "surrogatepass")
     return _UNSAFE.sub(lambda m: b"%%%02X" % m.group()[0], raw).decode("ascii")
+
+
+def unescape(component: str) -> str:
+    """The string `escape` spelled as `component`."""
+    return unquote_to_bytes(component).decode("utf-8", "surrogatepass")
 
 
 def tag(value: str | bytes) -> str:

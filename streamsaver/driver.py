@@ -15,7 +15,8 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 from redis.exceptions import RedisError
 
 from streamsaver.ownership import Program, Wait
-from streamsaver.saver.core import Command, check_client, enqueue
+from streamsaver.saver.core import check_client
+from streamsaver.topology import Step, enqueue, initialize
 
 __all__ = ["CoreRunner", "ProgramDriver"]
 
@@ -54,9 +55,9 @@ class ProgramDriver:
     async def _aother(self, step: Any) -> Any:
         raise TypeError(f"unknown program step {step!r}")
 
-    def _pipeline(self, commands: list[Command]) -> list[Any]:
+    def _pipeline(self, commands: list[Step]) -> list[Any]:
         pipe = self.redis.pipeline(transaction=False)
-        enqueue(pipe, commands)
+        enqueue(pipe, self.redis, commands)
         return list(pipe.execute(raise_on_error=False))
 
     def _step(self, step: Any) -> Any:
@@ -79,9 +80,9 @@ class ProgramDriver:
         except StopIteration as done:
             return cast(T, done.value)
 
-    async def _apipeline(self, commands: list[Command]) -> list[Any]:
+    async def _apipeline(self, commands: list[Step]) -> list[Any]:
         pipe = self.redis.pipeline(transaction=False)
-        enqueue(pipe, commands)
+        enqueue(pipe, self.redis, commands)
         return list(await pipe.execute(raise_on_error=False))
 
     async def _astep(self, step: Any, event: asyncio.Event) -> Any:
@@ -100,6 +101,7 @@ class ProgramDriver:
         return False
 
     async def _adrive(self, program: Program[T]) -> T:
+        await initialize(self.redis)
         event = asyncio.Event()
         self._async_wake = (asyncio.get_running_loop(), event)
         if self._stopping():

@@ -17,6 +17,7 @@ thread id / namespace / checkpoint id, see `streamsaver.codec.escape`)::
     P:shallow:writes:T:t:n      hash    shallow view: @cid; log entry of each write of that checkpoint
     P:shallow:ns:T:t            set     shallow view: escaped namespaces of the thread
     P:<view>:idx:vN             index   RediSearch index over ``P:<view>:cp:``
+    P:<view>:idx:vN:{iK}        index   the same, on Redis Cluster: one per primary, {iK} a tag it owns
     P:lease:T:<view>            string  projector worker owning partition T for one view (PX TTL)
     P:projector:workers:<view>  zset    live projector workers of a view -> expiry (server ms)
     P:projector:dead:<view>     stream  feed pointers a projector worker could not apply
@@ -46,7 +47,7 @@ __all__ = ["DEFAULT_PARTITIONS", "DEFAULT_PREFIX", "Keyspace", "ThreadKeys", "Vi
 
 DEFAULT_PREFIX = "streamsaver"
 DEFAULT_PARTITIONS = 16
-INDEX_SCHEMA_VERSION = 1
+INDEX_SCHEMA_VERSION = 2
 
 ViewName = Literal["full", "shallow"]
 _PREFIX_RULE = re.compile(r"^[A-Za-z0-9._-]+(:[A-Za-z0-9._-]+)*$")
@@ -173,9 +174,11 @@ class Keyspace:
         partition = partition_of(thread_id, self.partitions)
         return ThreadKeys(self.prefix, self.slot_tag(partition), escape(thread_id))
 
-    def index(self, view: ViewName) -> str:
-        """The RediSearch index name of a view, versioned by its schema."""
-        return f"{self.prefix}:{view}:idx:v{INDEX_SCHEMA_VERSION}"
+    def index(self, view: ViewName, tag: str = "") -> str:
+        """The RediSearch index name of a view, versioned by its schema; on Redis Cluster one
+        per primary, named with a hash `tag` that primary owns (see `streamsaver.topology`)."""
+        name = f"{self.prefix}:{view}:idx:v{INDEX_SCHEMA_VERSION}"
+        return f"{name}:{tag}" if tag else name
 
     def document_prefix(self, view: ViewName) -> str:
         """The key prefix the view's index covers."""

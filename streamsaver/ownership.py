@@ -29,6 +29,7 @@ from redis.exceptions import NoScriptError
 
 from streamsaver.saver.core import Command
 from streamsaver.scripts import Script
+from streamsaver.topology import Step
 
 __all__ = ["LEASE", "ROSTER", "Program", "Wait", "call", "default_name", "is_transient", "lease_call",
            "roster_call", "share"]
@@ -83,7 +84,7 @@ def roster_call(roster: str, name: str, ttl_ms: int) -> Command:
     return ROSTER.evalsha_args([roster], [name, ttl_ms])
 
 
-def call(commands: list[Command], load: Sequence[Command]) -> Program[list[Any]]:
+def call(commands: Sequence[Step], load: Sequence[Step]) -> Program[list[Any]]:
     """Send `commands` in one pipeline; on NOSCRIPT send `load` (``SCRIPT LOAD`` commands) and
     resend the commands that failed. Replies hold errors as exception objects."""
     replies = list((yield commands))

@@ -33,7 +33,7 @@ from redis import Redis
 from redis.exceptions import WatchError
 
 from projectors import PROJECTORS
-from streamsaver.errors import InvalidInputError
+from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, from_fields
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ThreadKeys, ViewName
 from streamsaver.replay import Replayer
@@ -153,6 +153,8 @@ def _deployment(target: StreamSaver | Redis, prefix: str) -> tuple[Redis, Keyspa
     if isinstance(target, StreamSaver):
         if target.core.keyspace is None:
             target.setup()
+        if not isinstance(target.redis, Redis):
+            raise ConfigurationError("point-in-time restore runs on a single Redis server, not on Redis Cluster yet")
         return target.redis, target.core.keys, target.core.projections
     return target, Replayer.open(target, prefix).keyspace, None
 

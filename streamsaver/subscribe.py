@@ -49,6 +49,7 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from redis.asyncio import Redis as AsyncRedis
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from streamsaver.driver import CoreRunner
 from streamsaver.errors import ConfigurationError
@@ -56,6 +57,7 @@ from streamsaver.feed_event import Entry, EventFilter, FeedEvent
 from streamsaver.keys import DEFAULT_PREFIX
 from streamsaver.ownership import default_name
 from streamsaver.subscribe_core import Deliver, Options, SubscriberCore, SubscriberStats
+from streamsaver.topology import is_cluster
 
 __all__ = ["FeedEvent", "Handler", "Subscriber", "SubscriberStats"]
 
@@ -118,7 +120,7 @@ class Subscriber(CoreRunner[SubscriberStats]):
         self.handler = handler
         options = Options(group, name or default_name(), partitions, EventFilter.of(types, metadata), batch,
                           lease_ms, poll_ms, max_deliveries, start, prefetch, load_metadata, retry_ms, trim_every_s)
-        self.core = SubscriberCore(prefix, options, serde or JsonPlusSerializer(), self)
+        self.core = SubscriberCore(prefix, options, serde or JsonPlusSerializer(), self, cluster=is_cluster(client))
 
     @property
     def name(self) -> str:
@@ -142,7 +144,7 @@ class Subscriber(CoreRunner[SubscriberStats]):
         Raises:
             ConfigurationError: the client is async (use the ``a``-prefixed `FeedEvent` methods).
         """
-        if isinstance(self.redis, AsyncRedis):
+        if isinstance(self.redis, (AsyncRedis, AsyncRedisCluster)):
             raise ConfigurationError("an async subscriber reads a log entry with await event.ametadata(), "
                                      "arecord() or apayload(), or loads it with the batch (load_metadata=True)")
         reply = self.redis.xrange(log_key, log_id, log_id)

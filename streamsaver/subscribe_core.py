@@ -24,8 +24,10 @@ from streamsaver.feed_event import EntrySource, FeedEvent
 from streamsaver.keys import Keyspace
 from streamsaver.ownership import LEASE, ROSTER, Program, Wait, call, lease_call, roster_call, share
 from streamsaver.saver.core import Command
+from streamsaver.saver.setup import load_scripts, read_topology
 from streamsaver.scripts import TRIM
 from streamsaver.subscribe_options import Deliver, Options, SubscriberStats, check_group
+from streamsaver.topology import Step
 from streamsaver.worker_core import parse_pointer
 
 __all__ = ["Deliver", "Options", "SubscriberCore", "SubscriberStats", "check_group"]
@@ -62,7 +64,8 @@ class SubscriberCore:
         InvalidInputError: a bad group name or option.
     """
 
-    def __init__(self, prefix: str, options: Options, serde: SerializerProtocol, source: EntrySource | None) -> None:
+    def __init__(self, prefix: str, options: Options, serde: SerializerProtocol, source: EntrySource | None,
+                 cluster: bool = False) -> None:
         options.check()
         self.prefix, self.o, self.serde, self.source = prefix, options, serde, source
         self.name = options.name
@@ -75,6 +78,8 @@ class SubscriberCore:
         self.heartbeat_at = float("-inf")
         self.trimmed_at = time.monotonic()
         self.joined = False
+        self.cluster = cluster
+        self.loads: list[Step] = [*LOAD]
         self.stopping = False
 
     @property
@@ -91,7 +96,9 @@ class SubscriberCore:
             ConfigurationError: no deployment under the prefix, a partition out of range, or
                 the server refused to create the group.
         """
-        (partitions,) = yield from call([["HGET", Keyspace(self.prefix).meta, "partitions"]], LOAD)
+        topology = yield from read_topology(self.prefix, self.cluster)
+        self.loads = load_scripts(topology, (LEASE, ROSTER, TRIM))
+        (partitions,) = yield from call([["HGET", Keyspace(self.prefix).meta, "partitions"]], self.loads)
         if partitions is None or isinstance(partitions, Exception):
             raise ConfigurationError(f"no streamsaver deployment under prefix {self.prefix!r}")
         self.keyspace = Keyspace(self.prefix, int(partitions))
@@ -99,8 +106,8 @@ class SubscriberCore:
         if not wanted or any(not 0 <= p < self.keyspace.partitions for p in wanted):
             raise ConfigurationError(f"partitions must be a non-empty subset of 0..{self.keyspace.partitions - 1}")
         self.all, self.mine = wanted, wanted
-        replies = yield from call(LOAD + [self._create_group(p, self.o.start) for p in wanted], LOAD)
-        for reply in replies[len(LOAD):]:
+        replies = yield from call([*self.loads, *(self._create_group(p, self.o.start) for p in wanted)], self.loads)
+        for reply in replies[len(self.loads):]:
             if isinstance(reply, Exception) and "BUSYGROUP" not in str(reply):
                 raise ConfigurationError(f"cannot create consumer group {self.o.group!r}: {reply}") from reply
 
@@ -117,7 +124,7 @@ class SubscriberCore:
         now = time.monotonic()
         if now - self.heartbeat_at < self.o.lease_ms / 4000:
             return
-        (live,) = yield from call([roster_call(self.keys.subscribers(self.o.group), self.name, self.o.lease_ms)], LOAD)
+        (live,) = yield from call([roster_call(self.keys.subscribers(self.o.group), self.name, self.o.lease_ms)], self.loads)
         if isinstance(live, Exception):
             raise live
         self.heartbeat_at, self.joined = now, True
@@ -137,7 +144,7 @@ class SubscriberCore:
         release = [p for p in sorted(self.owned) if p not in targets]
         later, self.later = self.later + [self._lease(p, 0) for p in release], []
         started = time.monotonic()
-        replies = yield from call(later + [self._lease(p, self.o.batch) for p in targets], LOAD)
+        replies = yield from call(later + [self._lease(p, self.o.batch) for p in targets], self.loads)
         if errors := [r for r in replies[: len(later)] if isinstance(r, Exception) and "BUSYGROUP" not in str(r)]:
             raise errors[0]
         self.owned.difference_update(release)
@@ -208,7 +215,7 @@ class SubscriberCore:
             self.o.prefetch or (metadata and i.event.type == CheckpointSaved.TYPE))]
         if not wanted:
             return
-        replies = yield from call([["XRANGE", e.log_key, e.log_id, e.log_id] for e in wanted], LOAD)
+        replies = yield from call([["XRANGE", e.log_key, e.log_id, e.log_id] for e in wanted], self.loads)
         for event, reply in zip(wanted, replies):
             if isinstance(reply, Exception):
                 raise reply
@@ -271,10 +278,11 @@ class SubscriberCore:
 
     def idle(self) -> Program[None]:
         """Wait for new entries on the owned feeds (XREAD BLOCK after each feed's tail), at
-        most a poll interval, so that leases stay renewed."""
+        most a poll interval, so that leases stay renewed. On Redis Cluster one XREAD can wait
+        on one feed only (its keys must share a slot): with several feeds it pauses instead."""
         block = max(1, int(min(self.o.poll_ms, self.o.lease_ms / 3)))
         feeds = {self.keys.feed(p): self.tails[p] for p in sorted(self.owned) if p in self.tails}
-        if not feeds:
+        if not feeds or (self.cluster and len(feeds) > 1):
             yield Wait(block / 1000)
             return
         yield [["XREAD", "COUNT", 1, "BLOCK", block, "STREAMS", *feeds, *feeds.values()]]
@@ -295,7 +303,7 @@ class SubscriberCore:
         commands = self.later + [self._lease(p, 0) for p in sorted(self.owned)] + leave
         self.later = []
         if commands:
-            yield from call(commands, LOAD)
+            yield from call(commands, self.loads)
         self.owned.clear()
         self.joined, self.heartbeat_at = False, float("-inf")
 

@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from streamsaver.driver import CoreRunner
+from streamsaver.topology import is_cluster
 from streamsaver.worker_core import WorkerCore, WorkerStats, default_name, group_name
 
 __all__ = ["ProjectorWorker", "WorkerStats", "group_name"]
@@ -52,7 +53,8 @@ class ProjectorWorker(CoreRunner[WorkerStats]):
 
     Args:
         client: a ``redis.Redis`` (for `run`, `run_burst`, `run_once`, `release`) or a
-            ``redis.asyncio.Redis`` (for the ``async_`` twins), with ``decode_responses=False``.
+            ``redis.asyncio.Redis`` (for the ``async_`` twins), or their ``RedisCluster``
+            counterparts, with ``decode_responses=False``.
         prefix: the deployment's key prefix.
         views: the views to keep, e.g. ``["shallow"]``.
         name: this worker's name, unique among live workers (default: host-pid-random).
@@ -71,7 +73,8 @@ class ProjectorWorker(CoreRunner[WorkerStats]):
     def __init__(self, client: Any, prefix: str, views: Sequence[str], *, name: str | None = None,
                  lease_ms: int = 10_000, batch: int = 100, start: str = "0", poll_ms: int = 100) -> None:
         super().__init__(client)
-        self.core = WorkerCore(prefix, views, name or default_name(), lease_ms, batch, start, poll_ms)
+        self.core = WorkerCore(prefix, views, name or default_name(), lease_ms, batch, start, poll_ms,
+                               cluster=is_cluster(client))
 
     @property
     def name(self) -> str:

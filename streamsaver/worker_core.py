@@ -37,6 +37,7 @@ from streamsaver.saver import setup
 from streamsaver.saver.append import apply_call, view_of
 from streamsaver.saver.compaction import Entry, decode_log, rewrite_call
 from streamsaver.saver.core import LOAD_SCRIPTS, Command
+from streamsaver.topology import Step as RoutedStep
 
 __all__ = ["Program", "Unit", "Wait", "WorkerCore", "WorkerStats", "assignment", "default_name", "group_name",
            "parse_pointer"]
@@ -155,7 +156,7 @@ class WorkerCore:
     """
 
     def __init__(self, prefix: str, views: Sequence[str], name: str, lease_ms: int, batch: int,
-                 start: str = "0", poll_ms: int = 100) -> None:
+                 start: str = "0", poll_ms: int = 100, cluster: bool = False) -> None:
         self.views: tuple[ViewName, ...] = tuple(dict.fromkeys(view_of(v) for v in views))
         if not self.views or start not in ("0", "$") or batch < 1 or lease_ms < 10:
             raise InvalidInputError("need a view, start '0' or '$', batch >= 1 and lease_ms >= 10")
@@ -166,6 +167,8 @@ class WorkerCore:
         self.later: list[Command] = []
         self.joined = False
         self.stopping = False
+        self.cluster = cluster
+        self.loads: list[RoutedStep] = [*LOAD_ALL]
 
     @property
     def keys(self) -> Keyspace:
@@ -178,9 +181,9 @@ class WorkerCore:
         """Every (view, partition) of the deployment this worker may keep."""
         return [Unit(v, p) for v in self.views for p in range(self.keys.partitions)]
 
-    def call(self, commands: list[Command]) -> Program[list[Any]]:
+    def call(self, commands: Sequence[RoutedStep]) -> Program[list[Any]]:
         """Send `commands` in one pipeline; on NOSCRIPT load the scripts and resend those."""
-        return (yield from call(commands, LOAD_ALL))
+        return (yield from call(commands, self.loads))
 
     def prepare(self) -> Program[None]:
         """Find the deployment, create the views' indexes if missing, load the scripts and
@@ -189,14 +192,17 @@ class WorkerCore:
         Raises:
             ConfigurationError: no deployment under the prefix, or the server refused a step.
         """
-        probe: list[Command] = [["HGET", Keyspace(self.prefix).meta, "partitions"], ["FT._LIST"]]
-        partitions, indexes = yield from self.call(probe)
-        if partitions is None or isinstance(partitions, Exception) or isinstance(indexes, Exception):
+        topology = yield from setup.read_topology(self.prefix, self.cluster)
+        probe: list[RoutedStep] = [["HGET", Keyspace(self.prefix).meta, "partitions"], *setup.list_indexes(topology)]
+        partitions, *indexes = yield from self.call(probe)
+        if partitions is None or isinstance(partitions, Exception) or any(isinstance(i, Exception) for i in indexes):
             raise ConfigurationError(f"no streamsaver deployment under prefix {self.prefix!r} ({indexes!r})")
         self.keyspace = Keyspace(self.prefix, int(partitions))
-        create = setup.create_requests(self.keyspace, self.views, [i.decode() for i in indexes])
+        create = setup.create_requests(self.keyspace, self.views, setup.index_names(indexes), topology)
+        own = setup.load_scripts(topology, (LEASE, ROSTER))
+        self.loads = [*setup.load_scripts(topology), *own]
         groups = [self._create_group(u, self.start) for u in self.units()]
-        replies = yield from self.call(create + LOAD_ALL[len(LOAD_SCRIPTS):] + groups)
+        replies = yield from self.call([*create, *own, *groups])
         setup.read_created(replies[: -len(groups)])
         for reply in replies[-len(groups):]:
             if isinstance(reply, Exception) and "BUSYGROUP" not in str(reply):

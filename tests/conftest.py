@@ -10,12 +10,17 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 import redis
 import redis.asyncio
+from helpers import CLUSTER_URLS, async_client, sync_client
 
 from streamsaver import AsyncStreamSaver, StreamSaver
+
+if TYPE_CHECKING:
+    from streamsaver.embedded_cluster import EmbeddedCluster
 
 
 @pytest.fixture(scope="session")
@@ -35,6 +40,24 @@ def redis_url() -> Iterator[str]:
             yield server.url
 
 
+@pytest.fixture(scope="session")
+def embedded_cluster() -> Iterator[EmbeddedCluster]:
+    """A Redis Cluster of three embedded primaries (each with the modules), started once per
+    session, on first use."""
+    from streamsaver.embedded_cluster import EmbeddedCluster
+
+    with EmbeddedCluster(3) as cluster:
+        CLUSTER_URLS.add(cluster.url)
+        yield cluster
+        CLUSTER_URLS.discard(cluster.url)
+
+
+@pytest.fixture(scope="session")
+def cluster_url(embedded_cluster: EmbeddedCluster) -> str:
+    """The URL of a node of that cluster (a cluster client discovers the others)."""
+    return embedded_cluster.url
+
+
 @pytest.fixture
 def prefix() -> str:
     return f"t{uuid.uuid4().hex[:12]}"
@@ -42,14 +65,15 @@ def prefix() -> str:
 
 @pytest.fixture
 def client(redis_url: str) -> Iterator[redis.Redis]:
-    c = redis.Redis.from_url(redis_url)
+    """A client of the test server (a ``RedisCluster`` where the contract suite runs on the cluster)."""
+    c = sync_client(redis_url)
     yield c
     c.close()
 
 
 @pytest.fixture
 async def aclient(redis_url: str) -> AsyncIterator[redis.asyncio.Redis]:
-    c = redis.asyncio.Redis.from_url(redis_url)
+    c = async_client(redis_url)
     yield c
     await c.aclose()
 

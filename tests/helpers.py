@@ -3,6 +3,9 @@
 `SaverAdapter` gives the sync and the async saver the same ``async`` methods, so one test body
 runs on all four variants (sync/async x full/shallow). For the sync saver it calls the sync
 methods directly (not through ``asyncio.to_thread``), so the sync code path is what is tested.
+
+The contract and conformance suites also run on a Redis Cluster (tests/contract/conftest.py):
+`sync_client` / `async_client` make a cluster client for a URL in `CLUSTER_URLS`.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Any
 
 import redis
 import redis.asyncio
+import redis.asyncio.cluster
+import redis.cluster
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     ChannelVersions,
@@ -30,6 +35,40 @@ KINDS = ("sync", "async")
 VIEWS = ("full", "shallow")
 VARIANTS = [(kind, view) for kind in KINDS for view in VIEWS]
 VARIANT_IDS = [f"{kind}-{view}" for kind, view in VARIANTS]
+
+CLUSTER_URLS: set[str] = set()
+"""URLs of the embedded Redis Clusters the session started (a node each)."""
+
+def sync_client(url: str, **options: Any) -> Any:
+    """A sync client for `url`: a ``RedisCluster`` when it is a test cluster's node."""
+    if url in CLUSTER_URLS:
+        return redis.cluster.RedisCluster.from_url(url, **options)
+    return redis.Redis.from_url(url, **options)
+
+
+def async_client(url: str, **options: Any) -> Any:
+    """An asyncio client for `url`: a ``RedisCluster`` when it is a test cluster's node."""
+    if url in CLUSTER_URLS:
+        return redis.asyncio.cluster.RedisCluster.from_url(url, **options)
+    return redis.asyncio.Redis.from_url(url, **options)
+
+
+def node_clients(client: Any) -> list[redis.Redis]:
+    """One plain client per primary (the client itself on a single server)."""
+    if isinstance(client, redis.cluster.RedisCluster):
+        return [node.redis_connection for node in client.get_primaries()]
+    return [client]
+
+
+def index_hits(client: Any, prefix: str, view: str, query: str) -> int:
+    """How many documents the view's index (its per-primary indexes on a cluster) matches."""
+    total = 0
+    for node in node_clients(client):
+        for name in node.execute_command("FT._LIST"):
+            if name.decode().startswith(f"{prefix}:{view}:idx:v2"):
+                found = node.execute_command("FT.SEARCH", name, query, "LIMIT", 0, 0)
+                total += int(found[0] if isinstance(found, list) else found[b"total_results"])
+    return total
 
 
 def config(
@@ -166,7 +205,7 @@ async def open_adapter(
     """A saver of `kind` reading `view` on its own client (made with `client_options`), set up
     unless told not to."""
     if kind == "sync":
-        client = redis.Redis.from_url(url, **(client_options or {}))
+        client = sync_client(url, **(client_options or {}))
         try:
             adapter = SaverAdapter(
                 StreamSaver(client, view=view, prefix=prefix, **options), kind, view
@@ -177,7 +216,7 @@ async def open_adapter(
         finally:
             client.close()
     else:
-        aclient = redis.asyncio.Redis.from_url(url, **(client_options or {}))
+        aclient = async_client(url, **(client_options or {}))
         try:
             adapter = SaverAdapter(
                 AsyncStreamSaver(aclient, view=view, prefix=prefix, **options), kind, view
@@ -189,9 +228,9 @@ async def open_adapter(
             await aclient.aclose()
 
 
-def keys_of(client: redis.Redis, prefix: str) -> set[bytes]:
-    """Every key of a deployment (SCAN on ``prefix:*``)."""
-    return set(client.scan_iter(match=f"{prefix}:*", count=1000))
+def keys_of(client: Any, prefix: str) -> set[bytes]:
+    """Every key of a deployment (SCAN on ``prefix:*``, on every primary of a cluster)."""
+    return {key for node in node_clients(client) for key in node.scan_iter(match=f"{prefix}:*", count=1000)}
 
 
 def stream_lengths(client: redis.Redis, prefix: str) -> dict[bytes, int]:

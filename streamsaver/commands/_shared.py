@@ -6,12 +6,14 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, cast
 
 import redis
+from redis.cluster import RedisCluster
 
 from streamsaver.errors import ConfigurationError
 from streamsaver.keys import DEFAULT_PREFIX
+from streamsaver.topology import cluster_enabled
 
 __all__ = ["common_options", "emit_json", "open_client"]
 
@@ -39,13 +41,18 @@ def common_options() -> argparse.ArgumentParser:
 
 
 def open_client(args: argparse.Namespace) -> redis.Redis:
-    """A client for ``--url``.
+    """A client for ``--url``: a ``RedisCluster`` when the server runs in cluster mode.
+
+    The tools take either: a cluster client offers every command they send, and they scan and
+    send node by node (tests/integration/test_savers_on_a_cluster.py runs them on a cluster).
 
     Raises:
         ConfigurationError: neither --url nor REDIS_URL was given.
     """
     if not args.url:
         raise ConfigurationError("no server given: pass --url URL or set REDIS_URL")
+    if cluster_enabled(args.url):
+        return cast(redis.Redis, RedisCluster.from_url(args.url))
     return redis.Redis.from_url(args.url)
 
 

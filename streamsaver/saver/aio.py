@@ -6,7 +6,6 @@ import asyncio
 import builtins
 from collections.abc import (
     AsyncIterator,
-    Callable,
     Coroutine,
     Iterable,
     Iterator,
@@ -28,22 +27,22 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.exceptions import NoScriptError, ResponseError
 
 from streamsaver.keys import DEFAULT_PREFIX
 from streamsaver.saver.core import (
     CONNECTION_RETRIES,
-    LOAD_SCRIPTS,
-    Command,
     CoreBinding,
     SaverCore,
+    SetupProgram,
     check_client,
-    enqueue,
     failed_reply,
     retry_backoff,
 )
 from streamsaver.saver.maintenance import Program
+from streamsaver.topology import Step, acluster_enabled, enqueue, execute, initialize, is_cluster
 
 __all__ = ["AsyncStreamSaver"]
 
@@ -51,7 +50,8 @@ T = TypeVar("T")
 
 
 class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
-    """The asyncio twin of `StreamSaver`; same arguments, with a ``redis.asyncio.Redis`` client.
+    """The asyncio twin of `StreamSaver`; same arguments, with a ``redis.asyncio.Redis`` client
+    (or a ``redis.asyncio.cluster.RedisCluster`` for Redis Cluster).
 
     Its sync methods (`get_tuple`, `put`, ...) work from threads other than the event loop's,
     as LangGraph's sync graph APIs need; called on the loop's own thread they raise
@@ -60,7 +60,7 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
 
     def __init__(
         self,
-        redis_client: Redis,
+        redis_client: Redis | RedisCluster,
         *,
         view: str = "full",
         projections: Iterable[str] = ("full", "shallow"),
@@ -76,7 +76,6 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         check_client(redis_client)
         self.redis = redis_client
-        self._execute: Callable[..., Any] = redis_client.execute_command
         self.core = SaverCore.configure(
             self.serde,
             view=view,
@@ -88,11 +87,14 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
             default_ttl=default_ttl,
             refresh_on_read=refresh_on_read,
             compression=compression,
+            cluster=is_cluster(redis_client),
         )
         self._setup_lock = asyncio.Lock()
         # A plain redis.asyncio pool raises MaxConnectionsError past its size instead of
         # waiting; many graph tasks saving at once must queue here instead.
-        self._slots = asyncio.Semaphore(max(1, int(getattr(redis_client.connection_pool, "max_connections", 100))))
+        # (A cluster client keeps a pool per node and has no `connection_pool`.)
+        pool = getattr(redis_client, "connection_pool", None)
+        self._slots = asyncio.Semaphore(max(1, int(getattr(pool, "max_connections", 100))))
         try:
             self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -100,42 +102,58 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
 
     @classmethod
     @asynccontextmanager
-    async def from_conn_string(cls, url: str, **options: Any) -> AsyncIterator[AsyncStreamSaver]:
-        """A saver on a new client for `url`, closed on exit."""
-        client = Redis.from_url(url, retry=Retry(retry_backoff(), CONNECTION_RETRIES))
+    async def from_conn_string(
+        cls, url: str, *, cluster: bool | None = None, **options: Any
+    ) -> AsyncIterator[AsyncStreamSaver]:
+        """A saver on a new client for `url`, closed on exit (`cluster` as in
+        `StreamSaver.from_conn_string`: None asks the server whether it runs in cluster mode)."""
+        retry = Retry(retry_backoff(), CONNECTION_RETRIES)
+        if cluster is None:
+            cluster = await acluster_enabled(url)
+        client: Redis | RedisCluster = RedisCluster.from_url(url, retry=retry) if cluster else Redis.from_url(url, retry=retry)
         try:
             yield cls(client, **options)
         finally:
             await client.aclose()
 
-    async def _send(self, commands: Sequence[Command]) -> builtins.list[Any]:
+    async def _send(self, commands: Sequence[Step]) -> builtins.list[Any]:
         """One round trip; on NOSCRIPT (a flushed or restarted server) load scripts and resend.
         At most the client pool's size of calls are in flight at once; the rest wait."""
         async with self._slots:
             try:
                 return await self._send_once(commands)
             except NoScriptError:
-                await self._send_raw(LOAD_SCRIPTS)
+                await self._send_raw(self.core.load_scripts())
                 return await self._send_once(commands)
 
-    async def _send_once(self, commands: Sequence[Command]) -> builtins.list[Any]:
+    async def _send_once(self, commands: Sequence[Step]) -> builtins.list[Any]:
         if len(commands) == 1:
-            return [await self._execute(*commands[0])]
+            return [await execute(self.redis, commands[0])]
         replies = await self._send_raw(commands)
         if (error := failed_reply(replies)) is not None:
             raise error
         return replies
 
-    async def _send_raw(self, commands: Sequence[Command]) -> builtins.list[Any]:
+    async def _send_raw(self, commands: Sequence[Step]) -> builtins.list[Any]:
         pipe = self.redis.pipeline(transaction=False)
-        enqueue(pipe, commands)
+        enqueue(pipe, self.redis, commands)
         return await pipe.execute(raise_on_error=False)
 
     async def setup(self) -> None:
-        """Check the modules, fix the partition count, create indexes. Idempotent."""
+        """Check the modules, fix the partition count, create indexes (on a cluster: read the
+        slot map, then on every primary). Idempotent."""
         self.loop = asyncio.get_running_loop()
-        second = self.core.read_probe(await self._send_raw(self.core.probe_request()))
-        self.core.read_created(await self._send_raw(second))
+        await self._setup()
+
+    async def _setup(self, *, wait_indexed: bool = False) -> None:
+        await initialize(self.redis)
+        program: SetupProgram = self.core.setup_program(wait_indexed)
+        try:
+            request = next(program)
+            while True:
+                request = program.send(await self._send_raw(request))
+        except StopIteration:
+            return
 
     async def _ready(self) -> SaverCore:
         if self.core.keyspace is None:
@@ -156,9 +174,18 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        pager = (await self._ready()).list_pager(config, filter, before, limit)
+        pager, moved = (await self._ready()).list_pager(config, filter, before, limit), False
         while (request := pager.next_request()) is not None:
-            for item in pager.feed(await self._send(request)):
+            try:
+                replies = await self._send(request)
+            except ResponseError as exc:
+                if moved or not self.core.index_moved(exc):
+                    raise
+                moved = True
+                await self._setup(wait_indexed=True)
+                pager = pager.resumed(self.core.index_targets(self.core.view))
+                continue
+            for item in pager.feed(replies):
                 yield item
 
     async def aput(

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -32,9 +33,11 @@ from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
 from streamsaver.saver import append, history, maintenance, reads, setup, ttl
 from streamsaver.saver import durability as durability_
 from streamsaver.scripts import ALL
+from streamsaver.topology import IndexTarget, Routed, Step, Topology, index_moved, index_targets
 
 __all__ = [
-    "CONNECTION_RETRIES", "Command", "CoreBinding", "SaverCore", "check_client", "enqueue", "failed_reply", "retry_backoff",
+    "CONNECTION_RETRIES", "Command", "CoreBinding", "SaverCore", "SetupProgram", "check_client", "enqueue", "failed_reply",
+    "retry_backoff",
 ]
 
 Command = list[str | bytes | int]
@@ -57,12 +60,19 @@ def failed_reply(replies: Sequence[Any]) -> Exception | None:
 
 
 def enqueue(pipe: Any, commands: Sequence[Command]) -> None:
-    """Queue commands on a non-transactional pipeline; queuing is synchronous in both clients."""
+    """Queue commands on a non-transactional pipeline; queuing is synchronous in both clients.
+    (`streamsaver.topology.enqueue` also places `Routed` steps.)"""
     for command in commands:
         pipe.execute_command(*command)
 
 
 LOAD_SCRIPTS: list[Command] = [["SCRIPT", "LOAD", s.source] for s in ALL]
+
+INDEXING_WAIT_S = 30.0
+"""How long a setup after moved slots waits for new indexes to index what their nodes hold."""
+
+SetupProgram = Generator[list[Step], list[Any], None]
+"""`setup()`: each yield is one round trip, answered with its raw replies (errors as values)."""
 
 CONNECTION_RETRIES = 3
 """How often a client that `from_conn_string` makes resends a call whose connection dropped.
@@ -89,6 +99,8 @@ class SaverCore:
     ttl_ms: int = 0
     refresh_on_read: bool = False
     compression: str | None = "zstd"
+    cluster: bool = False
+    topology: Topology | None = None
 
     @classmethod
     def configure(
@@ -104,6 +116,7 @@ class SaverCore:
         default_ttl: float | None = None,
         refresh_on_read: bool = False,
         compression: str | None = "zstd",
+        cluster: bool = False,
     ) -> SaverCore:
         """Validate saver options.
 
@@ -121,7 +134,7 @@ class SaverCore:
         return cls(
             serde, read_view, views, prefix, partitions, None,
             durability=level, durability_timeout_ms=durability_timeout_ms,
-            ttl_ms=ttl.ttl_ms(default_ttl), refresh_on_read=bool(refresh_on_read),
+            ttl_ms=ttl.ttl_ms(default_ttl), refresh_on_read=bool(refresh_on_read), cluster=cluster,
             compression=compression,
         )
 
@@ -142,15 +155,39 @@ class SaverCore:
         return self.keyspace
 
     # setup -------------------------------------------------------------------------------
-    def probe_request(self) -> list[Command]:
-        return setup.probe_request(self.prefix, self.partitions)
+    def setup_program(self, wait_indexed: bool = False) -> SetupProgram:
+        """`setup()` (see `streamsaver.saver.setup`); on a cluster it first reads the slot map.
+        With `wait_indexed`, it then polls the indexes it created until they have indexed the
+        documents already there (at most `INDEXING_WAIT_S`): after slots moved, new indexes
+        are made on nodes that hold documents.
 
-    def read_probe(self, replies: Sequence[Any]) -> list[Command]:
-        """Remember the keyspace; returns the second setup round trip."""
-        self.keyspace, existing = setup.read_probe(self.prefix, self.partitions, replies)
-        return setup.create_requests(self.keyspace, self.projections, existing)
+        Raises:
+            MissingModuleError, ConfigurationError: see `setup.read_probe`, `setup.read_created`.
+        """
+        topology = yield from setup.read_topology(self.prefix, self.cluster)
+        keyspace, existing = setup.read_probe(
+            self.prefix, self.partitions, (yield setup.probe_request(self.prefix, self.partitions, topology))
+        )
+        requests = setup.create_requests(keyspace, self.projections, existing, topology)
+        setup.read_created((yield requests))
+        infos = setup.index_infos(requests) if wait_indexed else []
+        deadline = time.monotonic() + INDEXING_WAIT_S
+        while infos and setup.still_indexing((yield infos)) and time.monotonic() < deadline:
+            pass
+        self.keyspace, self.topology = keyspace, topology
 
-    read_created = staticmethod(setup.read_created)
+    def index_moved(self, error: Exception) -> bool:
+        """Whether `error`, from a query on the indexes, means the cluster's slots moved since
+        `setup()` read them (then `setup_program(wait_indexed=True)` and query again)."""
+        return self.topology is not None and index_moved(error)
+
+    def load_scripts(self) -> list[Step]:
+        """What to send after a NOSCRIPT: every script, on every primary of a cluster."""
+        return setup.load_scripts(self.topology)
+
+    def index_targets(self, view: ViewName) -> tuple[IndexTarget, ...]:
+        """The indexes of `view` a query must reach (one per primary on a cluster)."""
+        return index_targets(self.keys, view, self.topology)
 
     # writes ------------------------------------------------------------------------------
     def put_request(
@@ -178,10 +215,11 @@ class SaverCore:
         event = append.writes_saved(self.serde, config, writes, task_id, task_path, self.compress)
         return append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id))
 
-    def durable(self, command: Command) -> list[Command]:
-        """An append followed by the wait its durability asks for: one pipelined round trip."""
+    def durable(self, command: Command) -> list[Step]:
+        """An append followed by the wait its durability asks for: one pipelined round trip.
+        The wait names no key; it goes to the node of the append's first key (its slot)."""
         wait = durability_.wait_command(self.durability, self.durability_timeout_ms)
-        return [command] if wait is None else [command, wait]
+        return [command] if wait is None else [command, Routed(str(command[3]), wait)]
 
     def read_durable(self, replies: Sequence[Any]) -> None:
         """Check the wait of `durable`.
@@ -228,7 +266,9 @@ class SaverCore:
         limit: int | None,
     ) -> reads.ListPager:
         """The plan of a `list` call."""
-        return reads.ListPager.plan(self.keys, self.view, self.serde, config, filter, before, limit)
+        return reads.ListPager.plan(
+            self.keys, self.view, self.serde, config, filter, before, limit, self.index_targets(self.view)
+        )
 
     def history_request(self, config: RunnableConfig, channels: Sequence[str]) -> Command | None:
         """The one script call of a native `get_delta_channel_history`; None when the saver
@@ -260,7 +300,8 @@ class SaverCore:
 
     def runs_program(self, run_ids: Sequence[str]) -> maintenance.Program:
         """`delete_for_runs` (see `maintenance.delete_for_runs`)."""
-        return maintenance.delete_for_runs(self.keys, self.projections, run_ids, self.ttl_ms)
+        view: ViewName = "full" if "full" in self.projections else self.projections[0]
+        return maintenance.delete_for_runs(self.keys, self.projections, run_ids, self.ttl_ms, self.index_targets(view))
 
     @staticmethod
     def next_version(current: str | float | None) -> str:

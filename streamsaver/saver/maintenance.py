@@ -20,7 +20,7 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
-from streamsaver.codec import tag
+from streamsaver.codec import tag, unescape
 from streamsaver.errors import ConcurrentChangeError, InvalidInputError, ThreadExistsError
 from streamsaver.events import Event, RunsDeleted, ThreadCopied, ThreadPruned
 from streamsaver.keys import Keyspace, ViewName
@@ -39,11 +39,12 @@ from streamsaver.saver.compaction import (
     rewrite_call,
 )
 from streamsaver.saver.ttl import ttl_block
+from streamsaver.topology import IndexTarget, Routed, Step
 
 __all__ = ["ATTEMPTS", "STRATEGIES", "Program", "copy_thread", "delete_for_runs", "prune", "retain"]
 
 Command = list[str | bytes | int]
-Program = Generator[list[Command], list[Any], None]
+Program = Generator[list[Step], list[Any], None]
 STRATEGIES = ("keep_latest", "delete")
 ATTEMPTS = 5
 """Reads and rewrites of one thread before a rewrite racing appends gives up."""
@@ -120,7 +121,8 @@ def _rewrite(
     """Remove the checkpoints `choose(index, server time in ms)` picks from one thread's log and
     views, recording `marker(checkpoints kept)`; nothing is written when it picks none."""
     for _ in range(ATTEMPTS):
-        reply, (seconds, micros) = yield [read_log(keyspace.thread(thread_id).log), ["TIME"]]
+        log = keyspace.thread(thread_id).log
+        reply, (seconds, micros) = yield [read_log(log), Routed(log, ["TIME"])]
         entries = decode_log(reply)
         index = LogIndex.of(entries)
         removed = choose(index, int(seconds) * 1000 + int(micros) // 1000)
@@ -204,30 +206,37 @@ def _runs_deleted(thread_id: str, runs: Sequence[str], kept: int) -> RunsDeleted
     return RunsDeleted(thread_id, tuple(runs))
 
 
-def _threads_request(keyspace: Keyspace, view: ViewName, run_ids: Sequence[str]) -> Command:
+def _threads_request(targets: Sequence[IndexTarget], run_ids: Sequence[str]) -> list[Step]:
     query = "@rh:{" + "|".join(tag(r) for r in run_ids) + "}"
     return [
-        "FT.AGGREGATE", keyspace.index(view), query, "LOAD", 3, "$.thread_id", "AS", "t",
-        "GROUPBY", 1, "@t", "LIMIT", 0, THREADS_PER_QUERY, "DIALECT", 2,
+        target.query([
+            "FT.AGGREGATE", target.name, query, "GROUPBY", 1, "@tk", "LIMIT", 0, THREADS_PER_QUERY, "DIALECT", 2,
+        ])
+        for target in targets
     ]
 
 
 def _threads(reply: Any) -> list[str]:
-    """Thread ids of an FT.AGGREGATE ... GROUPBY @t reply (RESP2 or RESP3)."""
+    """Thread ids of an FT.AGGREGATE ... GROUPBY @tk reply (RESP2 or RESP3)."""
     if isinstance(reply, dict):
         rows = [r.get(b"extra_attributes", r.get("extra_attributes")) or {} for r in reply.get(b"results", reply.get("results")) or []]
-        values = [v for row in rows for k, v in row.items() if k in (b"t", "t")]
+        values = [v for row in rows for k, v in row.items() if k in (b"tk", "tk")]
     else:
-        values = [row[i + 1] for row in reply[1:] for i in range(0, len(row), 2) if row[i] in (b"t", "t")]
-    return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in values]
+        values = [row[i + 1] for row in reply[1:] for i in range(0, len(row), 2) if row[i] in (b"tk", "tk")]
+    return [unescape(v.decode("ascii") if isinstance(v, bytes) else str(v)) for v in values]
 
 
 def delete_for_runs(
-    keyspace: Keyspace, views: Sequence[ViewName], run_ids: Iterable[Any], ttl: int = 0
+    keyspace: Keyspace,
+    views: Sequence[ViewName],
+    run_ids: Iterable[Any],
+    ttl: int = 0,
+    targets: Sequence[IndexTarget] = (),
 ) -> Program:
     """Remove every checkpoint whose metadata ``run_id`` is one of `run_ids`, with its writes,
     from the logs and the views of every thread holding one (found through the index of the
-    first projected view, the full view when it is kept).
+    first projected view, the full view when it is kept; `targets` are that view's indexes,
+    one per primary on Redis Cluster, by default the one index of a single server).
 
     Raises:
         InvalidInputError: a run id that is not a string (before any write).
@@ -238,10 +247,11 @@ def delete_for_runs(
     if not runs:
         return
     view: ViewName = "full" if "full" in views else views[0]
+    indexes = tuple(targets) or (IndexTarget(keyspace.index(view)),)
     done: set[str] = set()
     while True:
-        [reply] = yield [_threads_request(keyspace, view, runs)]
-        threads = sorted(set(_threads(reply)) - done)
+        replies = yield _threads_request(indexes, runs)
+        threads = sorted({t for reply in replies for t in _threads(reply)} - done)
         if not threads:
             return
         for thread_id in threads:

@@ -20,17 +20,19 @@ from langgraph.checkpoint.base import CheckpointTuple, PendingWrite, writes_sort
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from streamsaver import compression
-from streamsaver.codec import canonical_json, metadata_tags, tag, unpack
-from streamsaver.errors import InvalidInputError, PayloadDecodeError
+from streamsaver.codec import canonical_json, metadata_tags, tag, unescape, unpack
+from streamsaver.errors import ConfigurationError, InvalidInputError, PayloadDecodeError
 from streamsaver.events import Blob, decode_channel_value
 from streamsaver.keys import Keyspace, ViewName
 from streamsaver.saver.append import namespace_of, thread_id_of
 from streamsaver.scripts import READ_FULL, READ_SHALLOW
+from streamsaver.topology import IndexTarget, Step
 
 __all__ = ["ListPager", "Reading", "Request", "decode_rows", "get_request", "pending_writes"]
 
 Command = list[str | bytes | int]
-Request = list[Command]
+Request = list[Step]
+Row = tuple[str, str, str]
 PAGE = 100
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]*$")
 
@@ -161,15 +163,24 @@ def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     return all(k in metadata and canonical_json(metadata[k]) == canonical_json(v) for k, v in wanted.items())
 
 
-def _search_rows(reply: Any) -> list[tuple[str, str, str]]:
-    """``(thread_id, checkpoint_ns, checkpoint_id)`` of each FT.AGGREGATE row (RESP2 or RESP3)."""
+def _search_rows(reply: Any) -> list[Row]:
+    """``(thread_id, checkpoint_ns, checkpoint_id)`` of each FT.AGGREGATE row (RESP2 or RESP3).
+
+    Raises:
+        ConfigurationError: a row of a document from before schema v2 (the views need a replay).
+    """
     if isinstance(reply, dict):
         results = reply.get(b"results", reply.get("results")) or []
         rows = [r.get(b"extra_attributes", r.get("extra_attributes")) or {} for r in results]
         items = [{_text(k): v for k, v in row.items()} for row in rows]
     else:
         items = [{_text(row[i]): row[i + 1] for i in range(0, len(row), 2)} for row in reply[1:]]
-    return [(_text(i["t"]), _text(i["n"]), _text(i["checkpoint_id"])) for i in items]
+    if any("tk" not in i for i in items):
+        raise ConfigurationError(
+            "the view holds checkpoint documents written before index schema v2 (no `tk`): "
+            "rebuild the views once with `streamsaver replay` (see docs/operations.md)"
+        )
+    return [(unescape(_text(i["tk"])), unescape(_text(i.get("nk", b""))), _text(i["checkpoint_id"])) for i in items]
 
 
 def _text(value: Any) -> str:
@@ -184,6 +195,11 @@ class ListPager:
     For one thread and namespace of the full view, with no metadata filter, it walks the id
     index newest first (one script call per page). Otherwise each page is one index query and
     one pipelined fetch of the checkpoints it found. Metadata matches are re-checked exactly.
+
+    On Redis Cluster a view has one index per primary (`targets`): the query goes to each in the
+    same pipelined round trip, each with its own offset, and the rows are merged newest
+    checkpoint id first; a row is taken only while every index that may hold more has rows
+    buffered, so the merge equals one index's order. A single server is the one-target case.
     """
 
     keyspace: Keyspace
@@ -194,11 +210,20 @@ class ListPager:
     filter: Mapping[str, Any]
     before: str
     limit: int | None
+    targets: tuple[IndexTarget, ...]
     cursor: str = ""
     _emitted: int = 0
-    _offset: int = 0
+    _offsets: list[int] = field(default_factory=list)
+    _buffers: list[list[Row]] = field(default_factory=list)
+    _exhausted: list[bool] = field(default_factory=list)
+    _asked: list[int] = field(default_factory=list)
     _done: bool = False
-    _found: list[tuple[str, str, str]] = field(default_factory=list)
+    _found: list[Row] = field(default_factory=list)
+    _last: str = ""
+
+    def __post_init__(self) -> None:
+        n = len(self.targets)
+        self._offsets, self._buffers, self._exhausted = [0] * n, [[] for _ in range(n)], [False] * n
 
     @classmethod
     def plan(
@@ -210,8 +235,10 @@ class ListPager:
         filter: Mapping[str, Any] | None,
         before: RunnableConfig | None,
         limit: int | None,
+        targets: Sequence[IndexTarget] | None = None,
     ) -> ListPager:
-        """Validate the arguments of `list` and plan it.
+        """Validate the arguments of `list` and plan it (`targets`: the view's indexes, by
+        default the one index of a single server).
 
         Raises:
             InvalidInputError: a config without a thread id, a negative limit, or a filter
@@ -227,7 +254,8 @@ class ListPager:
         has_ns = config is not None and config["configurable"].get("checkpoint_ns") is not None
         ns = namespace_of(config) if config is not None and has_ns else None
         before_id = str(((before or {}).get("configurable") or {}).get("checkpoint_id") or "")
-        return cls(keyspace, view, serde, thread_id, ns, dict(filter or {}), before_id, limit, before_id)
+        indexes = tuple(targets) if targets else (IndexTarget(keyspace.index(view)),)
+        return cls(keyspace, view, serde, thread_id, ns, dict(filter or {}), before_id, limit, indexes, before_id)
 
     @property
     def _want(self) -> int:
@@ -247,16 +275,23 @@ class ListPager:
         if self._walks_ids:
             assert self.thread_id is not None and self.checkpoint_ns is not None
             return [_read_page(self.keyspace, self.thread_id, self.checkpoint_ns, self.cursor, self._want)]
-        return [self._search()]
+        self._asked = [n for n, buffer in enumerate(self._buffers) if not buffer and not self._exhausted[n]]
+        if self._asked:
+            return [self.targets[n].query(self._search(n)) for n in self._asked]
+        self._found = self._merge()
+        if not self._found:
+            self._done = True
+            return None
+        return [_read_one(self.keyspace, self.view, *row) for row in self._found]
 
-    def _search(self) -> Command:
+    def _search(self, n: int) -> Command:
         parts = []
         if self.thread_id is not None:
             parts.append(f"@th:{{{tag(self.thread_id)}}}")
         if self.checkpoint_ns is not None:
             parts.append(f"@nh:{{{tag(self.checkpoint_ns)}}}")
         parts += [f"@mt:{{{t}}}" for t in metadata_tags(sorted(self.filter.items()))]
-        command: Command = ["FT.AGGREGATE", self.keyspace.index(self.view), " ".join(parts) or "*"]
+        command: Command = ["FT.AGGREGATE", self.targets[n].name, " ".join(parts) or "*"]
         if self.before:
             if not _SAFE_ID.match(self.before):
                 raise InvalidInputError(
@@ -264,10 +299,11 @@ class ListPager:
                     "the index, which takes ids of [A-Za-z0-9._:-] only"
                 )
             command += ["FILTER", f"@checkpoint_id < '{self.before}'"]
-        # LOAD after SORTBY and LIMIT: only the page's documents are read, not every match.
+        # Sorting by the three sortable fields returns them with each row: no document is
+        # loaded, and the cost follows the page, not the matches.
         return command + [
-            "SORTBY", 2, "@checkpoint_id", "DESC", "LIMIT", self._offset, self._want,
-            "LOAD", 6, "$.thread_id", "AS", "t", "$.checkpoint_ns", "AS", "n", "DIALECT", 2,
+            "SORTBY", 6, "@checkpoint_id", "DESC", "@tk", "ASC", "@nk", "ASC",
+            "LIMIT", self._offsets[n], self._want, "DIALECT", 2,
         ]
 
     def feed(self, replies: Sequence[Any]) -> list[CheckpointTuple]:
@@ -282,10 +318,26 @@ class ListPager:
             if tuples:
                 self.cursor = tuples[-1].config["configurable"]["checkpoint_id"]
             return self._keep(tuples)
-        self._found = _search_rows(replies[0])
-        self._offset += len(self._found)
-        self._done = len(self._found) < self._want
+        for n, reply in zip(self._asked, replies):
+            rows = _search_rows(reply)
+            self._buffers[n], self._offsets[n] = rows, self._offsets[n] + len(rows)
+            self._exhausted[n] = len(rows) < self._want
+        self._found = self._merge()
+        self._done = not self._found
         return []
+
+    def _merge(self) -> list[Row]:
+        """Up to a page of buffered rows, newest first, while no index that may hold more has
+        run dry (its next rows could be newer than any buffered)."""
+        merged: list[Row] = []
+        while len(merged) < self._want:
+            if any(not buffer and not self._exhausted[n] for n, buffer in enumerate(self._buffers)):
+                break
+            heads = [(buffer[0][2], -n) for n, buffer in enumerate(self._buffers) if buffer]
+            if not heads:
+                break
+            merged.append(self._buffers[-max(heads)[1]].pop(0))
+        return merged
 
     def _keep(self, tuples: list[CheckpointTuple]) -> list[CheckpointTuple]:
         kept = [
@@ -297,4 +349,14 @@ class ListPager:
         if self.limit is not None:
             kept = kept[: self.limit - self._emitted]
         self._emitted += len(kept)
+        if kept:
+            self._last = kept[-1].config["configurable"]["checkpoint_id"]
         return kept
+
+    def resumed(self, targets: Sequence[IndexTarget]) -> ListPager:
+        """The rest of this listing on other indexes (the slots moved): what is older than the
+        last checkpoint returned, up to what is left of `limit`."""
+        before = self._last or self.before
+        limit = None if self.limit is None else self.limit - self._emitted
+        return ListPager(self.keyspace, self.view, self.serde, self.thread_id, self.checkpoint_ns, self.filter,
+                         before, limit, tuple(targets), before)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,6 +20,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis import Redis
+from redis.cluster import RedisCluster
 from redis.exceptions import NoScriptError, ResponseError
 from redis.retry import Retry
 
@@ -27,40 +28,42 @@ from streamsaver.keys import DEFAULT_PREFIX
 from streamsaver.saver.core import (
     CONNECTION_RETRIES,
     LOAD_SCRIPTS,
-    Command,
     CoreBinding,
     SaverCore,
+    SetupProgram,
     check_client,
-    enqueue,
     failed_reply,
     retry_backoff,
 )
 from streamsaver.saver.maintenance import Program
+from streamsaver.topology import Step, cluster_enabled, enqueue, execute, is_cluster
 
 __all__ = ["StreamSaver", "round_trip", "send_raw"]
 
 
-def send_raw(client: Redis, commands: Sequence[Command]) -> list[Any]:
-    """Send `commands` in one pipelined round trip; errors come back as reply objects."""
+def send_raw(client: Redis | RedisCluster, commands: Sequence[Step]) -> list[Any]:
+    """Send `commands` in one pipelined round trip (on a cluster, one pipeline per node they
+    go to, written to every node before any reply is read); errors come back as reply objects."""
     pipe = client.pipeline(transaction=False)
-    enqueue(pipe, commands)
+    enqueue(pipe, client, commands)
     replies: list[Any] = pipe.execute(raise_on_error=False)
     return replies
 
 
-def _send_once(client: Redis, commands: Sequence[Command]) -> list[Any]:
+def _send_once(client: Redis | RedisCluster, commands: Sequence[Step]) -> list[Any]:
     if len(commands) == 1:
-        execute: Callable[..., Any] = client.execute_command
-        return [execute(*commands[0])]
+        return [execute(client, commands[0])]
     replies = send_raw(client, commands)
     if (error := failed_reply(replies)) is not None:
         raise error
     return replies
 
 
-def round_trip(client: Redis, commands: Sequence[Command]) -> list[Any]:
+def round_trip(
+    client: Redis | RedisCluster, commands: Sequence[Step], reload: Sequence[Step] = LOAD_SCRIPTS
+) -> list[Any]:
     """One round trip (a pipeline when there are several commands); on NOSCRIPT (a flushed or
-    restarted server) load the scripts and send again: a refused script ran nothing.
+    restarted server) send `reload` (the scripts) and send again: a refused script ran nothing.
 
     Raises:
         RedisError: the first error among the replies.
@@ -68,7 +71,7 @@ def round_trip(client: Redis, commands: Sequence[Command]) -> list[Any]:
     try:
         return _send_once(client, commands)
     except NoScriptError:
-        send_raw(client, LOAD_SCRIPTS)
+        send_raw(client, reload)
         return _send_once(client, commands)
 
 
@@ -76,7 +79,8 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     """A LangGraph checkpointer whose history is a Redis Stream per thread.
 
     Args:
-        redis_client: a ``redis.Redis`` made with ``decode_responses=False``.
+        redis_client: a ``redis.Redis``, or a ``redis.cluster.RedisCluster`` for Redis Cluster,
+            made with ``decode_responses=False``.
         view: the view reads use: ``"full"`` (every checkpoint) or ``"shallow"`` (latest only).
         projections: the views each append keeps current (must include `view`).
         prefix: the key prefix; deployments with different prefixes share a Redis safely.
@@ -100,7 +104,7 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
 
     def __init__(
         self,
-        redis_client: Redis,
+        redis_client: Redis | RedisCluster,
         *,
         view: str = "full",
         projections: Iterable[str] = ("full", "shallow"),
@@ -127,28 +131,47 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
             default_ttl=default_ttl,
             refresh_on_read=refresh_on_read,
             compression=compression,
+            cluster=is_cluster(redis_client),
         )
 
     @classmethod
     @contextmanager
-    def from_conn_string(cls, url: str, **options: Any) -> Iterator[StreamSaver]:
-        """A saver on a new client for `url` (``redis://``, ``rediss://``, ``unix://``), closed on exit."""
-        client = Redis.from_url(url, retry=Retry(retry_backoff(), CONNECTION_RETRIES))
+    def from_conn_string(cls, url: str, *, cluster: bool | None = None, **options: Any) -> Iterator[StreamSaver]:
+        """A saver on a new client for `url` (``redis://``, ``rediss://``, ``unix://``), closed on exit.
+
+        Args:
+            cluster: True: `url` names a node of a Redis Cluster (a ``RedisCluster`` client
+                discovers the others); False: a single server; None: ask the server
+                (``INFO cluster``).
+        """
+        retry = Retry(retry_backoff(), CONNECTION_RETRIES)
+        if cluster is None:
+            cluster = cluster_enabled(url)
+        client: Redis | RedisCluster = RedisCluster.from_url(url, retry=retry) if cluster else Redis.from_url(url, retry=retry)
         try:
             yield cls(client, **options)
         finally:
             client.close()
 
-    def _send(self, commands: Sequence[Command]) -> builtins.list[Any]:
-        return round_trip(self.redis, commands)
+    def _send(self, commands: Sequence[Step]) -> builtins.list[Any]:
+        return round_trip(self.redis, commands, self.core.load_scripts())
 
-    def _send_raw(self, commands: Sequence[Command]) -> builtins.list[Any]:
+    def _send_raw(self, commands: Sequence[Step]) -> builtins.list[Any]:
         return send_raw(self.redis, commands)
 
     def setup(self) -> None:
-        """Check the modules, fix the partition count, create indexes. Idempotent."""
-        second = self.core.read_probe(self._send_raw(self.core.probe_request()))
-        self.core.read_created(self._send_raw(second))
+        """Check the modules, fix the partition count, create indexes (on a cluster: read the
+        slot map, then on every primary). Idempotent."""
+        self._setup()
+
+    def _setup(self, *, wait_indexed: bool = False) -> None:
+        program: SetupProgram = self.core.setup_program(wait_indexed)
+        try:
+            request = next(program)
+            while True:
+                request = program.send(self._send_raw(request))
+        except StopIteration:
+            return
 
     def _ready(self) -> SaverCore:
         if self.core.keyspace is None:
@@ -167,9 +190,18 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        pager = self._ready().list_pager(config, filter, before, limit)
+        pager, moved = self._ready().list_pager(config, filter, before, limit), False
         while (request := pager.next_request()) is not None:
-            yield from pager.feed(self._send(request))
+            try:
+                replies = self._send(request)
+            except ResponseError as exc:
+                if moved or not self.core.index_moved(exc):
+                    raise
+                moved = True
+                self._setup(wait_indexed=True)
+                pager = pager.resumed(self.core.index_targets(self.core.view))
+                continue
+            yield from pager.feed(replies)
 
     def put(
         self,

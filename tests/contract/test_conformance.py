@@ -13,8 +13,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-import redis
-import redis.asyncio
+from helpers import async_client, sync_client
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
@@ -49,13 +48,13 @@ def _factory(kind: str, view: str, url: str):  # type: ignore[no-untyped-def]
     async def factory() -> AsyncIterator[BaseCheckpointSaver]:
         prefix = f"conf{uuid.uuid4().hex[:10]}"
         if kind == "sync":
-            client = redis.Redis.from_url(url)
+            client = sync_client(url)
             saver: BaseCheckpointSaver = StreamSaver(client, view=view, prefix=prefix)
             saver.setup()  # type: ignore[attr-defined]
             yield saver
             client.close()
         else:
-            aclient = redis.asyncio.Redis.from_url(url)
+            aclient = async_client(url)
             saver = AsyncStreamSaver(aclient, view=view, prefix=prefix)
             await saver.setup()  # type: ignore[attr-defined]
             yield saver

@@ -33,7 +33,7 @@ async def counted(request: pytest.FixtureRequest, redis_url: str, prefix: str) -
         yield saver, counter
         client.close()
     else:
-        aclient = counting_async_client(redis_url, counter)
+        aclient = await counting_async_client(redis_url, counter)
         saver = AsyncStreamSaver(aclient, prefix=prefix)
         await saver.setup()
         yield saver, counter

@@ -23,6 +23,7 @@ from helpers import (
     VARIANTS,
     VIEWS,
     SaverAdapter,
+    async_client,
     config,
     keys_of,
     new_checkpoint,
@@ -673,7 +674,7 @@ async def test_what_the_other_kind_of_saver_puts_is_read_here(
 async def async_only(
     request: pytest.FixtureRequest, redis_url: str, prefix: str
 ) -> AsyncIterator[AsyncStreamSaver]:
-    aclient = redis.asyncio.Redis.from_url(redis_url)
+    aclient = async_client(redis_url)
     saver = AsyncStreamSaver(aclient, view=request.param, prefix=prefix)
     await saver.setup()
     yield saver

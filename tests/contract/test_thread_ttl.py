@@ -16,6 +16,7 @@ from helpers import (
     VARIANTS,
     SaverAdapter,
     config,
+    index_hits,
     keys_of,
     new_checkpoint,
     open_adapter,
@@ -39,11 +40,7 @@ def deadlines(client: redis.Redis, keys: list[bytes]) -> set[int]:
 
 
 def indexed(client: redis.Redis, prefix: str, thread_id: str) -> int:
-    total = 0
-    for view in ("full", "shallow"):
-        found = client.execute_command("FT.SEARCH", f"{prefix}:{view}:idx:v1", f"@th:{{{tag(thread_id)}}}", "LIMIT", 0, 0)
-        total += int(found[0] if isinstance(found, list) else found.get(b"total_results", found.get("total_results")))
-    return total
+    return sum(index_hits(client, prefix, view, f"@th:{{{tag(thread_id)}}}") for view in ("full", "shallow"))
 
 
 def wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> None:
@@ -179,7 +176,7 @@ async def test_ttl_costs_no_round_trip(kind: str, redis_url: str, prefix: str) -
     if kind == "sync":
         adapter = SaverAdapter(StreamSaver(counting_sync_client(redis_url, counter), **options), kind, "full")
     else:
-        adapter = SaverAdapter(AsyncStreamSaver(counting_async_client(redis_url, counter), **options), kind, "full")
+        adapter = SaverAdapter(AsyncStreamSaver(await counting_async_client(redis_url, counter), **options), kind, "full")
     await adapter.setup()
     await adapter.save("warm", {"a": 1})
     counter.reset()

@@ -1,12 +1,12 @@
 """The groundwork for Redis Cluster: a local cluster of three embedded primaries forms, every node
 has the search and JSON modules, a deployment's keys of different partitions spread over the
 shards, and a RediSearch index covers only its own node's keys (so a cross-thread query must
-fan out to every primary) and must be named with a hash tag of a slot its node owns. The savers themselves do not run on a cluster yet: see
-docs/reliability.md, "Not covered yet"."""
+fan out to every primary) and must be named with a hash tag of a slot its node owns. The savers
+on a cluster: tests/integration/test_savers_on_a_cluster.py and the contract suite."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import uuid
 
 import pytest
 import redis
@@ -20,10 +20,9 @@ from streamsaver.keys import Keyspace
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[EmbeddedCluster]:
-    with EmbeddedCluster(3) as started:
-        yield started
+@pytest.fixture
+def cluster(embedded_cluster: EmbeddedCluster) -> EmbeddedCluster:
+    return embedded_cluster
 
 
 def test_three_primaries_form_a_cluster_with_the_modules(cluster: EmbeddedCluster) -> None:
@@ -41,12 +40,12 @@ def test_three_primaries_form_a_cluster_with_the_modules(cluster: EmbeddedCluste
 
 
 def _index_on(node: redis.Redis, keyspace: Keyspace) -> str:
-    """Create an index on `node` over ``cl:doc:``; its name needs a hash tag of a slot the node
+    """Create an index on `node` over ``P:doc:``; its name needs a hash tag of a slot the node
     owns (in cluster mode RediSearch answers MOVED for an index name of another node's slot)."""
     for partition in range(keyspace.partitions):
-        name = f"cl:idx:{keyspace.slot_tag(partition)}"
+        name = f"{keyspace.prefix}:idx:{keyspace.slot_tag(partition)}"
         try:
-            node.execute_command("FT.CREATE", name, "ON", "JSON", "PREFIX", 1, "cl:doc:",
+            node.execute_command("FT.CREATE", name, "ON", "JSON", "PREFIX", 1, f"{keyspace.prefix}:doc:",
                                  "SCHEMA", "$.n", "AS", "n", "NUMERIC")
         except MovedError:
             continue
@@ -55,14 +54,14 @@ def _index_on(node: redis.Redis, keyspace: Keyspace) -> str:
 
 
 def test_partitions_spread_and_an_index_covers_only_its_nodes_keys(cluster: EmbeddedCluster) -> None:
-    keyspace = Keyspace("cl", 16)
+    keyspace = Keyspace(f"cl{uuid.uuid4().hex[:8]}", 16)
     client = RedisCluster.from_url(cluster.url)
     nodes = [redis.Redis(port=node.port) for node in cluster.nodes]
     try:
         names = [_index_on(node, keyspace) for node in nodes]
         for partition in range(keyspace.partitions):
-            client.execute_command("JSON.SET", f"cl:doc:{keyspace.slot_tag(partition)}", "$", f'{{"n": {partition}}}')
-        held = [node.dbsize() for node in nodes]
+            client.execute_command("JSON.SET", f"{keyspace.prefix}:doc:{keyspace.slot_tag(partition)}", "$", f'{{"n": {partition}}}')
+        held = [len(list(node.scan_iter(match=f"{keyspace.prefix}:doc:*"))) for node in nodes]
         indexed = [node.ft(name).search(Query("*").paging(0, 0)).total for node, name in zip(nodes, names)]
         assert sum(held) == keyspace.partitions and all(held), held
         assert indexed == held

@@ -9,11 +9,13 @@ from typing import Any
 
 import pytest
 import redis
-from helpers import snapshot
+from helpers import config, new_checkpoint, snapshot
 
 from streamsaver import StreamSaver
 from streamsaver.demo import run_demo
+from streamsaver.errors import ConfigurationError
 from streamsaver.replay import Replayer
+from streamsaver.shadow import ShadowRebuild
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +78,26 @@ def test_reads_and_searches_work_on_rebuilt_views(client: redis.Redis, demo_pref
 
     after = (saver.get_tuple(config), list(saver.list(None, filter={"source": "input"})))
     assert after == before and before[1]
+
+
+def test_documents_from_before_index_schema_v2_ask_for_a_replay_which_cures_them(
+    client: redis.Redis, prefix: str
+) -> None:
+    """The upgrade runbook (docs/operations.md): a document without ``tk``/``nk``, as versions
+    before schema v2 wrote them, stops a cross-thread listing with a clear error; a shadow
+    rebuild writes every document anew and the listing works."""
+    saver = StreamSaver(client, prefix=prefix)
+    saver.setup()
+    for i in range(3):
+        checkpoint, versions = new_checkpoint({"i": i})
+        saver.put(config(f"t{i}"), checkpoint, {"i": i}, versions)
+    for key in client.scan_iter(match=f"{prefix}:*:cp:*"):
+        client.execute_command("JSON.DEL", key, "$.tk")
+        client.execute_command("JSON.DEL", key, "$.nk")
+    with pytest.raises(ConfigurationError, match="streamsaver replay"):
+        list(saver.list(None))
+    assert saver.get_tuple(config("t1")) is not None
+
+    ShadowRebuild.open(client, prefix).run(["full", "shallow"])
+
+    assert sorted(t.config["configurable"]["thread_id"] for t in saver.list(None)) == ["t0", "t1", "t2"]

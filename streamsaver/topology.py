@@ -1,0 +1,248 @@
+"""Where a command goes: the one module that knows about Redis Cluster.
+
+On one Redis server every command goes to that server. On a Redis Cluster, redis-py routes a
+command by its keys; every command of a thread names keys with the thread's partition tag, so
+appends, reads and log rewrites go to the one primary that owns the partition's slot, unchanged.
+What has no key, or must reach every primary, is a `Routed` step here:
+
+* ``SCRIPT LOAD`` and ``FT._LIST`` go to every primary (`Topology.on_every_node`);
+* each primary holds its own RediSearch indexes (an index covers only its node's keys), and in
+  cluster mode RediSearch answers ``MOVED`` for an index name whose slot is another node's: so
+  on a cluster a view's index is one index per primary, named with a hash tag that primary owns
+  (`Keyspace.index(view, tag)`; the tag is the first ``{iK}`` whose slot the node owns, so every
+  process derives the same names from the same slot map), and a cross-thread query is sent to
+  each of them (`index_targets`) and the pages are merged (`streamsaver.saver.reads`);
+* ``WAITAOF`` / ``WAIT`` after an append, and ``TIME`` beside a log read, go to the node of the
+  thread's slot (`Routed` with one of the thread's keys), in the same pipeline: one round trip;
+* a script call goes to the node of its first key (`route`): a cluster pipeline would otherwise
+  ask a server for its keys (``COMMAND GETKEYS``) first, a round trip per call;
+* bulk tools (replay, verify, import) send raw pipelines node by node (`by_node`, `primaries`).
+
+The slot map is read once with ``CLUSTER SLOTS`` by `setup()` (`Topology.from_slots`). A listing
+whose query finds that slots moved (`index_moved`) runs `setup()` again, which reads the map
+again, creates the indexes it names and waits until they have indexed the documents already on
+their nodes, and the listing goes on from the last checkpoint it returned.
+
+`Routed` steps on a plain ``redis.Redis`` are plain commands, so the core emits them whatever
+the client is; the shells place steps with `enqueue` / `execute`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+import redis.asyncio
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.cluster import RedisCluster
+from redis.crc import key_slot
+from redis.exceptions import MovedError, ResponseError
+
+from streamsaver.errors import ConfigurationError
+from streamsaver.keys import Keyspace, ViewName
+
+__all__ = [
+    "IndexTarget",
+    "Routed",
+    "Step",
+    "Topology",
+    "acluster_enabled",
+    "by_node",
+    "cluster_enabled",
+    "command_key",
+    "enqueue",
+    "execute",
+    "index_targets",
+    "initialize",
+    "is_cluster",
+    "primaries",
+    "route",
+]
+
+Command = list[str | bytes | int]
+SLOTS = 16384
+_TAG_SEARCH = 1 << 20
+
+
+@dataclass(frozen=True)
+class Routed:
+    """A command for the primary that owns the slot of `key` (which the command need not name)."""
+
+    key: str
+    command: Command
+
+
+Step = Command | Routed
+"""One command of a request: routed by its own keys, or by a `Routed` key."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One primary: its address, the slot ranges it owns, and a hash tag of one of its slots."""
+
+    node: str
+    ranges: tuple[tuple[int, int], ...]
+    tag: str
+
+
+@dataclass(frozen=True)
+class Topology:
+    """The primaries of a cluster, in address order, each with a hash tag it owns."""
+
+    shards: tuple[Shard, ...]
+
+    @classmethod
+    def from_slots(cls, reply: Sequence[Any]) -> Topology:
+        """Decode a ``CLUSTER SLOTS`` reply (``[start, end, [host, port, ...], replicas...]``).
+
+        Raises:
+            ConfigurationError: the reply covers no slot.
+        """
+        ranges: dict[str, list[tuple[int, int]]] = {}
+        for start, end, primary, *_replicas in reply:
+            host = primary[0].decode() if isinstance(primary[0], bytes) else str(primary[0])
+            ranges.setdefault(f"{host}:{int(primary[1])}", []).append((int(start), int(end)))
+        if not ranges:
+            raise ConfigurationError("CLUSTER SLOTS names no primary: the cluster has no slots assigned")
+        owner = [""] * SLOTS
+        for node, spans in ranges.items():
+            for start, end in spans:
+                owner[start : end + 1] = [node] * (end - start + 1)
+        tags = _tags(owner, set(ranges))
+        return cls(tuple(Shard(node, tuple(sorted(ranges[node])), tags[node]) for node in sorted(ranges)))
+
+    def on_every_node(self, command: Command) -> list[Routed]:
+        """`command` once per primary."""
+        return [Routed(shard.tag, command) for shard in self.shards]
+
+
+def _tags(owner: Sequence[str], nodes: set[str]) -> dict[str, str]:
+    """Per node, the first hash tag ``{iK}`` whose slot it owns."""
+    tags: dict[str, str] = {}
+    for k in range(_TAG_SEARCH):
+        tag = f"{{i{k}}}"
+        node = owner[key_slot(tag.encode())]
+        if node and node not in tags:
+            tags[node] = tag
+            if len(tags) == len(nodes):
+                return tags
+    raise ConfigurationError(f"no hash tag found for nodes {sorted(nodes - set(tags))}")
+
+
+@dataclass(frozen=True)
+class IndexTarget:
+    """One index of a view: its name, and where to send a query on it."""
+
+    name: str
+    route: str | None = None
+
+    def query(self, command: Command) -> Step:
+        """`command` (which names this index) sent where the index lives."""
+        return command if self.route is None else Routed(self.route, command)
+
+
+def index_targets(keyspace: Keyspace, view: ViewName, topology: Topology | None) -> tuple[IndexTarget, ...]:
+    """The indexes of `view`: one on a single server, one per primary on a cluster."""
+    if topology is None:
+        return (IndexTarget(keyspace.index(view)),)
+    return tuple(IndexTarget(keyspace.index(view, shard.tag), shard.tag) for shard in topology.shards)
+
+
+def index_moved(error: Exception) -> bool:
+    """Whether a query on a per-primary index failed because slots moved since the slot map was
+    read: the node answered ``MOVED`` for the index name, or (redis-py having followed the
+    redirection) the node that now owns the tag has no index of that name."""
+    text = str(error).lower()
+    return isinstance(error, MovedError) or (
+        isinstance(error, ResponseError) and ("no such index" in text or "unknown index name" in text)
+    )
+
+
+def is_cluster(client: Any) -> bool:
+    """Whether `client` is a redis-py cluster client (sync or asyncio)."""
+    return isinstance(client, (RedisCluster, AsyncRedisCluster))
+
+
+def _script_key(command: Command) -> str | None:
+    """The first key of a script call (every key of one call shares a slot)."""
+    if str(command[0]).upper() in ("EVALSHA", "EVAL") and int(command[2]) > 0:
+        key = command[3]
+        return key.decode("utf-8", "surrogateescape") if isinstance(key, bytes) else str(key)
+    return None
+
+
+def command_key(command: Command) -> str:
+    """The key a command is routed by: a script call's first key, else its first argument (every
+    command the bulk tools send names its key there: XRANGE, XADD, DEL, ...)."""
+    key = _script_key(command)
+    if key is not None:
+        return key
+    first = command[1]
+    return first.decode("utf-8", "surrogateescape") if isinstance(first, bytes) else str(first)
+
+
+def by_node(client: Any, commands: Sequence[Command]) -> list[tuple[redis.Redis, list[int]]]:
+    """The commands' positions grouped by the primary that owns their key, each with a plain
+    client of that primary (for tools that send raw pipelines node by node)."""
+    groups: dict[str, tuple[redis.Redis, list[int]]] = {}
+    for i, command in enumerate(commands):
+        node = client.get_node_from_key(command_key(command))
+        groups.setdefault(node.name, (node.redis_connection, []))[1].append(i)
+    return list(groups.values())
+
+
+def primaries(client: Any) -> list[redis.Redis]:
+    """A plain client of every primary."""
+    return [node.redis_connection for node in client.get_primaries()]
+
+
+def route(client: Any, step: Step) -> tuple[Command, dict[str, Any]]:
+    """The command of `step` and the keyword arguments that send it where it belongs.
+
+    A script call is routed by its first key here: a cluster pipeline would otherwise ask a
+    server for its keys (``COMMAND GETKEYS``, a round trip per call) before sending it.
+    """
+    command, key = (step.command, step.key) if isinstance(step, Routed) else (step, _script_key(step))
+    if key is None or not is_cluster(client):
+        return command, {}
+    return command, {"target_nodes": client.get_node_from_key(key)}
+
+
+def enqueue(pipe: Any, client: Any, steps: Sequence[Step]) -> None:
+    """Queue `steps` on a non-transactional pipeline of `client` (synchronous in both clients)."""
+    for step in steps:
+        command, options = route(client, step)
+        pipe.execute_command(*command, **options)
+
+
+def execute(client: Any, step: Step) -> Any:
+    """Send one step (the reply, or for an asyncio client the awaitable of it)."""
+    command, options = route(client, step)
+    return client.execute_command(*command, **options)
+
+
+async def initialize(client: Any) -> None:
+    """Let an asyncio cluster client read the slot map (it does so lazily, on its first command,
+    and `route` needs it before then); nothing for other clients."""
+    if isinstance(client, AsyncRedisCluster):
+        await client.initialize()
+
+
+def cluster_enabled(url: str) -> bool:
+    """Whether the server at `url` runs in cluster mode (``INFO cluster``), for `from_conn_string`."""
+    client = redis.Redis.from_url(url)
+    try:
+        return bool(int(client.info("cluster").get("cluster_enabled", 0)))
+    finally:
+        client.close()
+
+
+async def acluster_enabled(url: str) -> bool:
+    """`cluster_enabled` with an asyncio client."""
+    client = redis.asyncio.Redis.from_url(url)
+    try:
+        return bool(int((await client.info("cluster")).get("cluster_enabled", 0)))
+    finally:
+        await client.aclose()

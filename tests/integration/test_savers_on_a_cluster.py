@@ -1,0 +1,306 @@
+"""The savers on a Redis Cluster of three primaries, beyond the contract suite (which runs there
+whole, tests/contract/conftest.py): a deployment's threads spread over every primary while each
+thread stays on one; a listing across threads asks every primary's index and merges the pages
+newest first, with `before`, `limit` and filters, as one server would list them; a URL of a
+cluster node opens a cluster client by itself; and the operator tools (verify, replay, export
+and import, stats, and the command line) work node by node, and the projector worker builds a
+view there as an inline projection would; subscribers deliver there, sync and async, running or
+in bursts; and a listing goes on when the slot of an index moves to another node."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio
+from helpers import config, new_checkpoint, node_clients, snapshot, sync_client
+from langgraph.checkpoint.base import CheckpointTuple
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.cluster import RedisCluster
+from redis.crc import key_slot
+from test_subscribers import check_story, one_thread_story
+from test_worker import history, play, reads, shallow_reader, view_state, writer
+
+from streamsaver import AsyncStreamSaver, StreamSaver
+from streamsaver.cli import main
+from streamsaver.embedded_cluster import EmbeddedCluster
+from streamsaver.feed_event import FeedEvent
+from streamsaver.inspection import deployment_stats
+from streamsaver.replay import Replayer
+from streamsaver.subscribe import Subscriber
+from streamsaver.transfer import export_logs, import_logs
+from streamsaver.verify import verify
+from streamsaver.worker import ProjectorWorker
+
+pytestmark = pytest.mark.slow
+
+THREADS = 130
+"""More than a page (100) of checkpoints across threads, so the merge crosses pages."""
+
+
+@pytest.fixture
+def cluster_client(cluster_url: str) -> RedisCluster:
+    client: RedisCluster = sync_client(cluster_url)
+    yield client  # type: ignore[misc]
+    client.close()
+
+
+@pytest.fixture
+def filled(cluster_client: RedisCluster, prefix: str) -> tuple[StreamSaver, list[str]]:
+    """A saver with THREADS threads of one checkpoint each (metadata ``even``); the ids, newest first."""
+    saver = StreamSaver(cluster_client, prefix=prefix)
+    saver.setup()
+    ids = []
+    for i in range(THREADS):
+        checkpoint, versions = new_checkpoint({"i": i})
+        saved = saver.put(config(f"thread-{i}"), checkpoint, {"even": i % 2 == 0, "i": i}, versions)
+        ids.append(saved["configurable"]["checkpoint_id"])
+    return saver, ids[::-1]
+
+
+def _owners(client: RedisCluster, prefix: str, kind: str) -> dict[int, set[bytes]]:
+    """Per primary (by port), the keys of `kind` (``log``, ``feed``) of the deployment."""
+    return {
+        int(node.get_connection_kwargs()["port"]): set(node.scan_iter(match=f"{prefix}:{kind}:*"))
+        for node in node_clients(client)
+    }
+
+
+def test_threads_spread_over_every_primary_and_each_stays_on_one(
+    filled: tuple[StreamSaver, list[str]], cluster_client: RedisCluster, prefix: str
+) -> None:
+    logs = _owners(cluster_client, prefix, "log")
+    feeds = _owners(cluster_client, prefix, "feed")
+
+    assert len(logs) == 3 and all(logs.values()), {port: len(keys) for port, keys in logs.items()}
+    assert sum(len(keys) for keys in logs.values()) == THREADS
+    for port, keys in logs.items():
+        tags = {key.split(b":")[2] for key in keys}
+        assert tags == {key.split(b":")[2] for key in feeds[port]}, "a log away from its partition's feed"
+
+
+def test_a_listing_across_threads_merges_every_primary_newest_first(filled: tuple[StreamSaver, list[str]]) -> None:
+    saver, newest_first = filled
+
+    def listed(**options: object) -> list[str]:
+        return [t.config["configurable"]["checkpoint_id"] for t in saver.list(None, **options)]  # type: ignore[arg-type]
+
+    assert listed() == newest_first
+    assert listed(limit=7) == newest_first[:7]
+    assert listed(before=config("x", None, newest_first[20]), limit=110) == newest_first[21:131]
+    assert listed(filter={"even": True}) == [cid for n, cid in enumerate(newest_first) if (THREADS - 1 - n) % 2 == 0]
+
+
+async def test_the_async_saver_merges_the_same_way(cluster_url: str, prefix: str) -> None:
+    client = AsyncRedisCluster.from_url(cluster_url)
+    saver = AsyncStreamSaver(client, prefix=prefix)
+    await saver.setup()
+    ids = []
+    for i in range(30):
+        checkpoint, versions = new_checkpoint({"i": i})
+        ids.append((await saver.aput(config(f"a{i}"), checkpoint, {"i": i}, versions))["configurable"]["checkpoint_id"])
+
+    listed = [t.config["configurable"]["checkpoint_id"] async for t in saver.alist(None, limit=25)]
+
+    assert listed == ids[::-1][:25]
+    await client.aclose()
+
+
+async def test_a_cluster_url_opens_a_cluster_client_by_itself(cluster_url: str, redis_url: str, prefix: str) -> None:
+    with StreamSaver.from_conn_string(cluster_url, prefix=prefix) as on_cluster:
+        assert isinstance(on_cluster.redis, RedisCluster)
+        saved = on_cluster.put(config("t"), *_checkpoint())
+        assert on_cluster.get_tuple(config("t")).config == saved  # type: ignore[union-attr]
+    with StreamSaver.from_conn_string(redis_url, prefix=prefix) as single:
+        assert isinstance(single.redis, redis.Redis)
+    async with AsyncStreamSaver.from_conn_string(cluster_url, prefix=prefix) as aon_cluster:
+        assert isinstance(aon_cluster.redis, AsyncRedisCluster)
+        assert (await aon_cluster.aget_tuple(config("t"))).config == saved  # type: ignore[union-attr]
+    async with AsyncStreamSaver.from_conn_string(redis_url, prefix=prefix, cluster=False) as asingle:
+        assert isinstance(asingle.redis, redis.asyncio.Redis)
+
+
+def _checkpoint() -> tuple:  # type: ignore[type-arg]
+    checkpoint, versions = new_checkpoint({"a": 1})
+    return checkpoint, {"step": 1}, versions
+
+
+def test_operator_tools_work_node_by_node(
+    filled: tuple[StreamSaver, list[str]], cluster_client: RedisCluster, prefix: str, tmp_path: Path
+) -> None:
+    before = snapshot(cluster_client, prefix)
+
+    report = verify(cluster_client, prefix)
+    assert report.matches and report.threads == THREADS
+    assert deployment_stats(cluster_client, prefix).threads == THREADS
+
+    Replayer.open(cluster_client, prefix).rebuild(["full", "shallow"])
+    assert snapshot(cluster_client, prefix) == before
+
+    export_logs(cluster_client, prefix, tmp_path / "logs.jsonl.gz")
+    copy = f"c{uuid.uuid4().hex[:10]}"
+    import_logs(cluster_client, tmp_path / "logs.jsonl.gz", prefix=copy)
+    renamed = {key.replace(prefix.encode(), copy.encode(), 1): value for key, value in before.items()}
+    imported = snapshot(cluster_client, copy)
+    assert {k: v for k, v in imported.items() if b":feed:" not in k} == {
+        k: v for k, v in renamed.items() if b":feed:" not in k
+    }
+    listed = [t.config["configurable"]["checkpoint_id"] for t in StreamSaver(cluster_client, prefix=copy).list(None)]
+    assert listed == filled[1]
+
+
+def test_the_command_line_opens_a_cluster_client_for_a_cluster_url(
+    filled: tuple[StreamSaver, list[str]], cluster_url: str, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["stats", "--url", cluster_url, "--prefix", prefix, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["threads"] == THREADS
+    assert main(["verify", "--url", cluster_url, "--prefix", prefix]) == 0
+
+
+def test_the_projector_worker_builds_a_view_on_a_cluster_as_an_inline_projection_would(
+    cluster_client: RedisCluster, prefix: str
+) -> None:
+    ops = history()
+    play(writer(cluster_client, prefix), ops)
+
+    stats = ProjectorWorker(cluster_client, prefix, ["shallow"], lease_ms=5000).run_burst()
+
+    assert stats.read == len(ops) and stats.dead == 0
+    inline = f"{prefix}i"
+    play(StreamSaver(cluster_client, prefix=inline), ops)
+    assert reads(shallow_reader(cluster_client, prefix)) == reads(StreamSaver(cluster_client, prefix=inline, view="shallow"))
+    assert view_state(cluster_client, prefix) == view_state(cluster_client, inline)
+
+
+async def test_the_async_projector_worker_drains_a_cluster_too(
+    cluster_client: RedisCluster, cluster_url: str, prefix: str
+) -> None:
+    ops = history()
+    play(writer(cluster_client, prefix), ops)
+    aclient = AsyncRedisCluster.from_url(cluster_url)
+
+    stats = await ProjectorWorker(aclient, prefix, ["shallow"], lease_ms=5000).async_run_burst()
+
+    await aclient.aclose()
+    assert stats.read == len(ops) and stats.dead == 0
+    inline = f"{prefix}i"
+    play(StreamSaver(cluster_client, prefix=inline), ops)
+    assert view_state(cluster_client, prefix) == view_state(cluster_client, inline)
+
+
+def test_subscribers_get_typed_events_on_a_cluster(cluster_client: RedisCluster, prefix: str) -> None:
+    saver = StreamSaver(cluster_client, prefix=prefix)
+    saver.setup()
+    one_thread_story(saver)
+    story: list[FeedEvent] = []
+
+    stats = Subscriber(cluster_client, "audit", story.append, prefix=prefix).run_burst()
+
+    assert stats.handled == 3
+    check_story(story, [None, None, {}])
+
+
+async def test_async_subscribers_with_payloads_on_a_cluster(
+    cluster_client: RedisCluster, cluster_url: str, prefix: str
+) -> None:
+    saver = StreamSaver(cluster_client, prefix=prefix)
+    saver.setup()
+    checkpoint, versions = new_checkpoint({"n": 7})
+    saver.put(config("a"), checkpoint, {"source": "loop"}, versions)
+    aclient = AsyncRedisCluster.from_url(cluster_url)
+    seen: list[Any] = []
+
+    async def handle(event: FeedEvent) -> None:
+        seen.append(await event.apayload())
+
+    stats = await Subscriber(aclient, "audit", handle, prefix=prefix).async_run_burst()
+
+    await aclient.aclose()
+    assert stats.handled == 1 and seen[0]["checkpoint"]["channel_values"] == {"n": 7}
+
+
+def test_a_running_subscriber_follows_new_events_on_every_primary(cluster_client: RedisCluster, prefix: str) -> None:
+    saver = StreamSaver(cluster_client, prefix=prefix)
+    saver.setup()
+    handled: list[str] = []
+    subscriber = Subscriber(cluster_client, "follow", lambda e: handled.append(e.thread_id), prefix=prefix, poll_ms=20)
+    subscriber.prepare()
+    runner = threading.Thread(target=subscriber.run)
+    runner.start()
+    try:
+        for i in range(24):
+            checkpoint, versions = new_checkpoint({"i": i})
+            saver.put(config(f"f{i}"), checkpoint, {}, versions)
+        deadline = time.monotonic() + 10
+        while len(handled) < 24 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        subscriber.stop()
+        runner.join()
+    assert sorted(handled) == sorted(f"f{i}" for i in range(24))
+
+
+def _move_slot(cluster: EmbeddedCluster, slot: int, to: str) -> None:
+    """Give an empty slot to the node at `to` (``host:port``), telling every node."""
+    nodes = {f"127.0.0.1:{node.port}": redis.Redis(port=node.port) for node in cluster.nodes}
+    try:
+        target = nodes[to].execute_command("CLUSTER", "MYID")
+        assert all(int(node.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot)) == 0 for node in nodes.values())
+        for node in sorted(nodes.values(), key=lambda n: n is not nodes[to]):
+            node.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target)
+        nodes[to].execute_command("CLUSTER", "BUMPEPOCH")
+    finally:
+        for node in nodes.values():
+            node.close()
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_a_listing_goes_on_when_the_slot_of_an_index_moves(
+    cluster_client: RedisCluster, embedded_cluster: EmbeddedCluster, cluster_url: str, prefix: str, kind: str
+) -> None:
+    """Every primary holds more than a page, so the listing queries each index again after the
+    move; the index whose tag moved is gone from the tag's new node: the saver reads the slot
+    map again, indexes anew, and goes on from the last checkpoint it returned."""
+    writer = StreamSaver(cluster_client, prefix=prefix)
+    writer.setup()
+    ids = []
+    for step in range(3):
+        for i in range(THREADS):
+            checkpoint, versions = new_checkpoint({"i": i, "step": step})
+            ids.append(writer.put(config(f"t{i}", f"s{step}"), checkpoint, {}, versions)["configurable"]["checkpoint_id"])
+    aclient = AsyncRedisCluster.from_url(cluster_url)
+    saver: StreamSaver | AsyncStreamSaver = writer if kind == "sync" else AsyncStreamSaver(aclient, prefix=prefix)
+    if isinstance(saver, AsyncStreamSaver):
+        await saver.setup()
+    assert saver.core.topology is not None
+    # The slot of the lowest tag moves: its new owner takes that tag, under which the old owner
+    # still has an index; the old owner gets a new tag. Both nodes must index anew.
+    shards = saver.core.topology.shards
+    moved = min(shards, key=lambda shard: int(shard.tag[2:-1]))
+    to = next(shard for shard in shards if shard != moved)
+    listing = saver.alist(None) if isinstance(saver, AsyncStreamSaver) else _as_async(saver.list(None))
+    head = [(await anext(listing)).config["configurable"]["checkpoint_id"] for _ in range(5)]
+
+    _move_slot(embedded_cluster, key_slot(moved.tag.encode()), to.node)
+    try:
+        rest = [t.config["configurable"]["checkpoint_id"] async for t in listing]
+        tags = {shard.node: shard.tag for shard in saver.core.topology.shards}
+        assert tags[to.node] == moved.tag and tags[moved.node] != moved.tag
+    finally:
+        _move_slot(embedded_cluster, key_slot(moved.tag.encode()), moved.node)
+        await aclient.aclose()
+
+    assert head + rest == ids[::-1]
+
+
+async def _as_async(items: Iterator[CheckpointTuple]) -> AsyncIterator[CheckpointTuple]:
+    """The sync saver's listing, stepped from the test's loop (the sync code path runs)."""
+    for item in items:
+        yield item

@@ -1,0 +1,119 @@
+"""Routing without a server: the slot map gives every primary a hash tag of its own, the same for
+every process; what has no key is routed by a key of the right slot; a listing over several
+indexes merges their pages newest first and asks an index again only when its rows ran out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from redis.crc import key_slot
+
+from streamsaver.errors import ConfigurationError
+from streamsaver.keys import Keyspace
+from streamsaver.saver.core import SaverCore
+from streamsaver.saver.reads import ListPager
+from streamsaver.topology import IndexTarget, Routed, Topology, command_key, index_targets
+
+SLOTS_OF_THREE = [
+    [0, 5460, [b"127.0.0.1", 7001, b"a"]],
+    [5461, 10922, [b"127.0.0.1", 7002, b"b"]],
+    [10923, 16383, [b"127.0.0.1", 7003, b"c"], [b"127.0.0.1", 7013, b"c-replica"]],
+]
+
+
+def _owner(ranges: tuple[tuple[int, int], ...], tag: str) -> bool:
+    slot = key_slot(tag.encode())
+    return any(start <= slot <= end for start, end in ranges)
+
+
+def test_every_primary_gets_the_first_tag_it_owns() -> None:
+    topology = Topology.from_slots(SLOTS_OF_THREE)
+
+    assert [shard.node for shard in topology.shards] == ["127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"]
+    for shard in topology.shards:
+        assert _owner(shard.ranges, shard.tag)
+        k = int(shard.tag[2:-1])
+        assert not any(_owner(shard.ranges, f"{{i{j}}}") for j in range(k)), "not the first tag it owns"
+    assert Topology.from_slots(list(reversed(SLOTS_OF_THREE))) == topology
+
+
+def test_a_primary_with_split_ranges_and_one_slot_still_gets_a_tag() -> None:
+    slot = key_slot(b"{i0}")
+    reply = [
+        [0, slot - 1, [b"h", 1, b"a"]], [slot, slot, [b"h", 2, b"b"]], [slot + 1, 16383, [b"h", 1, b"a"]],
+    ]
+
+    topology = Topology.from_slots(reply)
+
+    assert {shard.node: shard.tag for shard in topology.shards}["h:2"] == "{i0}"
+    assert len(topology.shards[0].ranges) == 2
+
+
+def test_a_cluster_without_slots_is_refused() -> None:
+    with pytest.raises(ConfigurationError):
+        Topology.from_slots([])
+
+
+def test_indexes_are_one_per_primary_on_a_cluster_and_one_on_a_server() -> None:
+    keyspace = Keyspace("p")
+    topology = Topology.from_slots(SLOTS_OF_THREE)
+
+    assert index_targets(keyspace, "full", None) == (IndexTarget("p:full:idx:v2"),)
+    targets = index_targets(keyspace, "full", topology)
+    assert [t.name for t in targets] == [f"p:full:idx:v2:{s.tag}" for s in topology.shards]
+    assert targets[0].query(["FT._LIST"]) == Routed(topology.shards[0].tag, ["FT._LIST"])
+
+
+def test_the_wait_after_an_append_goes_where_the_append_goes() -> None:
+    core = SaverCore.configure(JsonPlusSerializer(), view="full", projections=["full"], prefix="p", partitions=4,
+                               durability="aof")
+    core.keyspace = Keyspace("p", 4)
+    append = ["EVALSHA", "sha", 3, "p:log:{p1}:t", "p:feed:{p1}", "p:pos:{p1}:t", "arg"]
+
+    assert core.durable(list(append)) == [append, Routed("p:log:{p1}:t", ["WAITAOF", 1, 0, 5000])]
+    assert command_key(append) == "p:log:{p1}:t"
+    assert command_key(["XRANGE", b"p:log:{p2}:t", "-", "+"]) == "p:log:{p2}:t"
+
+
+def _row(cid: str, thread: str) -> list[Any]:
+    return [b"checkpoint_id", cid.encode(), b"tk", thread.encode(), b"nk", b""]
+
+
+def _pager(indexes: int, limit: int | None = None) -> ListPager:
+    targets = [IndexTarget(f"i{n}", f"{{i{n}}}") for n in range(indexes)]
+    return ListPager.plan(Keyspace("p"), "full", JsonPlusSerializer(), None, None, None, limit, targets)
+
+
+def test_pages_of_several_indexes_merge_newest_first() -> None:
+    pager = _pager(3, limit=4)
+    queries = pager.next_request()
+    assert queries is not None and [q.key for q in queries] == ["{i0}", "{i1}", "{i2}"]  # type: ignore[union-attr]
+
+    pager.feed([[2, _row("c9", "a"), _row("c5", "a")], [1, _row("c7", "b")], [3, _row("c8", "c"), _row("c6", "c"), _row("c1", "c")]])
+
+    assert [cid for _, _, cid in pager._found] == ["c9", "c8", "c7", "c6"]
+
+
+def test_an_index_is_asked_again_only_when_its_rows_ran_out() -> None:
+    pager = _pager(2, limit=3)
+    pager.next_request()
+    # index 0 returned a full page (3 rows: it may hold more), index 1 fewer (it is exhausted)
+    pager.feed([[9, _row("c9", "a"), _row("c8", "a"), _row("c7", "a")], [1, _row("c1", "b")]])
+    assert [cid for _, _, cid in pager._found] == ["c9", "c8", "c7"]
+
+    pager._found = []  # as if the fetch was read
+    pager._emitted = 0
+    again = pager.next_request()
+
+    assert again is not None and [q.key for q in again] == ["{i0}"]  # type: ignore[union-attr]
+    assert "LIMIT" in again[0].command and again[0].command[again[0].command.index("LIMIT") + 1] == 3  # type: ignore[union-attr]
+
+
+def test_a_row_of_a_document_from_before_schema_v2_asks_for_a_replay() -> None:
+    pager = _pager(1)
+    pager.next_request()
+
+    with pytest.raises(ConfigurationError, match="streamsaver replay"):
+        pager.feed([[1, [b"checkpoint_id", b"c1"]]])

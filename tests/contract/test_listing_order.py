@@ -1,0 +1,61 @@
+"""A listing across threads returns exactly the matches, newest checkpoint id first, whatever the
+ids (many sharing long prefixes, some with bytes outside uuid spelling), with `limit` and
+`before`, on one server and merged from every primary of a cluster."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from helpers import VARIANT_IDS, VARIANTS, SaverAdapter, config, new_checkpoint, open_adapter
+
+TIED = "1f1e7380-c3e"
+NEXT = "1f1e7380-c3f"
+ODD = ["1f1e7380-c3e:9", "1f1e7380-c3e.1", "1f1e7380-c3", "1f1e7380-c3e", "zz-top", "A0", "1f1e7380-c3e-0"]
+
+
+@pytest.fixture(params=VARIANTS, ids=VARIANT_IDS)
+async def saver(request: pytest.FixtureRequest, redis_url: str, prefix: str) -> AsyncIterator[SaverAdapter]:
+    kind, view = request.param
+    async with open_adapter(kind, view, redis_url, prefix) as adapter:
+        yield adapter
+
+
+async def _threads(saver: SaverAdapter) -> dict[str, int]:
+    """130 threads of one checkpoint each; most ids share their first 12 characters."""
+    rng = random.Random(5)
+    made: dict[str, int] = {}
+    ids = [TIED + "%06x" % rng.getrandbits(24) for _ in range(80)]
+    ids += [NEXT + "%06x" % rng.getrandbits(24) for _ in range(40)]
+    ids += ["1f1e7380-c3d" + "%04x" % rng.getrandbits(16) for _ in range(3)] + ODD
+    for n, checkpoint_id in enumerate(ids):
+        checkpoint, versions = new_checkpoint({"n": n})
+        checkpoint["id"] = checkpoint_id
+        await saver.put(config(f"t{n}"), checkpoint, {"group": n % 3, "all": True}, versions)
+        made[checkpoint_id] = n % 3
+    return made
+
+
+def _ids(tuples: list[Any]) -> list[str]:
+    return [t.config["configurable"]["checkpoint_id"] for t in tuples]
+
+
+async def test_ids_sharing_prefixes_list_in_exact_order_with_filters_limits_and_before(saver: SaverAdapter) -> None:
+    made = await _threads(saver)
+    newest_first = sorted(made, reverse=True)
+    for wanted, matching in [
+        ({"all": True}, newest_first),
+        ({"group": 0}, [c for c in newest_first if made[c] == 0]),
+        ({"group": 2}, [c for c in newest_first if made[c] == 2]),
+    ]:
+        assert _ids(await saver.list(None, filter=wanted)) == matching
+        for limit in (1, 7, 45):
+            assert _ids(await saver.list(None, filter=wanted, limit=limit)) == matching[:limit]
+        for before in [matching[3], matching[len(matching) // 2], matching[-1], TIED, "1f1e7380-c3e:9", "zz"]:
+            older = [c for c in matching if c < before]
+            got = await saver.list(None, filter=wanted, before={"configurable": {"checkpoint_id": before}})
+            assert _ids(got) == older, (wanted, before)
+            limited = await saver.list(None, filter=wanted, before={"configurable": {"checkpoint_id": before}}, limit=5)
+            assert _ids(limited) == older[:5]

@@ -36,8 +36,10 @@ else:
 
 __all__ = ["LEVEL", "LOAD_ERRORS", "MIN_BYTES", "expand", "keep", "load", "shrink"]
 
-MIN_BYTES = 1024
-"""Smaller payloads are stored as they are: below this, compression saves little and costs a call."""
+MIN_BYTES = 512
+"""Smaller payloads are stored as they are: below this, compression saves little and costs a call.
+At 512, a step's checkpoint body (~580 bytes, to ~300) and the write of its new messages (~700,
+to ~340) compress too: ~0.6 KiB less per checkpoint than at 1 KiB."""
 
 LEVEL = 3
 """zstd's default level: ratio close to zlib's level 6 at a sixth of its cost."""

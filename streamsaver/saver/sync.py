@@ -93,7 +93,7 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         default_ttl: minutes after its last write (or refreshing read) when every key of a
             thread expires; None: never. Set in the same script as each append.
         refresh_on_read: `get_tuple` refreshes the thread's TTL (in the same round trip).
-        compression: ``"zstd"`` stores payloads of 1 KiB or more zstd-compressed when that saves
+        compression: ``"zstd"`` stores payloads of 512 bytes or more zstd-compressed when that saves
             an eighth or more (not with an `EncryptedSerializer`); None stores them as the serde
             wrote them. Either saver reads both forms.
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["canonical_json", "escape", "metadata_tags", "pack", "strict_json", "tag", "unpack"]
+__all__ = ["canonical_json", "escape", "metadata_tags", "pack", "strict_json", "tag", "unpack", "unpack_head"]
 
 _LEN = struct.Struct(">I")
 _UNSAFE = re.compile(rb"[^A-Za-z0-9._-]")
@@ -57,6 +57,30 @@ def unpack(data: bytes) -> list[bytes]:
             raise ValueError("truncated part")
         parts.append(data[start:pos])
     return parts
+
+
+def unpack_head(data: bytes, keep: int, parts: int) -> list[bytes]:
+    """The first `keep` parts of `data`, which must be a packing of exactly `parts` parts; the
+    rest are checked but not copied (a payload that is not needed costs nothing to skip).
+
+    Raises:
+        ValueError: when `data` is not a well-formed packing of `parts` parts.
+    """
+    head: list[bytes] = []
+    pos, end = 0, len(data)
+    read_len = _LEN.unpack_from
+    for k in range(parts):
+        if pos + 4 > end:
+            raise ValueError("truncated length prefix")
+        start = pos + 4
+        pos = start + read_len(data, pos)[0]
+        if pos > end:
+            raise ValueError("truncated part")
+        if k < keep:
+            head.append(data[start:pos])
+    if pos != end:
+        raise ValueError(f"more than {parts} parts")
+    return head
 
 
 @lru_cache(maxsize=16384)

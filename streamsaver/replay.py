@@ -151,7 +151,8 @@ class Replayer:
         events = 0
         for cursor, entries in zip(cursors, bulk_round_trip(self.redis, reads)):
             if entries:
-                logged = [(from_fields(fields, raw_id.decode()), raw_id.decode()) for raw_id, fields in entries]
+                ids = [raw_id.decode() for raw_id, _ in entries]
+                logged = [(from_fields(e[1], i, payloads=False), i) for i, e in zip(ids, entries)]
                 calls.append(apply_batch_call(logged, self.target, views))
                 events += len(logged)
             cursor[1] = "(" + entries[-1][0].decode() if len(entries) == count else None

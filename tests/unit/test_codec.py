@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamsaver.codec import canonical_json, escape, metadata_tags, pack, tag, unpack
+from streamsaver.codec import canonical_json, escape, metadata_tags, pack, tag, unpack, unpack_head
 
 
 @given(st.lists(st.binary(max_size=64), max_size=20))
@@ -20,6 +20,16 @@ def test_pack_then_unpack_gives_back_the_parts(parts: list[bytes]) -> None:
 def test_unpack_rejects_truncated_input(bad: bytes) -> None:
     with pytest.raises(ValueError):
         unpack(bad)
+
+
+@given(st.lists(st.binary(max_size=64), min_size=1, max_size=6), st.data())
+def test_unpack_head_gives_the_first_parts_of_a_packing_of_exactly_that_many(parts: list[bytes], data: st.DataObject) -> None:
+    keep = data.draw(st.integers(0, len(parts)))
+    assert unpack_head(pack(parts), keep, len(parts)) == parts[:keep]
+    with pytest.raises(ValueError):
+        unpack_head(pack(parts), keep, len(parts) + 1)
+    with pytest.raises(ValueError):
+        unpack_head(pack(parts), 0, len(parts) - 1)
 
 
 @given(st.text(), st.text())

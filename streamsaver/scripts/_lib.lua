@@ -239,6 +239,14 @@ local function guard_read(defer, i)
   return rcall('HGET', ARGV[i + 2], ARGV[i + 3])
 end
 
+-- Op lengths recur in every op; tonumber goes through strtod, a table lookup does not.
+local counts = {}
+local function count_of(s)
+  local n = tonumber(s)
+  counts[s] = n
+  return n
+end
+
 -- Applies `count` ops encoded in ARGV from index `i` (each op: argc, then argc arguments) for
 -- the event `id`. A guard (SS.IFNEWER, SS.IFEQ) gates the ops after it up to the next guard;
 -- every guard is evaluated, whatever the previous one decided. Returns the index after the block.
@@ -247,7 +255,7 @@ end
 local function apply_ops(i, count, id, defer)
   local live = true
   for _ = 1, count do
-    local argc = tonumber(ARGV[i])
+    local argc = counts[ARGV[i]] or count_of(ARGV[i])
     local op = ARGV[i + 1]
     if op == 'SS.IFNEWER' then
       local cur = guard_read(defer, i)

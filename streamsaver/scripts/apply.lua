@@ -44,7 +44,7 @@ local function apply_events()
       if done[view] and not (ms > at_ms[view] or (ms == at_ms[view] and seq > at_seq[view])) then
         -- skip the block: walk past its ops without running them
         i = i + 2
-        for _ = 1, count do i = i + 1 + tonumber(ARGV[i]) end
+        for _ = 1, count do i = i + 1 + (counts[ARGV[i]] or count_of(ARGV[i])) end
       else
         i = apply_ops(i + 2, count, id, defer)
         done[view], at_ms[view], at_seq[view], moved[view] = id, ms, seq, true

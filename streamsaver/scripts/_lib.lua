@@ -86,25 +86,31 @@ local function call_chunked(head, key, args)
   end
 end
 
+-- A held hash: `val[f]` the field's value as the ops in order would leave it (false: missing,
+-- nil: not known), `st[f]` what the flush does with it (WRITE; PENDING: `val[f]` is an "if new"
+-- value, written only if the stored hash lacks the field; KEEP: nothing), `order` the fields
+-- in the order they were first set, `cleared` whether the stored hash was deleted first.
+local WRITE, PENDING, KEEP = 1, 2, 3
+
 local function flush_hash(key, h)
   if h.cleared then rcall('DEL', key) end
+  local order, st, val = h.order, h.st, h.val
   local pending = {}
-  for _, f in ipairs(h.order) do
-    if h.nx[f] ~= nil then pending[#pending + 1] = f end
+  for _, f in ipairs(order) do
+    if st[f] == PENDING then pending[#pending + 1] = f end
   end
   for first = 1, #pending, CHUNK do
     local last = math.min(first + CHUNK - 1, #pending)
     local got = rcall('HMGET', key, unpack(pending, first, last))
     for k = first, last do
-      local f = pending[k]
-      if not got[k - first + 1] then h.known[f], h.dirty[f] = h.nx[f], true end
+      st[pending[k]] = got[k - first + 1] and KEEP or WRITE
     end
   end
   local args = {}
-  for _, f in ipairs(h.order) do
-    if h.dirty[f] then
+  for _, f in ipairs(order) do
+    if st[f] == WRITE then
       args[#args + 1] = f
-      args[#args + 1] = h.known[f]
+      args[#args + 1] = val[f]
     end
   end
   call_chunked('HSET', key, args)
@@ -124,13 +130,13 @@ local function flush_deferred(defer)
 end
 
 -- The held state of `key` as `kind` ('hash', 'set', 'zset'), created empty; nil when the key
--- is held as another kind (the caller writes everything held and runs the op as it is).
+-- is held as another kind or as a document (the caller writes everything held and runs the op).
 local function held_as(defer, key, kind)
   local held = defer.held[key]
   if held == nil then
     if defer.docs[key] then return nil end
     if kind == 'hash' then
-      held = {kind = kind, known = {}, dirty = {}, nx = {}, order = {}, placed = {}, cleared = false}
+      held = {kind = kind, val = {}, st = {}, order = {}, cleared = false}
     elseif kind == 'set' then
       held = {kind = kind, members = {}, seen = {}}
     else
@@ -144,38 +150,41 @@ local function held_as(defer, key, kind)
   return held
 end
 
-local function place(h, f)
-  if not h.placed[f] then
-    h.placed[f] = true
-    h.order[#h.order + 1] = f
-  end
-end
-
 local function hash_set(h, f, v)
-  place(h, f)
-  h.known[f], h.dirty[f], h.nx[f] = v, true, nil
+  if h.st[f] == nil then h.order[#h.order + 1] = f end
+  h.val[f], h.st[f] = v, WRITE
 end
 
 local function hash_setnx(h, f, v)
-  local cur = h.known[f]
-  if cur or h.nx[f] ~= nil then return end
-  if cur == false or h.cleared then return hash_set(h, f, v) end
-  place(h, f)
-  h.nx[f] = v
+  if h.st[f] ~= nil then return end  -- set, or "if new" already: the first value stands
+  local cur = h.val[f]
+  if cur then return end
+  h.order[#h.order + 1] = f
+  if cur == false or h.cleared then
+    h.val[f], h.st[f] = v, WRITE
+  else
+    h.val[f], h.st[f] = v, PENDING
+  end
 end
 
 -- The value of field `f` of held hash `h` (key `key`) as running the ops in order would leave
 -- it (false when missing); reads the stored field at most once.
 local function hash_get(key, h, f)
-  local v = h.known[f]
+  local s = h.st[f]
+  if s == PENDING then
+    local stored = rcall('HGET', key, f)
+    if stored then
+      h.val[f], h.st[f] = stored, KEEP
+    else
+      h.st[f] = WRITE
+    end
+    return h.val[f]
+  end
+  local v = h.val[f]
   if v ~= nil then return v end
   if h.cleared then return false end
   v = rcall('HGET', key, f)
-  if h.nx[f] ~= nil then
-    if not v then v, h.dirty[f] = h.nx[f], true end
-    h.nx[f] = nil
-  end
-  h.known[f] = v
+  h.val[f] = v
   return v
 end
 
@@ -204,7 +213,7 @@ local function hold(defer, i, argc, op, id)
   elseif op == 'DEL' and argc == 2 then
     local h = held_as(defer, key, 'hash')
     if not h then return false end
-    h.known, h.dirty, h.nx, h.order, h.placed, h.cleared = {}, {}, {}, {}, {}, true
+    h.val, h.st, h.order, h.cleared = {}, {}, {}, true
   elseif op == 'SADD' and argc >= 3 then
     local s = held_as(defer, key, 'set')
     if not s then return false end

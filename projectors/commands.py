@@ -10,7 +10,7 @@ guards each gate the commands between them and the next guard (or the end of the
 * ``SS.IFEQ key field id``: a guard likewise, passing when ``HGET key field`` equals ``id``.
 * ``SS.PTR key field...``: ``HSET key field <id>`` for each field, where ``<id>`` is the stream
   id of the event being applied: the fields point at the log entry that holds their payload.
-* ``SS.PTRNX key field``: the same with ``HSETNX``: keep the first pointer.
+* ``SS.PTRNX key field...``: the same with ``HSETNX`` for each field: keep the first pointer.
 * ``SS.PURGE nsset cp ids ptrs writes``: delete every key of one view of one thread, found
   through the set of escaped namespaces ``nsset`` and the key stems ``cp``, ``ids``, ``ptrs``,
   ``writes`` (``ids`` empty when the view keeps one document per namespace).

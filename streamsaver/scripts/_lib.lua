@@ -208,7 +208,7 @@ local function hold(defer, i, argc, op, id)
     elseif op == 'SS.PTR' then
       for k = i + 3, i + argc do hash_set(h, ARGV[k], id) end
     else
-      hash_setnx(h, ARGV[i + 3], id)
+      for k = i + 3, i + argc do hash_setnx(h, ARGV[k], id) end
     end
   elseif op == 'DEL' and argc == 2 then
     local h = held_as(defer, key, 'hash')
@@ -281,7 +281,7 @@ local function apply_ops(i, count, id, defer)
         end
         rcall(unpack(cmd))
       elseif op == 'SS.PTRNX' then
-        rcall('HSETNX', ARGV[i + 2], ARGV[i + 3], id)
+        for k = i + 3, i + argc do rcall('HSETNX', ARGV[i + 2], ARGV[k], id) end
       elseif op == 'SS.PURGE' then
         purge(ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])
       else

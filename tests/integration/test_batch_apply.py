@@ -130,7 +130,7 @@ def _held_ops(p: str, ids: list[str]) -> list[list[tuple[str, ...]]]:
     JSON.SET."""
     h, s, z, d, e, j = (f"{p}:{name}" for name in ("h", "s", "z", "d", "e", "j"))
     return [
-        [("SS.PTRNX", h, "old"), ("SS.PTRNX", h, "a"), ("SADD", s, "m1"), ("ZADD", z, "0", "b")],
+        [("SS.PTRNX", h, "old", "a"), ("SADD", s, "m1"), ("ZADD", z, "0", "b")],
         [("SS.IFNEWER", h, "a", ids[8]), ("HSET", h, "g", "v", "g2", "v2"), ("SADD", s, "m1", "m2"), ("ZADD", z, "0", "a")],
         [("SS.PTR", h, "a"), ("SS.PTRNX", h, "old2"), ("DEL", d), ("SS.PTRNX", d, "k"), ("HSET", d, "j", "1")],
         [("SS.IFEQ", d, "k", ids[2]), ("SADD", s, "m3"), ("SS.IFNEWER", h, "keep", "zzz"), ("HSET", h, "g", "v3")],

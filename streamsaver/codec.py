@@ -67,19 +67,18 @@ def unpack_head(data: bytes, keep: int, parts: int) -> list[bytes]:
         ValueError: when `data` is not a well-formed packing of `parts` parts.
     """
     head: list[bytes] = []
-    pos, end = 0, len(data)
+    pos = 0
     read_len = _LEN.unpack_from
-    for k in range(parts):
-        if pos + 4 > end:
-            raise ValueError("truncated length prefix")
-        start = pos + 4
-        pos = start + read_len(data, pos)[0]
-        if pos > end:
-            raise ValueError("truncated part")
-        if k < keep:
-            head.append(data[start:pos])
-    if pos != end:
-        raise ValueError(f"more than {parts} parts")
+    try:
+        for k in range(parts):
+            start = pos + 4
+            pos = start + read_len(data, pos)[0]
+            if k < keep:
+                head.append(data[start:pos])
+    except struct.error as exc:  # a length prefix past the end
+        raise ValueError("truncated length prefix") from exc
+    if pos != len(data):  # a part past the end, or more parts than `parts`
+        raise ValueError(f"not a packing of {parts} parts")
     return head
 
 

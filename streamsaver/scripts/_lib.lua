@@ -214,6 +214,14 @@ local function hold(defer, i, argc, op, id)
     local h = held_as(defer, key, 'hash')
     if not h then return false end
     h.val, h.st, h.order, h.cleared = {}, {}, {}, true
+  elseif op == 'SS.FOLLOW' then
+    local h = held_as(defer, key, 'hash')
+    if not h then return false end
+    local cur, newest = hash_get(key, h, ARGV[i + 3]), ARGV[i + 4]
+    if (not cur) or cur < newest then
+      h.val, h.st, h.order, h.cleared = {}, {}, {}, true
+      hash_set(h, ARGV[i + 3], newest)
+    end
   elseif op == 'SADD' and argc >= 3 then
     local s = held_as(defer, key, 'set')
     if not s then return false end
@@ -282,6 +290,12 @@ local function apply_ops(i, count, id, defer)
         rcall(unpack(cmd))
       elseif op == 'SS.PTRNX' then
         for k = i + 3, i + argc do rcall('HSETNX', ARGV[i + 2], ARGV[k], id) end
+      elseif op == 'SS.FOLLOW' then
+        local cur = rcall('HGET', ARGV[i + 2], ARGV[i + 3])
+        if (not cur) or cur < ARGV[i + 4] then
+          rcall('DEL', ARGV[i + 2])
+          rcall('HSET', ARGV[i + 2], ARGV[i + 3], ARGV[i + 4])
+        end
       elseif op == 'SS.PURGE' then
         purge(ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])
       else

@@ -82,14 +82,12 @@ def test_several_first_pointers_of_one_hash_are_one_op() -> None:
 def test_shallow_view_replaces_the_latest_checkpoint_only_with_a_newer_one() -> None:
     writes, ptrs = _key("shallow:writes", "ns"), _key("shallow:ptrs", "ns")
     commands = shallow.project(SAVED, KS)
-    assert commands[:4] == [
-        ("SS.IFNEWER", writes, "@cid", "c2"),
-        ("DEL", writes),
-        ("HSET", writes, "@cid", "c2"),
+    assert commands[:2] == [
+        ("SS.FOLLOW", writes, "@cid", "c2"),
         ("SS.IFNEWER", ptrs, "@cid", "c2"),
     ]
-    assert orjson.loads(commands[4][3]) == _doc(["@body", "a", "b"])
-    assert commands[5:] == [
+    assert orjson.loads(commands[2][3]) == _doc(["@body", "a", "b"])
+    assert commands[3:] == [
         ("HSET", ptrs, "@cid", "c2"),
         ("SS.PTR", ptrs, "@body", "a"),
         ("SADD", _key("shallow:ns"), "ns"),
@@ -99,9 +97,7 @@ def test_shallow_view_replaces_the_latest_checkpoint_only_with_a_newer_one() -> 
 def test_shallow_view_keeps_writes_of_the_newest_checkpoint_even_saved_before_it() -> None:
     writes = _key("shallow:writes", "ns")
     assert shallow.project(WRITES, KS) == [
-        ("SS.IFNEWER", writes, "@cid", "c2"),
-        ("DEL", writes),
-        ("HSET", writes, "@cid", "c2"),
+        ("SS.FOLLOW", writes, "@cid", "c2"),
         ("SS.IFEQ", writes, "@cid", "c2"),
         ("SS.PTRNX", writes, "task:0"),
         ("SS.PTR", writes, "task:-1"),

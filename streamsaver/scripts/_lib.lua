@@ -155,18 +155,6 @@ local function hash_set(h, f, v)
   h.val[f], h.st[f] = v, WRITE
 end
 
-local function hash_setnx(h, f, v)
-  if h.st[f] ~= nil then return end  -- set, or "if new" already: the first value stands
-  local cur = h.val[f]
-  if cur then return end
-  h.order[#h.order + 1] = f
-  if cur == false or h.cleared then
-    h.val[f], h.st[f] = v, WRITE
-  else
-    h.val[f], h.st[f] = v, PENDING
-  end
-end
-
 -- The value of field `f` of held hash `h` (key `key`) as running the ops in order would leave
 -- it (false when missing); reads the stored field at most once.
 local function hash_get(key, h, f)
@@ -200,15 +188,32 @@ end
 -- holds; returns false (holding nothing) otherwise.
 local function hold(defer, i, argc, op, id)
   local key = ARGV[i + 2]
-  if op == 'SS.PTR' or op == 'SS.PTRNX' or (op == 'HSET' and argc % 2 == 0) then
+  if op == 'SS.PTRNX' or op == 'SS.PTR' or (op == 'HSET' and argc % 2 == 0) then
     local h = held_as(defer, key, 'hash')
     if not h then return false end
-    if op == 'HSET' then
-      for k = i + 3, i + argc, 2 do hash_set(h, ARGV[k], ARGV[k + 1]) end
+    local val, st, order = h.val, h.st, h.order  -- loops inlined: a Lua call per field costs more
+    if op == 'SS.PTRNX' then
+      local unknown = h.cleared and WRITE or PENDING
+      for k = i + 3, i + argc do
+        local f = ARGV[k]
+        local cur = val[f]
+        if st[f] == nil and not cur then  -- set or pending already: the first value stands
+          order[#order + 1] = f
+          val[f], st[f] = id, (cur == false) and WRITE or unknown
+        end
+      end
     elseif op == 'SS.PTR' then
-      for k = i + 3, i + argc do hash_set(h, ARGV[k], id) end
+      for k = i + 3, i + argc do
+        local f = ARGV[k]
+        if st[f] == nil then order[#order + 1] = f end
+        val[f], st[f] = id, WRITE
+      end
     else
-      for k = i + 3, i + argc do hash_setnx(h, ARGV[k], id) end
+      for k = i + 3, i + argc, 2 do
+        local f = ARGV[k]
+        if st[f] == nil then order[#order + 1] = f end
+        val[f], st[f] = ARGV[k + 1], WRITE
+      end
     end
   elseif op == 'DEL' and argc == 2 then
     local h = held_as(defer, key, 'hash')

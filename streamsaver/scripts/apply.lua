@@ -31,11 +31,11 @@ local applied = 0
 
 local function apply_events()
   for _ = 1, ne do
-    local id, nv = ARGV[i], tonumber(ARGV[i + 1])
+    local id, nv = ARGV[i], counts[ARGV[i + 1]] or count_of(ARGV[i + 1])
     local ms, seq = parse_id(id)
     i = i + 2
     for _ = 1, nv do
-      local view, count = ARGV[i], tonumber(ARGV[i + 1])
+      local view, count = ARGV[i], counts[ARGV[i + 1]] or count_of(ARGV[i + 1])
       if done[view] == nil then
         done[view] = redis.call('HGET', KEYS[1], view)
         if done[view] then at_ms[view], at_seq[view] = parse_id(done[view]) end

@@ -144,12 +144,18 @@ def canonical_json(value: Any) -> bytes:
 
 
 _PLAIN = (str, int, bool, type(None))
+_CONTAINERS = (dict, list)
 
 
 def metadata_tags(items: Sequence[tuple[str, Any]]) -> list[str]:
     """The tags that make equality on each ``(key, value)`` pair a TAG query."""
     return [
-        # A string, int, bool or None is already canonical: skip the normalizing walk.
-        tag(orjson.dumps([key, value]) if type(value) in _PLAIN else canonical_json([key, value]))
+        # A string, int, bool or None, or an empty dict or list (LangGraph's "parents": {}), is
+        # already canonical: skip the normalizing walk.
+        tag(
+            orjson.dumps([key, value])
+            if type(value) in _PLAIN or (not value and type(value) in _CONTAINERS)
+            else canonical_json([key, value])
+        )
         for key, value in items
     ]

@@ -91,3 +91,8 @@ _METADATA_VALUES = st.recursive(
 @given(st.text(max_size=20), _METADATA_VALUES)
 def test_metadata_tags_are_the_digest_of_the_canonical_pair_whatever_the_value(key: str, value: object) -> None:
     assert metadata_tags([(key, value)]) == [tag(canonical_json([key, value]))]
+
+
+@pytest.mark.parametrize("value", [{}, [], 2.0, {"b": 1, "a": 2.0}, [1.0]])
+def test_metadata_tags_of_empty_and_normalized_values_are_canonical(value: object) -> None:
+    assert metadata_tags([("k", value)]) == [tag(canonical_json(["k", value]))]

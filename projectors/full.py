@@ -34,7 +34,8 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
             ("JSON.SET", keys.per_checkpoint(VIEW, "cp", ns, cid), "$", checkpoint_document(event, refs)),
             (POINT, ptrs, body_field(cid)),
         ]
-        commands += [(POINT_IF_NEW, ptrs, versioned_field(cv.channel, cv.version)) for cv in event.values]
+        if event.values:
+            commands.append((POINT_IF_NEW, ptrs, *(versioned_field(cv.channel, cv.version) for cv in event.values)))
         commands += [
             ("ZADD", keys.in_ns(VIEW, "ids", ns), "0", cid),
             ("SADD", keys.namespaces(VIEW), escape(ns)),
@@ -45,8 +46,10 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
         return store_writes(key, event)
     if isinstance(event, ValuesRetained):
         ptrs = keys.in_ns(VIEW, "ptrs", event.checkpoint_ns)
-        retained: list[Command] = [(POINT_IF_NEW, ptrs, versioned_field(cv.channel, cv.version)) for cv in event.values]
-        return [*retained, ("SADD", keys.namespaces(VIEW), escape(event.checkpoint_ns))] if retained else []
+        if not event.values:
+            return []
+        fields = (versioned_field(cv.channel, cv.version) for cv in event.values)
+        return [(POINT_IF_NEW, ptrs, *fields), ("SADD", keys.namespaces(VIEW), escape(event.checkpoint_ns))]
     if not isinstance(event, ThreadDeleted):
         return []  # a marker (ThreadCopied, ThreadPruned, RunsDeleted) changes no view
     return [

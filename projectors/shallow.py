@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Final
 
 from projectors._writes import store_writes
-from projectors.commands import IF_EQUAL, IF_NEWER, POINT, PURGE, Command
+from projectors.commands import FOLLOW, IF_EQUAL, IF_NEWER, POINT, PURGE, Command
 from projectors.documents import (
     BODY_FIELD,
     CURRENT_CHECKPOINT_FIELD,
@@ -36,11 +36,7 @@ VIEW: Final[ViewName] = "shallow"
 
 def _follow(writes: str, checkpoint_id: str) -> list[Command]:
     """Start a fresh writes hash when `checkpoint_id` is newer than the one it belongs to."""
-    return [
-        (IF_NEWER, writes, CURRENT_CHECKPOINT_FIELD, checkpoint_id),
-        ("DEL", writes),
-        ("HSET", writes, CURRENT_CHECKPOINT_FIELD, checkpoint_id),
-    ]
+    return [(FOLLOW, writes, CURRENT_CHECKPOINT_FIELD, checkpoint_id)]
 
 
 def _retained(event: ValuesRetained, keyspace: Keyspace) -> list[Command]:

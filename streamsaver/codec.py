@@ -23,7 +23,7 @@ from urllib.parse import unquote_to_bytes
 
 import orjson
 
-__all__ = ["canonical_json", "escape", "metadata_tags", "pack", "strict_json", "tag", "unpack"]
+__all__ = ["canonical_json", "escape", "metadata_tags", "pack", "strict_json", "tag", "unpack", "unpack_head"]
 
 _LEN = struct.Struct(">I")
 _UNSAFE = re.compile(rb"[^A-Za-z0-9._-]")
@@ -58,6 +58,29 @@ def unpack(data: bytes) -> list[bytes]:
             raise ValueError("truncated part")
         parts.append(data[start:pos])
     return parts
+
+
+def unpack_head(data: bytes, keep: int, parts: int) -> list[bytes]:
+    """The first `keep` parts of `data`, which must be a packing of exactly `parts` parts; the
+    rest are checked but not copied (a payload that is not needed costs nothing to skip).
+
+    Raises:
+        ValueError: when `data` is not a well-formed packing of `parts` parts.
+    """
+    head: list[bytes] = []
+    pos = 0
+    read_len = _LEN.unpack_from
+    try:
+        for k in range(parts):
+            start = pos + 4
+            pos = start + read_len(data, pos)[0]
+            if k < keep:
+                head.append(data[start:pos])
+    except struct.error as exc:  # a length prefix past the end
+        raise ValueError("truncated length prefix") from exc
+    if pos != len(data):  # a part past the end, or more parts than `parts`
+        raise ValueError(f"not a packing of {parts} parts")
+    return head
 
 
 @lru_cache(maxsize=16384)
@@ -127,12 +150,18 @@ def canonical_json(value: Any) -> bytes:
 
 
 _PLAIN = (str, int, bool, type(None))
+_CONTAINERS = (dict, list)
 
 
 def metadata_tags(items: Sequence[tuple[str, Any]]) -> list[str]:
     """The tags that make equality on each ``(key, value)`` pair a TAG query."""
     return [
-        # A string, int, bool or None is already canonical: skip the normalizing walk.
-        tag(orjson.dumps([key, value]) if type(value) in _PLAIN else canonical_json([key, value]))
+        # A string, int, bool or None, or an empty dict or list (LangGraph's "parents": {}), is
+        # already canonical: skip the normalizing walk.
+        tag(
+            orjson.dumps([key, value])
+            if type(value) in _PLAIN or (not value and type(value) in _CONTAINERS)
+            else canonical_json([key, value])
+        )
         for key, value in items
     ]

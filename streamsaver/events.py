@@ -29,10 +29,11 @@ from typing import Any, ClassVar
 
 import orjson
 
-from streamsaver.codec import escape, pack, strict_json, unpack
+from streamsaver.codec import escape, pack, strict_json, unpack, unpack_head
 from streamsaver.errors import EventDecodeError
 
 __all__ = [
+    "OMITTED",
     "Blob",
     "ChannelValue",
     "CheckpointSaved",
@@ -65,6 +66,10 @@ class Blob:
 
     type: str
     data: bytes
+
+
+OMITTED = Blob("", b"")
+"""Stands for every payload of an event read with ``from_fields(..., payloads=False)``."""
 
 
 @dataclass(frozen=True)
@@ -242,24 +247,35 @@ def encode_channel_value(cv: ChannelValue) -> bytes:
     return pack([_s(cv.channel), orjson.dumps(cv.version), _s(cv.blob.type), cv.blob.data])
 
 
-def decode_channel_value(data: bytes) -> ChannelValue:
-    """A channel value from its stream field content.
+def decode_channel_value(data: bytes, payload: bool = True) -> ChannelValue:
+    """A channel value from its stream field content (its blob `OMITTED` unless `payload`).
 
     Raises:
         ValueError: a malformed packing.
     """
+    if not payload:
+        channel, version = unpack_head(data, 2, 4)
+        return ChannelValue(channel.decode("utf-8", "surrogatepass"), orjson.loads(version), OMITTED)
     channel, version, type_, blob = unpack(data)
     return ChannelValue(channel.decode("utf-8", "surrogatepass"), orjson.loads(version), Blob(type_.decode(), blob))
 
 
-def decode_write(idx: int, data: bytes) -> PendingWrite:
-    """A write from its stream field content (the index comes from the field name)."""
+def decode_write(idx: int, data: bytes, payload: bool = True) -> PendingWrite:
+    """A write from its stream field content (the index comes from the field name; its blob
+    `OMITTED` unless `payload`)."""
+    if not payload:
+        return PendingWrite(idx, unpack_head(data, 1, 3)[0].decode("utf-8", "surrogatepass"), OMITTED)
     channel, type_, blob = unpack(data)
     return PendingWrite(idx, channel.decode("utf-8", "surrogatepass"), Blob(type_.decode(), blob))
 
 
-def _checkpoint_saved(f: Fields) -> CheckpointSaved:
-    body_type, body_data = unpack(f[b"body"])
+def _checkpoint_saved(f: Fields, payloads: bool) -> CheckpointSaved:
+    if payloads:
+        body_type, body_data = unpack(f[b"body"])
+        body = Blob(body_type.decode(), body_data)
+    else:
+        unpack_head(f[b"body"], 0, 2)
+        body = OMITTED
     return CheckpointSaved(
         thread_id=_text(f, b"thread"),
         checkpoint_ns=_text(f, b"ns"),
@@ -267,51 +283,51 @@ def _checkpoint_saved(f: Fields) -> CheckpointSaved:
         parent_checkpoint_id=_text(f, b"parent") or None,
         metadata=orjson.loads(f[b"meta"]),
         channel_versions=orjson.loads(f[b"versions"]),
-        body=Blob(body_type.decode(), body_data),
-        values=tuple(decode_channel_value(v) for k, v in f.items() if k.startswith(b"c:")),
+        body=body,
+        values=tuple(decode_channel_value(v, payloads) for k, v in f.items() if k.startswith(b"c:")),
     )
 
 
-def _writes_saved(f: Fields) -> WritesSaved:
+def _writes_saved(f: Fields, payloads: bool) -> WritesSaved:
     return WritesSaved(
         thread_id=_text(f, b"thread"),
         checkpoint_ns=_text(f, b"ns"),
         checkpoint_id=_text(f, b"cid"),
         task_id=_text(f, b"task"),
         task_path=_text(f, b"path"),
-        writes=tuple(decode_write(int(k[2:]), v) for k, v in f.items() if k.startswith(b"w:")),
+        writes=tuple(decode_write(int(k[2:]), v, payloads) for k, v in f.items() if k.startswith(b"w:")),
     )
 
 
-def _thread_deleted(f: Fields) -> ThreadDeleted:
+def _thread_deleted(f: Fields, payloads: bool) -> ThreadDeleted:
     return ThreadDeleted(thread_id=_text(f, b"thread"))
 
 
-def _values_retained(f: Fields) -> ValuesRetained:
+def _values_retained(f: Fields, payloads: bool) -> ValuesRetained:
     return ValuesRetained(
         thread_id=_text(f, b"thread"),
         checkpoint_ns=_text(f, b"ns"),
         checkpoint_id=_text(f, b"cid"),
-        values=tuple(decode_channel_value(v) for k, v in f.items() if k.startswith(b"c:")),
+        values=tuple(decode_channel_value(v, payloads) for k, v in f.items() if k.startswith(b"c:")),
     )
 
 
-def _thread_copied(f: Fields) -> ThreadCopied:
+def _thread_copied(f: Fields, payloads: bool) -> ThreadCopied:
     return ThreadCopied(_text(f, b"thread"), _text(f, b"source"), _text(f, b"until"))
 
 
-def _thread_pruned(f: Fields) -> ThreadPruned:
+def _thread_pruned(f: Fields, payloads: bool) -> ThreadPruned:
     return ThreadPruned(_text(f, b"thread"), _text(f, b"strategy"), int(f[b"kept"]))
 
 
-def _runs_deleted(f: Fields) -> RunsDeleted:
+def _runs_deleted(f: Fields, payloads: bool) -> RunsDeleted:
     runs = orjson.loads(f[b"runs"])
     if not isinstance(runs, list) or not all(isinstance(r, str) for r in runs):
         raise ValueError("runs must be a JSON list of strings")
     return RunsDeleted(_text(f, b"thread"), tuple(runs))
 
 
-_DECODERS: dict[str, tuple[int, Callable[[Fields], Event]]] = {
+_DECODERS: dict[str, tuple[int, Callable[[Fields, bool], Event]]] = {
     CheckpointSaved.TYPE: (CheckpointSaved.VERSION, _checkpoint_saved),
     WritesSaved.TYPE: (WritesSaved.VERSION, _writes_saved),
     ThreadDeleted.TYPE: (ThreadDeleted.VERSION, _thread_deleted),
@@ -326,9 +342,13 @@ UPCASTERS: dict[tuple[str, int], Callable[[Fields], Fields]] = {}
 fields. Empty while every type is at version 1; a new version adds one entry per step."""
 
 
-def from_fields(fields: Mapping[bytes, bytes] | Sequence[bytes], event_id: str | None = None) -> Event:
+def from_fields(
+    fields: Mapping[bytes, bytes] | Sequence[bytes], event_id: str | None = None, *, payloads: bool = True
+) -> Event:
     """Read an event from its stream fields (a mapping, or a flat ``[field, value, ...]`` list
-    as a raw ``XRANGE`` reply holds them), upcasting an older schema version.
+    as a raw ``XRANGE`` reply holds them), upcasting an older schema version. With
+    ``payloads=False`` every `Blob` (body, channel value, write) is `OMITTED`: enough for the
+    projectors, which never read payloads, without copying them (their packing is still checked).
 
     Raises:
         EventDecodeError: unknown type, a version newer than this code, or a malformed field.
@@ -356,6 +376,6 @@ def from_fields(fields: Mapping[bytes, bytes] | Sequence[bytes], event_id: str |
             raise EventDecodeError(f"no upcaster from {type_name} v{version}", event_id=event_id)
         f, version = step(f), version + 1
     try:
-        return decode(f)
+        return decode(f, payloads)
     except (KeyError, ValueError, TypeError, UnicodeDecodeError, orjson.JSONDecodeError) as exc:
         raise EventDecodeError(f"malformed {type_name} field: {exc!r}", event_id=event_id) from exc

@@ -93,7 +93,7 @@ class ThreadKeys:
 
     def in_ns(self, view: ViewName, kind: str, checkpoint_ns: str) -> str:
         """A per-namespace key, e.g. ``P:full:ids:T:t:n``."""
-        return f"{self.base(view, kind)}:{escape(checkpoint_ns)}"
+        return f"{self.prefix}:{view}:{kind}:{self.slot_tag}:{self.escaped_thread}:{escape(checkpoint_ns)}"
 
     def doc_prefix(self, view: ViewName, kind: str, checkpoint_ns: str) -> str:
         """The stem of per-checkpoint keys; scripts append the escaped checkpoint id."""
@@ -102,6 +102,12 @@ class ThreadKeys:
     def per_checkpoint(self, view: ViewName, kind: str, checkpoint_ns: str, checkpoint_id: str) -> str:
         """A per-checkpoint key, e.g. ``P:full:cp:T:t:n:c``."""
         return self.doc_prefix(view, kind, checkpoint_ns) + escape(checkpoint_id)
+
+
+@lru_cache(maxsize=16384)
+def _thread_keys(prefix: str, partitions: int, thread_id: str) -> ThreadKeys:
+    # Cached: every event of a thread names its keys several times, and the partition is a hash.
+    return ThreadKeys(prefix, f"{{p{partition_of(thread_id, partitions)}}}", escape(thread_id))
 
 
 @dataclass(frozen=True)
@@ -171,8 +177,7 @@ class Keyspace:
 
     def thread(self, thread_id: str) -> ThreadKeys:
         """The keys of one thread."""
-        partition = partition_of(thread_id, self.partitions)
-        return ThreadKeys(self.prefix, self.slot_tag(partition), escape(thread_id))
+        return _thread_keys(self.prefix, self.partitions, thread_id)
 
     def index(self, view: ViewName, tag: str = "") -> str:
         """The RediSearch index name of a view, versioned by its schema; on Redis Cluster one

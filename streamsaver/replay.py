@@ -29,6 +29,9 @@ __all__ = ["ReplayStats", "Replayer"]
 
 Progress = Callable[[int], None]
 
+PER_LOG = 64
+"""About how many entries of one log a replay round trip reads and applies in one script."""
+
 
 @dataclass
 class ReplayStats:
@@ -100,10 +103,12 @@ class Replayer:
         """Apply every thread log (of `partitions`, when given) to `views`; `progress(events)`
         is called after each round trip with the number of events it applied.
 
-        Logs are folded several at a time, so a round trip carries about `page` events however
-        short the logs are: up to ``page // 16`` logs, ``16`` entries of each per round trip."""
+        Logs are folded several at a time: up to ``page // 64`` logs, ``page // (page // 64)``
+        (about 64) entries of each per round trip. Each log's entries of a round trip are applied
+        by one script, which writes each key they touch once, so the more of a log a script
+        applies the less it writes (a thread of tens of steps is one script)."""
         logs = self.thread_logs(partitions)
-        return self._fold(logs, views, width=max(1, self.page // 16), progress=progress)
+        return self._fold(logs, views, width=max(1, self.page // PER_LOG), progress=progress)
 
     def _fold(
         self,
@@ -151,7 +156,8 @@ class Replayer:
         events = 0
         for cursor, entries in zip(cursors, bulk_round_trip(self.redis, reads)):
             if entries:
-                logged = [(from_fields(fields, raw_id.decode()), raw_id.decode()) for raw_id, fields in entries]
+                ids = [raw_id.decode() for raw_id, _ in entries]
+                logged = [(from_fields(e[1], i, payloads=False), i) for i, e in zip(ids, entries)]
                 calls.append(apply_batch_call(logged, self.target, views))
                 events += len(logged)
             cursor[1] = "(" + entries[-1][0].decode() if len(entries) == count else None

@@ -7,45 +7,47 @@
 -- Returns: the number of (event, view) applications made (0 when every view had them all).
 -- Positions are read once and recorded once, in the same script as the view changes, so a
 -- crash or a second delivery never applies an event twice, and views apply their thread's
--- events in log order. A batch defers root JSON.SETs (see apply_ops): a document rewritten by
--- a later event of the batch is written once, with the same final content. Lua does not undo
--- what ran before an error, and with documents held back a failed batch would leave pointers
--- ahead of documents that no later replay fixes; so when a batch fails, the recovery blocks
--- erase the thread from the batch's views and their positions are dropped: the error comes
--- back, and the next replay (or `replay --keep`) folds the thread whole again.
+-- events in log order. A batch holds its writes back (see new_deferral): a document rewritten
+-- by a later event of the batch is written once, and each hash, set and sorted set once, with
+-- the same final content. Lua does not undo what ran before an error, and with writes held
+-- back a failed batch would leave some keys ahead of others that no later replay fixes; so
+-- when a batch fails, the recovery blocks erase the thread from the batch's views and their
+-- positions are dropped: the error comes back, and the next replay (or `replay --keep`) folds
+-- the thread whole again.
 local err = expect_type(KEYS[1], 'hash')
 if err then return err end
 
-local function newer(a, b)
-  local ams, aseq = string.match(a, '^(%d+)-(%d+)$')
-  local bms, bseq = string.match(b, '^(%d+)-(%d+)$')
-  ams, aseq, bms, bseq = tonumber(ams), tonumber(aseq), tonumber(bms), tonumber(bseq)
-  return ams > bms or (ams == bms and aseq > bseq)
+-- A stream id as two numbers (milliseconds, sequence), compared without string matching per view.
+local function parse_id(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return tonumber(ms), tonumber(seq)
 end
 
 local ne = tonumber(ARGV[1])
 local defer = ne > 1 and new_deferral() or nil
-local done, moved, order = {}, {}, {}
+local done, at_ms, at_seq, moved, order = {}, {}, {}, {}, {}
 local i = 2
 local applied = 0
 
 local function apply_events()
   for _ = 1, ne do
-    local id, nv = ARGV[i], tonumber(ARGV[i + 1])
+    local id, nv = ARGV[i], counts[ARGV[i + 1]] or count_of(ARGV[i + 1])
+    local ms, seq = parse_id(id)
     i = i + 2
     for _ = 1, nv do
-      local view, count = ARGV[i], tonumber(ARGV[i + 1])
+      local view, count = ARGV[i], counts[ARGV[i + 1]] or count_of(ARGV[i + 1])
       if done[view] == nil then
         done[view] = redis.call('HGET', KEYS[1], view)
+        if done[view] then at_ms[view], at_seq[view] = parse_id(done[view]) end
         order[#order + 1] = view
       end
-      if done[view] and not newer(id, done[view]) then
+      if done[view] and not (ms > at_ms[view] or (ms == at_ms[view] and seq > at_seq[view])) then
         -- skip the block: walk past its ops without running them
         i = i + 2
-        for _ = 1, count do i = i + 1 + tonumber(ARGV[i]) end
+        for _ = 1, count do i = i + 1 + (counts[ARGV[i]] or count_of(ARGV[i])) end
       else
         i = apply_ops(i + 2, count, id, defer)
-        done[view], moved[view] = id, true
+        done[view], at_ms[view], at_seq[view], moved[view] = id, ms, seq, true
         applied = applied + 1
       end
     end

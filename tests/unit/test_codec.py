@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamsaver.codec import canonical_json, escape, metadata_tags, pack, tag, unpack
+from streamsaver.codec import canonical_json, escape, metadata_tags, pack, tag, unpack, unpack_head
 
 
 @given(st.lists(st.binary(max_size=64), max_size=20))
@@ -20,6 +20,16 @@ def test_pack_then_unpack_gives_back_the_parts(parts: list[bytes]) -> None:
 def test_unpack_rejects_truncated_input(bad: bytes) -> None:
     with pytest.raises(ValueError):
         unpack(bad)
+
+
+@given(st.lists(st.binary(max_size=64), min_size=1, max_size=6), st.data())
+def test_unpack_head_gives_the_first_parts_of_a_packing_of_exactly_that_many(parts: list[bytes], data: st.DataObject) -> None:
+    keep = data.draw(st.integers(0, len(parts)))
+    assert unpack_head(pack(parts), keep, len(parts)) == parts[:keep]
+    with pytest.raises(ValueError):
+        unpack_head(pack(parts), keep, len(parts) + 1)
+    with pytest.raises(ValueError):
+        unpack_head(pack(parts), 0, len(parts) - 1)
 
 
 @given(st.text(), st.text())
@@ -81,3 +91,8 @@ _METADATA_VALUES = st.recursive(
 @given(st.text(max_size=20), _METADATA_VALUES)
 def test_metadata_tags_are_the_digest_of_the_canonical_pair_whatever_the_value(key: str, value: object) -> None:
     assert metadata_tags([(key, value)]) == [tag(canonical_json([key, value]))]
+
+
+@pytest.mark.parametrize("value", [{}, [], 2.0, {"b": 1, "a": 2.0}, [1.0]])
+def test_metadata_tags_of_empty_and_normalized_values_are_canonical(value: object) -> None:
+    assert metadata_tags([("k", value)]) == [tag(canonical_json(["k", value]))]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from projectors import PROJECTORS
 from streamsaver import events
 from streamsaver.errors import EventDecodeError
+from streamsaver.keys import Keyspace
 from streamsaver.events import (
     Blob,
     ChannelValue,
@@ -60,3 +62,21 @@ def test_an_old_version_is_lifted_through_the_upcaster_chain(monkeypatch: pytest
 def test_a_version_without_an_upcaster_is_refused() -> None:
     with pytest.raises(EventDecodeError, match="no upcaster"):
         from_fields({b"type": b"ThreadDeleted", b"v": b"0", b"thread": b"t"})
+
+
+@pytest.mark.parametrize("event", [SAVED, WRITES, ThreadDeleted("t")])
+def test_without_payloads_an_event_projects_the_same(event: events.Event) -> None:
+    bare = from_fields(to_fields(event), "1-0", payloads=False)
+    keyspace = Keyspace("p", 4)
+    for project in PROJECTORS.values():
+        assert project(bare, keyspace) == project(event, keyspace)
+    blobs = [getattr(bare, "body", None), *(v.blob for v in getattr(bare, "values", ()))]
+    blobs += [w.blob for w in getattr(bare, "writes", ())]
+    assert all(blob is events.OMITTED for blob in blobs if blob is not None)
+
+
+def test_without_payloads_a_malformed_packing_is_still_refused() -> None:
+    with pytest.raises(EventDecodeError, match="malformed"):
+        from_fields({**to_fields(WRITES), b"w:-1": b"\x00\x00\x00\x01x"}, payloads=False)
+    with pytest.raises(EventDecodeError, match="malformed"):
+        from_fields({**to_fields(SAVED), b"body": b"\x00\x00\x00\x09short"}, payloads=False)

@@ -69,17 +69,25 @@ def test_writes_keep_the_first_ordinary_write_and_overwrite_special_ones() -> No
     assert full.project(WRITES, KS) == [("SS.PTRNX", key, "task:0"), ("SS.PTR", key, "task:-1")]
 
 
+def test_several_first_pointers_of_one_hash_are_one_op() -> None:
+    both = ChannelValue("b", 1, Blob("msgpack", b"")), *SAVED.values
+    saved = CheckpointSaved(**{**SAVED.__dict__, "values": both})
+    assert full.project(saved, KS)[2] == ("SS.PTRNX", _key("full:ptrs", "ns"), "b:1", "a:2")
+    blob = Blob("msgpack", b"")
+    writes = WritesSaved("t", "ns", "c2", "task", "", (PendingWrite(0, "a", blob), PendingWrite(1, "b", blob)))
+    assert full.project(writes, KS) == [("SS.PTRNX", _key("full:writes", "ns", "c2"), "task:0", "task:1")]
+    assert shallow.project(writes, KS)[-1] == ("SS.PTRNX", _key("shallow:writes", "ns"), "task:0", "task:1")
+
+
 def test_shallow_view_replaces_the_latest_checkpoint_only_with_a_newer_one() -> None:
     writes, ptrs = _key("shallow:writes", "ns"), _key("shallow:ptrs", "ns")
     commands = shallow.project(SAVED, KS)
-    assert commands[:4] == [
-        ("SS.IFNEWER", writes, "@cid", "c2"),
-        ("DEL", writes),
-        ("HSET", writes, "@cid", "c2"),
+    assert commands[:2] == [
+        ("SS.FOLLOW", writes, "@cid", "c2"),
         ("SS.IFNEWER", ptrs, "@cid", "c2"),
     ]
-    assert orjson.loads(commands[4][3]) == _doc(["@body", "a", "b"])
-    assert commands[5:] == [
+    assert orjson.loads(commands[2][3]) == _doc(["@body", "a", "b"])
+    assert commands[3:] == [
         ("HSET", ptrs, "@cid", "c2"),
         ("SS.PTR", ptrs, "@body", "a"),
         ("SADD", _key("shallow:ns"), "ns"),
@@ -89,9 +97,7 @@ def test_shallow_view_replaces_the_latest_checkpoint_only_with_a_newer_one() -> 
 def test_shallow_view_keeps_writes_of_the_newest_checkpoint_even_saved_before_it() -> None:
     writes = _key("shallow:writes", "ns")
     assert shallow.project(WRITES, KS) == [
-        ("SS.IFNEWER", writes, "@cid", "c2"),
-        ("DEL", writes),
-        ("HSET", writes, "@cid", "c2"),
+        ("SS.FOLLOW", writes, "@cid", "c2"),
         ("SS.IFEQ", writes, "@cid", "c2"),
         ("SS.PTRNX", writes, "task:0"),
         ("SS.PTR", writes, "task:-1"),

@@ -85,6 +85,7 @@ class Shard:
     node: str
     ranges: tuple[tuple[int, int], ...]
     tag: str
+    node_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -101,9 +102,13 @@ class Topology:
             ConfigurationError: the reply covers no slot.
         """
         ranges: dict[str, list[tuple[int, int]]] = {}
+        ids: dict[str, str] = {}
         for start, end, primary, *_replicas in reply:
             host = primary[0].decode() if isinstance(primary[0], bytes) else str(primary[0])
-            ranges.setdefault(f"{host}:{int(primary[1])}", []).append((int(start), int(end)))
+            node = f"{host}:{int(primary[1])}"
+            ranges.setdefault(node, []).append((int(start), int(end)))
+            if len(primary) > 2:
+                ids[node] = primary[2].decode() if isinstance(primary[2], bytes) else str(primary[2])
         if not ranges:
             raise ConfigurationError("CLUSTER SLOTS names no primary: the cluster has no slots assigned")
         owner = [""] * SLOTS
@@ -111,7 +116,9 @@ class Topology:
             for start, end in spans:
                 owner[start : end + 1] = [node] * (end - start + 1)
         tags = _tags(owner, set(ranges))
-        return cls(tuple(Shard(node, tuple(sorted(ranges[node])), tags[node]) for node in sorted(ranges)))
+        return cls(tuple(
+            Shard(node, tuple(sorted(ranges[node])), tags[node], ids.get(node, "")) for node in sorted(ranges)
+        ))
 
     def on_every_node(self, command: Command) -> list[Routed]:
         """`command` once per primary."""
@@ -147,7 +154,13 @@ def index_targets(keyspace: Keyspace, view: ViewName, topology: Topology | None)
     """The indexes of `view`: one on a single server, one per primary on a cluster."""
     if topology is None:
         return (IndexTarget(keyspace.index(view)),)
-    return tuple(IndexTarget(keyspace.index(view, shard.tag), shard.tag) for shard in topology.shards)
+    # The node id in the name: after slots move, a process still on the old map asks for an index
+    # that the tag's new owner does not have ("no such index": it re-reads the map) instead of
+    # one that owner made under the same tag, which would answer for the wrong node's keys.
+    return tuple(
+        IndexTarget(keyspace.index(view, f"{shard.tag}:{shard.node_id}" if shard.node_id else shard.tag), shard.tag)
+        for shard in topology.shards
+    )
 
 
 def index_moved(error: Exception) -> bool:

@@ -172,8 +172,13 @@ class SaverCore:
         setup.read_created((yield requests))
         infos = setup.index_infos(requests) if wait_indexed else []
         deadline = time.monotonic() + INDEXING_WAIT_S
-        while infos and setup.still_indexing((yield infos)) and time.monotonic() < deadline:
-            pass
+        while infos and setup.still_indexing((yield infos)):
+            if time.monotonic() > deadline:
+                # Reading on would miss whatever the new indexes have not reached yet.
+                raise ConfigurationError(
+                    f"new indexes were still indexing after {INDEXING_WAIT_S:.0f} s; call again when "
+                    "`FT.INFO` shows indexing 0 on every primary"
+                )
         self.keyspace, self.topology = keyspace, topology
 
     def index_moved(self, error: Exception) -> bool:

@@ -21,7 +21,12 @@ from typing import Any
 from redis.exceptions import ResponseError
 
 from streamsaver.codec import tag, unescape
-from streamsaver.errors import ConcurrentChangeError, InvalidInputError, ThreadExistsError
+from streamsaver.errors import (
+    ConcurrentChangeError,
+    ConfigurationError,
+    InvalidInputError,
+    ThreadExistsError,
+)
 from streamsaver.events import Event, RunsDeleted, ThreadCopied, ThreadPruned
 from streamsaver.keys import Keyspace, ViewName
 from streamsaver.saver.append import thread_id_of
@@ -223,6 +228,11 @@ def _threads(reply: Any) -> list[str]:
         values = [v for row in rows for k, v in row.items() if k in (b"tk", "tk")]
     else:
         values = [row[i + 1] for row in reply[1:] for i in range(0, len(row), 2) if row[i] in (b"tk", "tk")]
+    if any(v is None for v in values):
+        raise ConfigurationError(
+            "the view holds checkpoint documents written before index schema v2 (no `tk`): "
+            "rebuild the views once with `streamsaver replay` (see docs/operations.md)"
+        )
     return [unescape(v.decode("ascii") if isinstance(v, bytes) else str(v)) for v in values]
 
 

@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import CheckpointTuple, PendingWrite, writes_sort
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from streamsaver import compression
-from streamsaver.codec import canonical_json, metadata_tags, tag, unescape, unpack
+from streamsaver.codec import canonical_json, escape, metadata_tags, tag, unescape, unpack
 from streamsaver.errors import ConfigurationError, InvalidInputError, PayloadDecodeError
 from streamsaver.events import Blob, decode_channel_value
 from streamsaver.keys import Keyspace, ViewName
@@ -183,6 +183,26 @@ def _search_rows(reply: Any) -> list[Row]:
     return [(unescape(_text(i["tk"])), unescape(_text(i.get("nk", b""))), _text(i["checkpoint_id"])) for i in items]
 
 
+def _identity(t: CheckpointTuple) -> Row:
+    c = t.config["configurable"]
+    return (c["thread_id"], c.get("checkpoint_ns", ""), c["checkpoint_id"])
+
+
+class _Descending(str):
+    """A string that sorts in reverse (for the newest-first checkpoint id in `_index_order`)."""
+
+    def __lt__(self, other: str) -> bool:
+        return str.__gt__(self, other)
+
+
+def _index_order(row: Row) -> tuple[_Descending, str, str]:
+    """The position of `row` in an index's own order (``SORTBY @checkpoint_id DESC @tk ASC @nk
+    ASC``), so rows merged from several indexes order as one index would order them, also
+    between equal ids of different threads (a copied thread keeps its source's ids)."""
+    thread_id, ns, checkpoint_id = row
+    return _Descending(checkpoint_id), escape(thread_id), escape(ns)
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -220,6 +240,7 @@ class ListPager:
     _done: bool = False
     _found: list[Row] = field(default_factory=list)
     _last: str = ""
+    _returned: set[Row] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         n = len(self.targets)
@@ -333,19 +354,23 @@ class ListPager:
         while len(merged) < self._want:
             if any(not buffer and not self._exhausted[n] for n, buffer in enumerate(self._buffers)):
                 break
-            heads = [(buffer[0][2], -n) for n, buffer in enumerate(self._buffers) if buffer]
+            heads = [n for n, buffer in enumerate(self._buffers) if buffer]
             if not heads:
                 break
-            merged.append(self._buffers[-max(heads)[1]].pop(0))
+            merged.append(self._buffers[min(heads, key=lambda n: _index_order(self._buffers[n][0]))].pop(0))
         return merged
 
     def _keep(self, tuples: list[CheckpointTuple]) -> list[CheckpointTuple]:
-        kept = [
-            t
-            for t in tuples
-            if _matches(t.metadata, self.filter)
-            and (not self.before or t.config["configurable"]["checkpoint_id"] < self.before)
-        ]
+        # Pages are offsets into a live index: checkpoints added meanwhile shift older ones into
+        # the next page, so a checkpoint already returned is not returned again.
+        kept = []
+        for t in tuples:
+            seen = _identity(t)
+            if seen in self._returned:
+                continue
+            if _matches(t.metadata, self.filter) and (not self.before or seen[2] < self.before):
+                kept.append(t)
+                self._returned.add(seen)
         if self.limit is not None:
             kept = kept[: self.limit - self._emitted]
         self._emitted += len(kept)

@@ -90,14 +90,19 @@ def test_documents_from_before_index_schema_v2_ask_for_a_replay_which_cures_them
     saver.setup()
     for i in range(3):
         checkpoint, versions = new_checkpoint({"i": i})
-        saver.put(config(f"t{i}"), checkpoint, {"i": i}, versions)
+        saver.put(config(f"t{i}"), checkpoint, {"i": i, "run_id": "run-1" if i == 2 else "run-0"}, versions)
     for key in client.scan_iter(match=f"{prefix}:*:cp:*"):
         client.execute_command("JSON.DEL", key, "$.tk")
         client.execute_command("JSON.DEL", key, "$.nk")
     with pytest.raises(ConfigurationError, match="streamsaver replay"):
         list(saver.list(None))
-    assert saver.get_tuple(config("t1")) is not None
+    # the runs' threads are found by the index too: refused, not a silent no-op
+    with pytest.raises(ConfigurationError, match="streamsaver replay"):
+        saver.delete_for_runs(["run-1"])
+    assert saver.get_tuple(config("t2")) is not None
 
     ShadowRebuild.open(client, prefix).run(["full", "shallow"])
 
     assert sorted(t.config["configurable"]["thread_id"] for t in saver.list(None)) == ["t0", "t1", "t2"]
+    saver.delete_for_runs(["run-1"])
+    assert saver.get_tuple(config("t2")) is None and saver.get_tuple(config("t1")) is not None

@@ -304,3 +304,33 @@ async def _as_async(items: Iterator[CheckpointTuple]) -> AsyncIterator[Checkpoin
     """The sync saver's listing, stepped from the test's loop (the sync code path runs)."""
     for item in items:
         yield item
+
+
+def test_a_process_on_the_old_slot_map_lists_right_after_another_one_indexed_anew(
+    cluster_client: RedisCluster, embedded_cluster: EmbeddedCluster, cluster_url: str, prefix: str
+) -> None:
+    """After a move, the first process to list re-reads the map and makes the tag's new owner an
+    index under that tag. A second process still on the old map must not read that index as
+    the old owner's (it would list one node twice and miss the other): index names carry the
+    node's id, so the stale name is unknown there and the second process recovers the same way."""
+    first = StreamSaver(cluster_client, prefix=prefix)
+    first.setup()
+    ids = []
+    for i in range(60):
+        checkpoint, versions = new_checkpoint({"i": i})
+        ids.append(first.put(config(f"t{i}"), checkpoint, {}, versions)["configurable"]["checkpoint_id"])
+    second_client = RedisCluster.from_url(cluster_url)
+    second = StreamSaver(second_client, prefix=prefix)
+    second.setup()
+    assert first.core.topology is not None
+    shards = first.core.topology.shards
+    moved = min(shards, key=lambda shard: int(shard.tag[2:-1]))
+    to = next(shard for shard in shards if shard != moved)
+
+    _move_slot(embedded_cluster, key_slot(moved.tag.encode()), to.node)
+    try:
+        assert [t.config["configurable"]["checkpoint_id"] for t in first.list(None)] == ids[::-1]
+        assert [t.config["configurable"]["checkpoint_id"] for t in second.list(None)] == ids[::-1]
+    finally:
+        _move_slot(embedded_cluster, key_slot(moved.tag.encode()), moved.node)
+        second_client.close()

@@ -62,7 +62,9 @@ def test_indexes_are_one_per_primary_on_a_cluster_and_one_on_a_server() -> None:
 
     assert index_targets(keyspace, "full", None) == (IndexTarget("p:full:idx:v2"),)
     targets = index_targets(keyspace, "full", topology)
-    assert [t.name for t in targets] == [f"p:full:idx:v2:{s.tag}" for s in topology.shards]
+    # the node's id in the name: a tag that moves to another node names no index there
+    assert [t.name for t in targets] == [f"p:full:idx:v2:{s.tag}:{s.node_id}" for s in topology.shards]
+    assert [s.node_id for s in topology.shards] == ["a", "b", "c"]
     assert targets[0].query(["FT._LIST"]) == Routed(topology.shards[0].tag, ["FT._LIST"])
 
 
@@ -117,3 +119,29 @@ def test_a_row_of_a_document_from_before_schema_v2_asks_for_a_replay() -> None:
 
     with pytest.raises(ConfigurationError, match="streamsaver replay"):
         pager.feed([[1, [b"checkpoint_id", b"c1"]]])
+
+
+def test_an_index_that_may_hold_more_stops_the_merge_when_its_rows_run_out() -> None:
+    pager = _pager(2, limit=4)
+    pager.next_request()
+    # index 0 returns a full page (it may hold more), index 1 fewer (it is done)
+    pager.feed([[9, _row("c9", "a"), _row("c7", "a"), _row("c5", "a"), _row("c3", "a")], [2, _row("c8", "b"), _row("c1", "b")]])
+    assert [cid for _, _, cid in pager._found] == ["c9", "c8", "c7", "c5"]
+
+    pager._found, pager._emitted = [], 0  # as if the page was fetched; the next page of 4
+    pager.next_request()
+    # c3 is taken, then index 0 has run dry: its next rows may be newer than index 1's c1
+    assert [cid for _, _, cid in pager._found] == ["c3"]
+    pager._found, pager._emitted = [], 0
+    again = pager.next_request()
+    assert again is not None and [q.key for q in again] == ["{i0}"]  # type: ignore[union-attr]
+    pager.feed([[2, _row("c2", "a"), _row("c0", "a")]])
+    assert [cid for _, _, cid in pager._found] == ["c2", "c1", "c0"]
+
+
+def test_equal_ids_from_several_indexes_merge_in_one_index_order() -> None:
+    pager = _pager(3, limit=10)
+    pager.next_request()
+    # a copied thread keeps its source's ids: the same id in three threads on three primaries
+    pager.feed([[1, _row("c5", "t2")], [1, _row("c5", "t0")], [2, _row("c5", "t1"), _row("c4", "t9")]])
+    assert [(t, cid) for t, _, cid in pager._found] == [("t0", "c5"), ("t1", "c5"), ("t2", "c5"), ("t9", "c4")]

@@ -57,6 +57,7 @@ __all__ = [
     "index_targets",
     "initialize",
     "is_cluster",
+    "node_name",
     "primaries",
     "route",
 ]
@@ -228,6 +229,11 @@ def enqueue(pipe: Any, client: Any, steps: Sequence[Step]) -> None:
     for step in steps:
         command, options = route(client, step)
         pipe.execute_command(*command, **options)
+
+
+def node_name(client: Any, key: str) -> str | None:
+    """The name of the primary `client` would send `key` to now; None for a plain client."""
+    return client.get_node_from_key(key).name if is_cluster(client) else None
 
 
 def execute(client: Any, step: Step) -> Any:

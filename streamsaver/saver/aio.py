@@ -34,6 +34,7 @@ from redis.exceptions import NoScriptError, ResponseError
 from streamsaver.keys import DEFAULT_PREFIX
 from streamsaver.saver.core import (
     CONNECTION_RETRIES,
+    Command,
     CoreBinding,
     SaverCore,
     SetupProgram,
@@ -42,7 +43,15 @@ from streamsaver.saver.core import (
     retry_backoff,
 )
 from streamsaver.saver.maintenance import Program
-from streamsaver.topology import Step, acluster_enabled, enqueue, execute, initialize, is_cluster
+from streamsaver.topology import (
+    Step,
+    acluster_enabled,
+    enqueue,
+    execute,
+    initialize,
+    is_cluster,
+    node_name,
+)
 
 __all__ = ["AsyncStreamSaver"]
 
@@ -139,6 +148,17 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         enqueue(pipe, self.redis, commands)
         return await pipe.execute(raise_on_error=False)
 
+    async def _send_durable(self, core: SaverCore, command: Command) -> None:
+        """An append and its durability wait in one round trip (the wait again, on the node the
+        append ran on, when a cluster redirected it)."""
+        steps = core.durable(command)
+        key = core.wait_key(steps)
+        sent_to = node_name(self.redis, key) if key else None
+        replies = await self._send(steps)
+        if key and (again := core.wait_again(steps, sent_to, node_name(self.redis, key))):
+            replies = [replies[0], *(await self._send(again))]
+        core.read_durable(replies)
+
     async def setup(self) -> None:
         """Check the modules, fix the partition count, create indexes (on a cluster: read the
         slot map, then on every primary). Idempotent."""
@@ -197,18 +217,18 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         core = await self._ready()
         command, saved = core.put_request(config, checkpoint, metadata, new_versions)
-        core.read_durable(await self._send(core.durable(command)))
+        await self._send_durable(core, command)
         return saved
 
     async def aput_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
         core = await self._ready()
-        core.read_durable(await self._send(core.durable(core.put_writes_request(config, writes, task_id, task_path))))
+        await self._send_durable(core, core.put_writes_request(config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
         core = await self._ready()
-        core.read_durable(await self._send(core.durable(core.delete_request(thread_id))))
+        await self._send_durable(core, core.delete_request(thread_id))
 
     async def _drive(self, program: Program) -> None:
         """Run a maintenance program: send each request it yields, hand it the replies (or the

@@ -226,6 +226,17 @@ class SaverCore:
         wait = durability_.wait_command(self.durability, self.durability_timeout_ms)
         return [command] if wait is None else [command, Routed(str(command[3]), wait)]
 
+    @staticmethod
+    def wait_key(steps: Sequence[Step]) -> str | None:
+        """The key whose node the wait of `durable` goes to; None without a wait."""
+        return steps[1].key if len(steps) > 1 and isinstance(steps[1], Routed) else None
+
+    @staticmethod
+    def wait_again(steps: Sequence[Step], sent_to: str | None, owner_now: str | None) -> list[Step]:
+        """The wait to send again when the append was redirected (slots moved; the client's map
+        was stale): the wait went to the node the append left, which returns at once."""
+        return list(steps[1:]) if sent_to != owner_now else []
+
     def read_durable(self, replies: Sequence[Any]) -> None:
         """Check the wait of `durable`.
 

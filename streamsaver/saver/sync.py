@@ -28,6 +28,7 @@ from streamsaver.keys import DEFAULT_PREFIX
 from streamsaver.saver.core import (
     CONNECTION_RETRIES,
     LOAD_SCRIPTS,
+    Command,
     CoreBinding,
     SaverCore,
     SetupProgram,
@@ -36,7 +37,7 @@ from streamsaver.saver.core import (
     retry_backoff,
 )
 from streamsaver.saver.maintenance import Program
-from streamsaver.topology import Step, cluster_enabled, enqueue, execute, is_cluster
+from streamsaver.topology import Step, cluster_enabled, enqueue, execute, is_cluster, node_name
 
 __all__ = ["StreamSaver", "round_trip", "send_raw"]
 
@@ -159,6 +160,17 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     def _send_raw(self, commands: Sequence[Step]) -> builtins.list[Any]:
         return send_raw(self.redis, commands)
 
+    def _send_durable(self, core: SaverCore, command: Command) -> None:
+        """An append and its durability wait in one round trip (the wait again, on the node the
+        append ran on, when a cluster redirected it)."""
+        steps = core.durable(command)
+        key = core.wait_key(steps)
+        sent_to = node_name(self.redis, key) if key else None
+        replies = self._send(steps)
+        if key and (again := core.wait_again(steps, sent_to, node_name(self.redis, key))):
+            replies = [replies[0], *self._send(again)]
+        core.read_durable(replies)
+
     def setup(self) -> None:
         """Check the modules, fix the partition count, create indexes (on a cluster: read the
         slot map, then on every primary). Idempotent."""
@@ -212,18 +224,18 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         core = self._ready()
         command, saved = core.put_request(config, checkpoint, metadata, new_versions)
-        core.read_durable(self._send(core.durable(command)))
+        self._send_durable(core, command)
         return saved
 
     def put_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
         core = self._ready()
-        core.read_durable(self._send(core.durable(core.put_writes_request(config, writes, task_id, task_path))))
+        self._send_durable(core, core.put_writes_request(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
         core = self._ready()
-        core.read_durable(self._send(core.durable(core.delete_request(thread_id))))
+        self._send_durable(core, core.delete_request(thread_id))
 
     def _drive(self, program: Program) -> None:
         """Run a maintenance program: send each request it yields, hand it the replies (or the

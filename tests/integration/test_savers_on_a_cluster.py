@@ -334,3 +334,50 @@ def test_a_process_on_the_old_slot_map_lists_right_after_another_one_indexed_ane
     finally:
         _move_slot(embedded_cluster, key_slot(moved.tag.encode()), moved.node)
         second_client.close()
+
+
+def _calls(cluster: EmbeddedCluster, command: str) -> dict[str, int]:
+    found = {}
+    for node in cluster.nodes:
+        with redis.Redis(port=node.port) as client:
+            found[f"127.0.0.1:{node.port}"] = int(client.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
+    return found
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_the_durability_wait_follows_an_append_the_cluster_redirected(kind: str) -> None:
+    """With a stale slot map the append goes to the slot's old owner, which redirects it; the
+    wait, pipelined with it, went there too and returned at once (nothing to fsync there). The
+    saver sends the wait again to the node the append ran on."""
+    with EmbeddedCluster(3) as cluster:  # its own: the moved slot must hold no other test's keys
+        for node in cluster.nodes:
+            with redis.Redis(port=node.port) as client:
+                client.config_set("appendonly", "yes")
+        aclient = AsyncRedisCluster.from_url(cluster.url)
+        client = RedisCluster.from_url(cluster.url)
+        try:
+            saver: StreamSaver | AsyncStreamSaver
+            if kind == "sync":
+                saver = StreamSaver(client, prefix="durable", durability="aof")
+                saver.setup()
+            else:
+                saver = AsyncStreamSaver(aclient, prefix="durable", durability="aof")
+                await saver.setup()
+            log = saver.core.keys.thread("fresh").log
+            owner = client.get_node_from_key(log).name if kind == "sync" else aclient.get_node_from_key(log).name
+            to = next(f"127.0.0.1:{n.port}" for n in cluster.nodes if f"127.0.0.1:{n.port}" != owner)
+            _move_slot(cluster, key_slot(log.encode()), to)
+            waits, appends = _calls(cluster, "waitaof"), _calls(cluster, "evalsha")
+
+            checkpoint, versions = new_checkpoint({"a": 1})
+            if isinstance(saver, AsyncStreamSaver):
+                await saver.aput(config("fresh"), checkpoint, {}, versions)
+            else:
+                saver.put(config("fresh"), checkpoint, {}, versions)
+
+            ran = {n for n, c in _calls(cluster, "evalsha").items() if c > appends[n]}
+            waited = {n for n, c in _calls(cluster, "waitaof").items() if c > waits[n]}
+            assert to in ran and to in waited
+        finally:
+            client.close()
+            await aclient.aclose()

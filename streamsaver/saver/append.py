@@ -295,7 +295,9 @@ def apply_batch_call(
             raise InvalidInputError("a batch applies the events of one thread")
         args += [event_id, *view_blocks(event, keyspace, views)]
     args += view_blocks(ThreadDeleted(thread), keyspace, views) if len(logged) > 1 else [0]
-    return APPLY.evalsha_args([keyspace.thread(thread).positions], args)
+    keys = keyspace.thread(thread)
+    # The log too: the keys the batch writes take its deadline, if it has one (apply.lua).
+    return APPLY.evalsha_args([keys.positions, keys.log], args)
 
 
 def version_after(current: str | float | None, random_part: float) -> str:

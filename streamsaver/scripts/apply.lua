@@ -1,6 +1,8 @@
 #!lua
 -- apply: project logged events of one thread into views, skipping what a view applied already.
--- KEYS[1] positions (hash: view -> id of the last event applied)
+-- KEYS[1] positions (hash: view -> id of the last event applied), KEYS[2] (optional) the thread
+--         log: when it expires (a saver's `default_ttl`), every key the call wrote gets its
+--         deadline, so views a worker or a replay builds expire with the log, not after it
 -- ARGV: ne, then ne events in log order, each: id (its stream id), nv, then nv view blocks:
 --       view name, op count, ops; then nr and nr recovery blocks (same form, one per view:
 --       the ops that erase the thread from that view; nr is 0 for a single event)
@@ -80,5 +82,35 @@ if not ok then
 end
 for _, view in ipairs(order) do
   if moved[view] then redis.call('HSET', KEYS[1], view, done[view]) end
+end
+
+-- The keys the ops of the call name (a purge names stems, not keys: it only deletes).
+local function written_keys()
+  local keys, seen, j = {KEYS[1]}, {}, 2
+  for _ = 1, ne do
+    local nv = tonumber(ARGV[j + 1])
+    j = j + 2
+    for _ = 1, nv do
+      local count = tonumber(ARGV[j + 1])
+      j = j + 2
+      for _ = 1, count do
+        local argc = tonumber(ARGV[j])
+        local key = ARGV[j + 2]
+        if ARGV[j + 1] ~= 'SS.PURGE' and not seen[key] then
+          seen[key] = true
+          keys[#keys + 1] = key
+        end
+        j = j + 1 + argc
+      end
+    end
+  end
+  return keys
+end
+
+if KEYS[2] and applied > 0 then
+  local deadline = redis.call('PEXPIRETIME', KEYS[2])
+  if deadline > 0 and not redis.call('HGET', KEYS[1], '@pinned') then
+    for _, key in ipairs(written_keys()) do redis.call('PEXPIREAT', key, deadline) end
+  end
 end
 return applied

@@ -26,6 +26,8 @@ from test_round_trips import TripCounter, counting_async_client, counting_sync_c
 from streamsaver import AsyncStreamSaver, StreamSaver
 from streamsaver.codec import escape, tag
 from streamsaver.errors import InvalidInputError
+from streamsaver.replay import Replayer
+from streamsaver.worker import ProjectorWorker
 
 MINUTE_MS = 60_000
 
@@ -207,3 +209,47 @@ async def test_copied_and_pruned_threads_keep_one_deadline(
         for name in ("src", "dst"):
             [deadline] = deadlines(client, thread_keys(client, prefix, name))
             assert deadline > 0
+
+
+@pytest.mark.parametrize("builder", ["replay", "worker"])
+def test_views_a_replay_or_a_worker_builds_expire_with_the_log(
+    builder: str, client: redis.Redis, prefix: str
+) -> None:
+    """A saver that projects only the full view, with a TTL; the shallow view is built by a
+    projector worker or by a replay. Its keys take the log's deadline, and move with it when an
+    append refreshes the thread (the append's TTL block names every view, not only its own)."""
+    saver = StreamSaver(client, prefix=prefix, projections=("full",), default_ttl=1)
+    saver.setup()
+    previous = None
+    for step in range(3):
+        checkpoint, versions = new_checkpoint({"step": step}, previous)
+        saver.put(config("t"), checkpoint, {}, versions)
+        previous = checkpoint
+    if builder == "worker":
+        ProjectorWorker(client, prefix, ["shallow"]).run_burst()
+    else:
+        Replayer.open(client, prefix).replay(["shallow"])
+    shallow = [k for k in thread_keys(client, prefix, "t") if b":shallow:" in k]
+    assert shallow, "the shallow view was built"
+    log = saver.core.keys.thread("t").log
+    [deadline] = deadlines(client, thread_keys(client, prefix, "t"))
+    assert deadline == client.execute_command("PEXPIRETIME", log) > 0
+
+    # Less than half the TTL left: the next append gives every key of the thread the full TTL.
+    client.pexpire(log, 1000)
+    checkpoint, versions = new_checkpoint({"step": 3}, previous)
+    saver.put(config("t"), checkpoint, {}, versions)
+    [refreshed] = deadlines(client, thread_keys(client, prefix, "t"))
+    assert refreshed == client.execute_command("PEXPIRETIME", log) > deadline - MINUTE_MS + 30_000
+
+
+def test_a_replay_of_a_pinned_thread_sets_no_deadline(client: redis.Redis, prefix: str) -> None:
+    saver = StreamSaver(client, prefix=prefix, projections=("full",), default_ttl=1)
+    saver.setup()
+    checkpoint, versions = new_checkpoint({"step": 0})
+    saver.put(config("t"), checkpoint, {}, versions)
+    saver.pin_thread("t")
+
+    Replayer.open(client, prefix).replay(["shallow"])
+
+    assert deadlines(client, thread_keys(client, prefix, "t")) == {-1}

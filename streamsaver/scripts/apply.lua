@@ -57,9 +57,9 @@ local function apply_events()
   if defer then flush_deferred(defer) end
 end
 
-local ok, failure = pcall(apply_events)
-if not ok then
-  -- Walk to the recovery blocks (the failed walk stopped anywhere), erase, forget positions.
+-- Walks every op of the events' view blocks, calling `visit(j)` with each op's index (when
+-- given); returns the index after the events (where the recovery blocks start).
+local function each_op(visit)
   local j = 2
   for _ = 1, ne do
     local nv = tonumber(ARGV[j + 1])
@@ -67,9 +67,19 @@ if not ok then
     for _ = 1, nv do
       local count = tonumber(ARGV[j + 1])
       j = j + 2
-      for _ = 1, count do j = j + 1 + tonumber(ARGV[j]) end
+      for _ = 1, count do
+        if visit then visit(j) end
+        j = j + 1 + tonumber(ARGV[j])
+      end
     end
   end
+  return j
+end
+
+local ok, failure = pcall(apply_events)
+if not ok then
+  -- Walk to the recovery blocks (the failed walk stopped anywhere), erase, forget positions.
+  local j = each_op(nil)
   local nr = tonumber(ARGV[j])
   j = j + 1
   for _ = 1, nr do
@@ -86,24 +96,14 @@ end
 
 -- The keys the ops of the call name (a purge names stems, not keys: it only deletes).
 local function written_keys()
-  local keys, seen, j = {KEYS[1]}, {}, 2
-  for _ = 1, ne do
-    local nv = tonumber(ARGV[j + 1])
-    j = j + 2
-    for _ = 1, nv do
-      local count = tonumber(ARGV[j + 1])
-      j = j + 2
-      for _ = 1, count do
-        local argc = tonumber(ARGV[j])
-        local key = ARGV[j + 2]
-        if ARGV[j + 1] ~= 'SS.PURGE' and not seen[key] then
-          seen[key] = true
-          keys[#keys + 1] = key
-        end
-        j = j + 1 + argc
-      end
+  local keys, seen = {KEYS[1]}, {}
+  each_op(function(j)
+    local key = ARGV[j + 2]
+    if ARGV[j + 1] ~= 'SS.PURGE' and not seen[key] then
+      seen[key] = true
+      keys[#keys + 1] = key
     end
-  end
+  end)
   return keys
 end
 

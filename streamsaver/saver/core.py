@@ -74,9 +74,6 @@ INDEXING_WAIT_S = 30.0
 SetupProgram = Generator[list[Step], list[Any], None]
 """`setup()`: each yield is one round trip, answered with its raw replies (errors as values)."""
 
-ALL_VIEWS: tuple[ViewName, ...] = ("full", "shallow")
-"""Every view a deployment can have, whichever a saver projects itself."""
-
 CONNECTION_RETRIES = 3
 """How often a client that `from_conn_string` makes resends a call whose connection dropped.
 Safe for appends: a repeat of an event already logged writes nothing (see `append.lua`)."""
@@ -148,9 +145,7 @@ class SaverCore:
         return self.compression is not None and not isinstance(self.serde, EncryptedSerializer)
 
     def _ttl_block(self, thread_id: str) -> list[str | bytes | int]:
-        # Every view, not only the ones this saver projects: a view a projector worker keeps
-        # (or a replay built) must move with the log's deadline too.
-        return ttl.ttl_block(self.keys, thread_id, ALL_VIEWS, self.ttl_ms) if self.ttl_ms else []
+        return ttl.ttl_block(self.keys, thread_id, self.ttl_ms) if self.ttl_ms else []
 
     @property
     def keys(self) -> Keyspace:
@@ -263,7 +258,7 @@ class SaverCore:
         if not (self.refresh_on_read and self.ttl_ms):
             return [read]
         thread_id = append.thread_id_of(config)
-        return [read, ttl.ttl_call(self.keys, thread_id, ALL_VIEWS, self.ttl_ms, "touch")]
+        return [read, ttl.ttl_call(self.keys, thread_id, self.ttl_ms, "touch")]
 
     def read_get(self, replies: Sequence[Any]) -> CheckpointTuple | None:
         """The tuple a `get_tuple` returns, from the replies to `get_requests`."""
@@ -277,7 +272,7 @@ class SaverCore:
             InvalidInputError: a bad thread id.
         """
         thread = append.thread_id_of({"configurable": {"thread_id": thread_id}})
-        return ttl.ttl_call(self.keys, thread, ALL_VIEWS, self.ttl_ms, "pin" if pinned else "unpin")
+        return ttl.ttl_call(self.keys, thread, self.ttl_ms, "pin" if pinned else "unpin")
 
     def list_pager(
         self,

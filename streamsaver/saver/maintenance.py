@@ -60,8 +60,8 @@ def _thread(value: Any) -> str:
     return thread_id_of({"configurable": {"thread_id": value}})
 
 
-def _ttl(keyspace: Keyspace, thread_id: str, views: Sequence[ViewName], ttl: int) -> list[str | bytes | int]:
-    return ttl_block(keyspace, thread_id, views, ttl) if ttl else []
+def _ttl(keyspace: Keyspace, thread_id: str, ttl: int) -> list[str | bytes | int]:
+    return ttl_block(keyspace, thread_id, ttl) if ttl else []
 
 
 def _stale(exc: ResponseError) -> bool:
@@ -105,7 +105,7 @@ def copy_thread(
     entries: list[tuple[str, Event]] = [("*", marker), *(("*", e) for e in events)]
     call = rewrite_call(
         keyspace, views, target_id, guard="", replace_log=False, entries=entries, pointers=True,
-        ttl=_ttl(keyspace, target_id, views, ttl),
+        ttl=_ttl(keyspace, target_id, ttl),
     )
     try:
         yield [call]
@@ -136,7 +136,7 @@ def _rewrite(
         kept = [*compact(entries, removed), ("*", marker(len(index.checkpoints) - len(removed)))]
         call = rewrite_call(
             keyspace, views, thread_id, guard=entries[-1][0], replace_log=True, entries=kept, pointers=False,
-            ttl=_ttl(keyspace, thread_id, views, ttl),
+            ttl=_ttl(keyspace, thread_id, ttl),
         )
         try:
             yield [call]

@@ -188,19 +188,12 @@ def _identity(t: CheckpointTuple) -> Row:
     return (c["thread_id"], c.get("checkpoint_ns", ""), c["checkpoint_id"])
 
 
-class _Descending(str):
-    """A string that sorts in reverse (for the newest-first checkpoint id in `_index_order`)."""
-
-    def __lt__(self, other: str) -> bool:
-        return str.__gt__(self, other)
-
-
-def _index_order(row: Row) -> tuple[_Descending, str, str]:
-    """The position of `row` in an index's own order (``SORTBY @checkpoint_id DESC @tk ASC @nk
-    ASC``), so rows merged from several indexes order as one index would order them, also
-    between equal ids of different threads (a copied thread keeps its source's ids)."""
-    thread_id, ns, checkpoint_id = row
-    return _Descending(checkpoint_id), escape(thread_id), escape(ns)
+def _tie_order(row: Row) -> tuple[str, str]:
+    """Among rows of one checkpoint id, the order an index sorts them in (``@tk ASC @nk ASC``:
+    thread and namespace as keys spell them), so rows merged from several indexes order as one
+    index would order them (a copied thread keeps its source's ids)."""
+    thread_id, ns, _ = row
+    return escape(thread_id), escape(ns)
 
 
 def _text(value: Any) -> str:
@@ -354,10 +347,11 @@ class ListPager:
         while len(merged) < self._want:
             if any(not buffer and not self._exhausted[n] for n, buffer in enumerate(self._buffers)):
                 break
-            heads = [n for n, buffer in enumerate(self._buffers) if buffer]
+            heads = [buffer for buffer in self._buffers if buffer]
             if not heads:
                 break
-            merged.append(self._buffers[min(heads, key=lambda n: _index_order(self._buffers[n][0]))].pop(0))
+            newest = max(buffer[0][2] for buffer in heads)
+            merged.append(min((b for b in heads if b[0][2] == newest), key=lambda b: _tie_order(b[0])).pop(0))
         return merged
 
     def _keep(self, tuples: list[CheckpointTuple]) -> list[CheckpointTuple]:

@@ -12,12 +12,10 @@ A pinned thread (``@pinned`` in its positions hash) never expires until unpinned
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from projectors import PROJECTORS
 from streamsaver.errors import InvalidInputError
 from streamsaver.events import ThreadDeleted
-from streamsaver.keys import Keyspace, ViewName
+from streamsaver.keys import Keyspace
 from streamsaver.scripts import TTL
 
 __all__ = ["ttl_block", "ttl_call", "ttl_ms"]
@@ -38,16 +36,20 @@ def ttl_ms(default_ttl: float | None) -> int:
     return max(1, round(default_ttl * 60_000))
 
 
-def ttl_block(keyspace: Keyspace, thread_id: str, views: Sequence[ViewName], ttl: int) -> list[Arg]:
-    """The TTL block of a write script: the TTL, then per view the stems of its thread keys."""
-    block: list[Arg] = [ttl, len(views)]
-    for view in views:
+def ttl_block(keyspace: Keyspace, thread_id: str, ttl: int) -> list[Arg]:
+    """The TTL block of a write script: the TTL, then per view the stems of its thread keys.
+
+    Every view, not only those the calling saver projects: a view a projector worker keeps, or
+    a replay built, holds keys of the thread too, and they must move with the log's deadline.
+    """
+    block: list[Arg] = [ttl, len(PROJECTORS)]
+    for view in PROJECTORS:
         [(_, *stems)] = PROJECTORS[view](ThreadDeleted(thread_id), keyspace)
         block += stems
     return block
 
 
-def ttl_call(keyspace: Keyspace, thread_id: str, views: Sequence[ViewName], ttl: int, mode: str) -> list[Arg]:
+def ttl_call(keyspace: Keyspace, thread_id: str, ttl: int, mode: str) -> list[Arg]:
     """The ``ttl.lua`` call: mode ``touch``, ``pin`` or ``unpin``."""
     keys = keyspace.thread(thread_id)
-    return TTL.evalsha_args([keys.log, keys.positions], [mode, *ttl_block(keyspace, thread_id, views, ttl)])
+    return TTL.evalsha_args([keys.log, keys.positions], [mode, *ttl_block(keyspace, thread_id, ttl)])

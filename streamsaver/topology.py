@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import redis
 import redis.asyncio
@@ -52,6 +52,7 @@ __all__ = [
     "by_node",
     "cluster_enabled",
     "command_key",
+    "connect",
     "enqueue",
     "execute",
     "index_targets",
@@ -256,6 +257,14 @@ def cluster_enabled(url: str) -> bool:
         return bool(int(client.info("cluster").get("cluster_enabled", 0)))
     finally:
         client.close()
+
+
+def connect(url: str, **options: Any) -> redis.Redis:
+    """A client for `url`: a ``RedisCluster`` (typed as the ``redis.Redis`` whose commands it
+    offers) when the server runs in cluster mode, else a ``redis.Redis``."""
+    if cluster_enabled(url):
+        return cast(redis.Redis, RedisCluster.from_url(url, **options))
+    return redis.Redis.from_url(url, **options)
 
 
 async def acluster_enabled(url: str) -> bool:

@@ -32,6 +32,7 @@ from redis.asyncio.retry import Retry
 from redis.exceptions import NoScriptError, ResponseError
 
 from streamsaver.keys import DEFAULT_PREFIX
+from streamsaver.saver import setup
 from streamsaver.saver.core import (
     CONNECTION_RETRIES,
     Command,
@@ -171,7 +172,11 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         try:
             request = next(program)
             while True:
-                request = program.send(await self._send_raw(request))
+                if isinstance(request, setup.Pause):
+                    await asyncio.sleep(request.seconds)
+                    request = program.send(None)
+                else:
+                    request = program.send(await self._send_raw(request))
         except StopIteration:
             return
 

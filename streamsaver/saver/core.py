@@ -69,9 +69,11 @@ def enqueue(pipe: Any, commands: Sequence[Command]) -> None:
 LOAD_SCRIPTS: list[Command] = [["SCRIPT", "LOAD", s.source] for s in ALL]
 
 INDEXING_WAIT_S = 30.0
+INDEXING_POLL_S = 0.05
+"""The pause between two reads of the new indexes' state (`SaverCore.setup_program`)."""
 """How long a setup after moved slots waits for new indexes to index what their nodes hold."""
 
-SetupProgram = Generator[list[Step], list[Any], None]
+SetupProgram = Generator[list[Step] | setup.Pause, Any, None]
 """`setup()`: each yield is one round trip, answered with its raw replies (errors as values)."""
 
 CONNECTION_RETRIES = 3
@@ -158,8 +160,9 @@ class SaverCore:
     def setup_program(self, wait_indexed: bool = False) -> SetupProgram:
         """`setup()` (see `streamsaver.saver.setup`); on a cluster it first reads the slot map.
         With `wait_indexed`, it then polls the indexes it created until they have indexed the
-        documents already there (at most `INDEXING_WAIT_S`): after slots moved, new indexes
-        are made on nodes that hold documents.
+        documents already there (at most `INDEXING_WAIT_S`; between two polls it yields a
+        `setup.Pause` of `INDEXING_POLL_S`, which the driver sleeps): after slots moved, new
+        indexes are made on nodes that hold documents.
 
         Raises:
             MissingModuleError, ConfigurationError: see `setup.read_probe`, `setup.read_created`.
@@ -173,6 +176,7 @@ class SaverCore:
         infos = setup.index_infos(requests) if wait_indexed else []
         deadline = time.monotonic() + INDEXING_WAIT_S
         while infos and setup.still_indexing((yield infos)):
+            yield setup.Pause(INDEXING_POLL_S)  # not a busy loop of FT.INFO on the primaries
             if time.monotonic() > deadline:
                 # Reading on would miss whatever the new indexes have not reached yet.
                 raise ConfigurationError(

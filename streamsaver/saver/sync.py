@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -25,6 +26,7 @@ from redis.exceptions import NoScriptError, ResponseError
 from redis.retry import Retry
 
 from streamsaver.keys import DEFAULT_PREFIX
+from streamsaver.saver import setup
 from streamsaver.saver.core import (
     CONNECTION_RETRIES,
     LOAD_SCRIPTS,
@@ -181,7 +183,11 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         try:
             request = next(program)
             while True:
-                request = program.send(self._send_raw(request))
+                if isinstance(request, setup.Pause):
+                    time.sleep(request.seconds)
+                    request = program.send(None)
+                else:
+                    request = program.send(self._send_raw(request))
         except StopIteration:
             return
 

@@ -1,0 +1,51 @@
+"""`setup` waiting for new indexes (after slots moved, on Redis Cluster) pauses between two reads
+of their state instead of sending ``FT.INFO`` as fast as the server answers.
+
+The wait is exercised on one server: documents already under the view's prefix when its index
+is created keep the index "indexing" for a while, as on a primary that received slots."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+
+from streamsaver import AsyncStreamSaver, StreamSaver
+from streamsaver.keys import Keyspace
+from streamsaver.saver.core import INDEXING_POLL_S
+
+DOCUMENTS = 20_000
+"""Enough documents that indexing them outlasts several polls."""
+
+
+def _ft_info_calls(client: redis.Redis) -> int:
+    stats = client.info("commandstats")
+    return int(stats.get("cmdstat_FT.INFO", {}).get("calls", 0))
+
+
+def _documents_before_the_index(client: redis.Redis, prefix: str) -> None:
+    pipe = client.pipeline(transaction=False)
+    for n in range(DOCUMENTS):
+        pipe.execute_command("JSON.SET", f"{Keyspace(prefix).document_prefix('full')}{{p0}}:t{n}::c", "$", '{"th":"x"}')
+    pipe.execute()
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_the_wait_for_new_indexes_pauses_between_two_reads_of_their_state(
+    client: redis.Redis, redis_url: str, prefix: str, kind: str
+) -> None:
+    _documents_before_the_index(client, prefix)
+    calls, started = _ft_info_calls(client), time.monotonic()
+
+    if kind == "sync":
+        StreamSaver(client, prefix=prefix, projections=("full",))._setup(wait_indexed=True)
+    else:
+        async with AsyncStreamSaver.from_conn_string(redis_url, prefix=prefix, projections=("full",)) as saver:
+            await saver._setup(wait_indexed=True)
+
+    polls, waited = _ft_info_calls(client) - calls, time.monotonic() - started
+    info = client.ft(Keyspace(prefix).index("full")).info()
+    assert int(info["indexing"]) == 0 and int(info["num_docs"]) == DOCUMENTS
+    assert polls >= 2, "the index was ready at the first read: the wait was not exercised"
+    assert polls <= waited / INDEXING_POLL_S + 2

@@ -266,8 +266,16 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         self._drive(self._ready().copy_program(source_thread_id, target_thread_id, until))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Remove the checkpoints and writes of `run_ids` from logs and views."""
-        self._drive(self._ready().runs_program(run_ids))
+        """Remove the checkpoints and writes of `run_ids` from logs and views. On Redis Cluster,
+        when slots moved since `setup()`, it reads the slot map again, indexes anew and runs
+        again (what the first run deleted is not found twice)."""
+        try:
+            self._drive(self._ready().runs_program(run_ids))
+        except ResponseError as exc:
+            if not self.core.index_moved(exc):
+                raise
+            self._setup(wait_indexed=True)
+            self._drive(self.core.runs_program(run_ids))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads, DeltaChannel-safe; see `streamsaver.saver.maintenance.prune`."""

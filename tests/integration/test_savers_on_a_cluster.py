@@ -439,3 +439,35 @@ def test_a_parallel_replay_and_a_shadow_rebuild_on_a_cluster_give_the_live_views
     ShadowRebuild.open(cluster_client, prefix).run(["full", "shallow"])
     assert snapshot(cluster_client, prefix) == before
     assert [t.config["configurable"]["checkpoint_id"] for t in filled[0].list(None)] == filled[1]
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_delete_for_runs_goes_on_when_the_slot_of_an_index_moved(
+    cluster_client: RedisCluster, embedded_cluster: EmbeddedCluster, cluster_url: str, prefix: str, kind: str
+) -> None:
+    writer = StreamSaver(cluster_client, prefix=prefix)
+    writer.setup()
+    for i in range(30):
+        checkpoint, versions = new_checkpoint({"i": i})
+        writer.put(config(f"t{i}"), checkpoint, {"run_id": f"run-{i % 2}"}, versions)
+    aclient = AsyncRedisCluster.from_url(cluster_url)
+    saver: StreamSaver | AsyncStreamSaver = writer if kind == "sync" else AsyncStreamSaver(aclient, prefix=prefix)
+    if isinstance(saver, AsyncStreamSaver):
+        await saver.setup()
+    assert saver.core.topology is not None
+    shards = saver.core.topology.shards
+    moved = min(shards, key=lambda shard: int(shard.tag[2:-1]))
+    to = next(shard for shard in shards if shard != moved)
+
+    _move_slot(embedded_cluster, key_slot(moved.tag.encode()), to.node)
+    try:
+        if isinstance(saver, AsyncStreamSaver):
+            await saver.adelete_for_runs(["run-0"])
+        else:
+            saver.delete_for_runs(["run-0"])
+        left = [t.metadata["run_id"] for t in writer.list(None)]
+    finally:
+        _move_slot(embedded_cluster, key_slot(moved.tag.encode()), moved.node)
+        await aclient.aclose()
+
+    assert left == ["run-1"] * 15

@@ -17,15 +17,24 @@ from typing import Any
 import orjson
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple, PendingWrite, writes_sort_key
+from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from streamsaver import compression
-from streamsaver.codec import canonical_json, escape, metadata_tags, tag, unescape, unpack
+from streamsaver.codec import (
+    canonical_json,
+    escape,
+    metadata_tags,
+    order_key,
+    tag,
+    unescape,
+    unpack,
+)
 from streamsaver.errors import ConfigurationError, InvalidInputError, PayloadDecodeError
 from streamsaver.events import Blob, decode_channel_value
 from streamsaver.keys import Keyspace, ViewName
 from streamsaver.saver.append import namespace_of, thread_id_of
-from streamsaver.scripts import READ_FULL, READ_SHALLOW
+from streamsaver.scripts import LIST_WINDOW, READ_FULL, READ_SHALLOW
 from streamsaver.topology import IndexTarget, Step
 
 __all__ = ["ListPager", "Reading", "Request", "decode_rows", "get_request", "pending_writes"]
@@ -34,6 +43,9 @@ Command = list[str | bytes | int]
 Request = list[Step]
 Row = tuple[str, str, str]
 PAGE = 100
+FIRST_WIDTH = 19**2
+"""The first window of a listing across threads, in order-key units: uuid6 ids of the last ~2 s
+(see `streamsaver.codec.order_key`); a window grows eightfold while it holds too few matches."""
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]*$")
 
 
@@ -183,6 +195,27 @@ def _search_rows(reply: Any) -> list[Row]:
     return [(unescape(_text(i["tk"])), unescape(_text(i.get("nk", b""))), _text(i["checkpoint_id"])) for i in items]
 
 
+def _window_rows(reply: Any) -> tuple[int, list[Row]]:
+    """The width of the window a ``list_window.lua`` reply used, and its rows.
+
+    Raises:
+        ConfigurationError: a match has no ``ck`` (written before index schema v3).
+    """
+    if reply and _text(reply[0]) == "missing":
+        raise ConfigurationError(
+            "the view holds checkpoint documents written before index schema v3 (no `ck`): "
+            "rebuild the views once with `streamsaver replay` (see docs/operations.md)"
+        )
+    return int(reply[0]), _search_rows(reply[1])
+
+
+def _newest_guess() -> int:
+    """The order key of an id LangGraph would make now: where a listing's first window hangs
+    from when no `before` bounds it. Only a guess: ids of any form list correctly, and ids that
+    do not follow the clock only cost more counts to find their window."""
+    return order_key(str(uuid6()))
+
+
 def _identity(t: CheckpointTuple) -> Row:
     c = t.config["configurable"]
     return (c["thread_id"], c.get("checkpoint_ns", ""), c["checkpoint_id"])
@@ -225,6 +258,8 @@ class ListPager:
     limit: int | None
     targets: tuple[IndexTarget, ...]
     cursor: str = ""
+    top: int = 0
+    _widths: list[int] = field(default_factory=list)
     _emitted: int = 0
     _offsets: list[int] = field(default_factory=list)
     _buffers: list[list[Row]] = field(default_factory=list)
@@ -238,6 +273,7 @@ class ListPager:
     def __post_init__(self) -> None:
         n = len(self.targets)
         self._offsets, self._buffers, self._exhausted = [0] * n, [[] for _ in range(n)], [False] * n
+        self._widths = [FIRST_WIDTH] * n
 
     @classmethod
     def plan(
@@ -269,7 +305,8 @@ class ListPager:
         ns = namespace_of(config) if config is not None and has_ns else None
         before_id = str(((before or {}).get("configurable") or {}).get("checkpoint_id") or "")
         indexes = tuple(targets) if targets else (IndexTarget(keyspace.index(view)),)
-        return cls(keyspace, view, serde, thread_id, ns, dict(filter or {}), before_id, limit, indexes, before_id)
+        return cls(keyspace, view, serde, thread_id, ns, dict(filter or {}), before_id, limit, indexes, before_id,
+                   _newest_guess())
 
     @property
     def _want(self) -> int:
@@ -298,21 +335,36 @@ class ListPager:
             return None
         return [_read_one(self.keyspace, self.view, *row) for row in self._found]
 
-    def _search(self, n: int) -> Command:
+    def _query(self) -> str:
         parts = []
         if self.thread_id is not None:
             parts.append(f"@th:{{{tag(self.thread_id)}}}")
         if self.checkpoint_ns is not None:
             parts.append(f"@nh:{{{tag(self.checkpoint_ns)}}}")
         parts += [f"@mt:{{{t}}}" for t in metadata_tags(sorted(self.filter.items()))]
-        command: Command = ["FT.AGGREGATE", self.targets[n].name, " ".join(parts) or "*"]
-        if self.before:
-            if not _SAFE_ID.match(self.before):
-                raise InvalidInputError(
-                    f"before={self.before!r}: listing across namespaces or threads compares ids in "
-                    "the index, which takes ids of [A-Za-z0-9._:-] only"
-                )
-            command += ["FILTER", f"@checkpoint_id < '{self.before}'"]
+        return " ".join(parts) or "*"
+
+    def _checked_before(self) -> str:
+        if not _SAFE_ID.match(self.before):
+            raise InvalidInputError(
+                f"before={self.before!r}: listing across namespaces or threads compares ids in "
+                "the index, which takes ids of [A-Za-z0-9._:-] only"
+            )
+        return self.before
+
+    def _search(self, n: int) -> Command:
+        before = self._checked_before() if self.before else ""
+        if self.thread_id is None:
+            # Across threads the matches may be many: the script sorts only a window of the
+            # newest of them that holds the page (list_window.lua).
+            return LIST_WINDOW.evalsha_args(
+                [self.targets[n].name],
+                [self._query(), before, order_key(before) if before else "", self._offsets[n], self._want,
+                 self.top, self._widths[n]],
+            )
+        command: Command = ["FT.AGGREGATE", self.targets[n].name, self._query()]
+        if before:
+            command += ["FILTER", f"@checkpoint_id < '{before}'"]
         # Sorting by the three sortable fields returns them with each row: no document is
         # loaded, and the cost follows the page, not the matches.
         return command + [
@@ -333,7 +385,10 @@ class ListPager:
                 self.cursor = tuples[-1].config["configurable"]["checkpoint_id"]
             return self._keep(tuples)
         for n, reply in zip(self._asked, replies):
-            rows = _search_rows(reply)
+            if self.thread_id is None:
+                self._widths[n], rows = _window_rows(reply)
+            else:
+                rows = _search_rows(reply)
             self._buffers[n], self._offsets[n] = rows, self._offsets[n] + len(rows)
             self._exhausted[n] = len(rows) < self._want
         self._found = self._merge()
@@ -378,4 +433,4 @@ class ListPager:
         before = self._last or self.before
         limit = None if self.limit is None else self.limit - self._emitted
         return ListPager(self.keyspace, self.view, self.serde, self.thread_id, self.checkpoint_ns, self.filter,
-                         before, limit, tuple(targets), before)
+                         before, limit, tuple(targets), before, self.top)

@@ -15,7 +15,7 @@ from functools import cached_property
 from importlib import resources
 from typing import Any
 
-__all__ = ["ALL", "APPEND", "APPLY", "READ_FULL", "READ_HISTORY", "READ_SHALLOW", "REWRITE", "SWAP", "TRIM", "TTL",
+__all__ = ["ALL", "APPEND", "APPLY", "LIST_WINDOW", "READ_FULL", "READ_HISTORY", "READ_SHALLOW", "REWRITE", "SWAP", "TRIM", "TTL",
            "Script"]
 
 Arg = str | bytes | int
@@ -69,5 +69,6 @@ SWAP = Script.load("swap")
 TRIM = Script.load("trim")
 REWRITE = Script.load("rewrite")
 READ_HISTORY = Script.load("read_history")
+LIST_WINDOW = Script.load("list_window")
 TTL = Script.load("ttl")
-ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY, TTL)
+ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY, TTL, LIST_WINDOW)

@@ -1,6 +1,6 @@
 """A listing across threads returns exactly the matches, newest checkpoint id first, whatever the
-ids (many sharing long prefixes, some with bytes outside uuid spelling), with `limit` and
-`before`, on one server and merged from every primary of a cluster."""
+ids: also when many ids share their first characters (they tie on the numeric key the index
+uses to find the newest matches; see `ListPager`), across pages, with `limit` and `before`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from helpers import VARIANT_IDS, VARIANTS, SaverAdapter, config, new_checkpoint, open_adapter
 
-TIED = "1f1e7380-c3e"
+TIED = "1f1e7380-c3e"  # 12 characters: ids that start with it share one order key
 NEXT = "1f1e7380-c3f"
 ODD = ["1f1e7380-c3e:9", "1f1e7380-c3e.1", "1f1e7380-c3", "1f1e7380-c3e", "zz-top", "A0", "1f1e7380-c3e-0"]
 
@@ -24,7 +24,7 @@ async def saver(request: pytest.FixtureRequest, redis_url: str, prefix: str) -> 
 
 
 async def _threads(saver: SaverAdapter) -> dict[str, int]:
-    """130 threads of one checkpoint each; most ids share their first 12 characters."""
+    """130 threads of one checkpoint each; most ids tie on their first 12 characters."""
     rng = random.Random(5)
     made: dict[str, int] = {}
     ids = [TIED + "%06x" % rng.getrandbits(24) for _ in range(80)]
@@ -42,7 +42,7 @@ def _ids(tuples: list[Any]) -> list[str]:
     return [t.config["configurable"]["checkpoint_id"] for t in tuples]
 
 
-async def test_ids_sharing_prefixes_list_in_exact_order_with_filters_limits_and_before(saver: SaverAdapter) -> None:
+async def test_tied_ids_list_in_exact_order_with_filters_limits_and_before(saver: SaverAdapter) -> None:
     made = await _threads(saver)
     newest_first = sorted(made, reverse=True)
     for wanted, matching in [

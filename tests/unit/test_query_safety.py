@@ -13,7 +13,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from streamsaver.codec import order_key
 from streamsaver.errors import InvalidInputError
 from streamsaver.keys import Keyspace
-from streamsaver.saver.reads import ListPager
+from streamsaver.saver.listing import ListPager
 from streamsaver.scripts import LIST_WINDOW
 
 QUERY = re.compile(r"^(\*|@(th|nh|mt):\{[0-9a-f]+\}( @(th|nh|mt):\{[0-9a-f]+\})*)$")

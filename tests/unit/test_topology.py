@@ -13,7 +13,7 @@ from redis.crc import key_slot
 from streamsaver.errors import ConfigurationError
 from streamsaver.keys import Keyspace
 from streamsaver.saver.core import SaverCore
-from streamsaver.saver.reads import FIRST_WIDTH, ListPager
+from streamsaver.saver.listing import FIRST_WIDTH, ListPager, WindowHints
 from streamsaver.topology import IndexTarget, Routed, Topology, command_key, index_targets
 
 SLOTS_OF_THREE = [
@@ -172,3 +172,22 @@ def test_an_index_is_asked_again_from_the_window_its_last_page_needed() -> None:
 
     assert again is not None and [q.key for q in again] == ["{i0}"]  # type: ignore[union-attr]
     assert again[0].command[-1] == 5000  # type: ignore[union-attr]
+
+
+def test_a_listing_starts_from_the_window_the_last_listing_of_its_query_needed() -> None:
+    hints = WindowHints()
+    targets = [IndexTarget("i0", "{i0}")]
+
+    def plan(before: str | None = None) -> ListPager:
+        config = {"configurable": {"checkpoint_id": before}} if before else None
+        return ListPager.plan(Keyspace("p"), "full", JsonPlusSerializer(), None, {"k": 1}, config, 3, targets, hints)  # type: ignore[arg-type]
+
+    first = plan()
+    first.next_request()
+    first.feed([[500, [1, _row("c9", "a")]]])
+    second = plan()
+    [query] = second.next_request() or []
+
+    assert query.command[-1] == max(second.top - (first.top - 500), 1)  # type: ignore[union-attr]
+    [bounded] = plan("c5").next_request() or []
+    assert bounded.command[-1] == FIRST_WIDTH  # type: ignore[union-attr]  # `before` sets its own top

@@ -19,7 +19,9 @@
 local idx, query, before, bkey = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 local offset, size = tonumber(ARGV[4]), tonumber(ARGV[5])
 local need = offset + size
-local cap = 4 * need
+-- a window may hold up to `cap` matches: a few more than the page, so it is found in few counts
+-- and each count builds at most 65 rows
+local cap = need + math.min(3 * need, 64)
 local filter = ''
 if query ~= '*' then filter = query .. ' ' end
 
@@ -85,7 +87,7 @@ local function window()
     narrow = lo
   end
   while narrow - wide > 1 do
-    local mid = math.floor((wide + narrow) / 2)
+    local mid = wide + math.floor((narrow - wide) / 2)
     n = count(mid)
     if good(n) then return mid end
     if n < need then narrow = mid else wide = mid end

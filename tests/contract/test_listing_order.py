@@ -1,6 +1,8 @@
 """A listing across threads returns exactly the matches, newest checkpoint id first, whatever the
-ids: also when many ids share their first characters (they tie on the numeric key the index
-uses to find the newest matches; see `ListPager`), across pages, with `limit` and `before`."""
+ids: also when many ids share their first characters (they tie on the order key by which the
+listing narrows the matches to the newest; see `list_window.lua`), and for ids of other
+alphabets, across pages (130 matches are two pages), with `limit` and `before`, and when a
+filter matches nothing."""
 
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ async def test_tied_ids_list_in_exact_order_with_filters_limits_and_before(saver
         ({"all": True}, newest_first),
         ({"group": 0}, [c for c in newest_first if made[c] == 0]),
         ({"group": 2}, [c for c in newest_first if made[c] == 2]),
+        ({"group": 7}, []),
     ]:
         assert _ids(await saver.list(None, filter=wanted)) == matching
         for limit in (1, 7, 45):

@@ -44,13 +44,17 @@ else
   top, ceiling = '+inf', 2 ^ 53
 end
 
--- min(matches in [lo, top], cap), from rows need..cap of an unsorted, lazily stopped query
-local function count(lo)
-  if lo >= ceiling then return 0 end
-  local reply = redis.call('FT.AGGREGATE', idx, filter .. '@ck:[' .. num(lo) .. ' ' .. top .. ']',
-    'LIMIT', need - 1, cap - need + 1, 'DIALECT', 2)
+-- min(matches of q, cap), from rows need..cap of an unsorted, lazily stopped query
+local function capped(q)
+  local reply = redis.call('FT.AGGREGATE', idx, q, 'LIMIT', need - 1, cap - need + 1, 'DIALECT', 2)
   if #reply == 1 then return 0 end
   return need - 1 + #reply - 1
+end
+
+-- min(matches in [lo, top], cap)
+local function count(lo)
+  if lo >= ceiling then return 0 end
+  return capped(filter .. '@ck:[' .. num(lo) .. ' ' .. top .. ']')
 end
 
 local function good(n) return n >= need and n < cap end
@@ -58,6 +62,8 @@ local function good(n) return n >= need and n < cap end
 -- The lowest `ck` of the window, or nil for the whole index. Invariant of the bisection:
 -- [wide, top] holds at least `need` matches, [narrow, top] fewer.
 local function window()
+  -- fewer matches than a window may hold: sorting them all costs no more than finding one
+  if capped(query) < cap then return nil end
   local width = math.max(tonumber(ARGV[7]), 1)
   local lo = math.max(base - width, 0)
   local n = count(lo)

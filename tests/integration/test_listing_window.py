@@ -139,3 +139,16 @@ def test_ids_above_the_guess_are_found_by_searching_upward(
 
     assert found == _expected(rows, {}, "", 0, 2) and found[0][0] == "字"
     assert width < 0  # the window starts above the guess
+
+
+def test_a_window_below_before_grows_to_the_whole_index_when_it_holds_too_few(
+    stored: tuple[redis.Redis, str, list[tuple[str, str, str, int]]],
+) -> None:
+    """Many matches, but fewer below `before` than the page: the window grows down to the
+    lowest key and becomes the whole index (bounded above by `before`'s key)."""
+    client, prefix, rows = stored
+    before = sorted({cid for cid, *_ in rows if cid})[4]
+    width, found = _page(client, prefix, {}, before, 0, 10, order_key(str(uuid6())), 1)
+
+    assert width == WHOLE
+    assert found == _expected(rows, {}, before, 0, 10) and 0 < len(found) < 10

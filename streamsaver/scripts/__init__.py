@@ -1,6 +1,7 @@
 """The server-side scripts, loaded once from their ``.lua`` files.
 
-Each script is its ``.lua`` file with ``_lib.lua`` spliced in after the shebang line. `Script`
+Each script is its ``.lua`` file with ``_lib.lua`` spliced in after the shebang line (but
+``list_window.lua``, which needs none of it). `Script`
 knows its SHA1, so a call is one EVALSHA; on NOSCRIPT (a restarted or flushed server) it loads
 the source and calls again. `enqueue` puts a call on a non-transactional pipeline, which queues
 synchronously in both redis-py clients, so one helper serves the sync and the async saver.
@@ -43,6 +44,12 @@ class Script:
         return cls(name, _source(name))
 
     @classmethod
+    def alone(cls, name: str) -> Script:
+        """The script in ``<name>.lua`` without the shared prelude (a script that needs none
+        is spared evaluating it on every call)."""
+        return cls(name, _read(f"{name}.lua"))
+
+    @classmethod
     def with_library(cls, name: str, body: str, shebang: str = "#!lua") -> Script:
         """A script from inline Lua with the shared prelude spliced in (for tools and tests)."""
         return cls(name, f"{shebang}\n{_read('_lib.lua')}\n{body}")
@@ -69,6 +76,6 @@ SWAP = Script.load("swap")
 TRIM = Script.load("trim")
 REWRITE = Script.load("rewrite")
 READ_HISTORY = Script.load("read_history")
-LIST_WINDOW = Script.load("list_window")
+LIST_WINDOW = Script.alone("list_window")
 TTL = Script.load("ttl")
 ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY, TTL, LIST_WINDOW)

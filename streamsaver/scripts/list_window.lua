@@ -4,7 +4,8 @@
 -- ARGV[1] query (field names and hex digests only, or '*'), ARGV[2] `before` id or '',
 -- ARGV[3] order key of `before` or '', ARGV[4] offset, ARGV[5] page size,
 -- ARGV[6] the order key a window hangs from without `before` (a guess of the newest id's),
--- ARGV[7] the first window's width (a previous page's, or a small guess)
+-- ARGV[7] the first window's width (a previous page's, or a small guess),
+-- ARGV[8] below how many matches to sort them all without a window
 -- Returns: {'missing'} when a match has no `ck` (written before index schema v3), else
 --          {width of the window used (2^53: the whole index), FT.AGGREGATE reply (RESP2)}.
 --
@@ -59,11 +60,14 @@ end
 
 local function good(n) return n >= need and n < cap end
 
--- The lowest `ck` of the window, or nil for the whole index. Invariant of the bisection:
--- [wide, top] holds at least `need` matches, [narrow, top] fewer.
+local few = math.max(cap, tonumber(ARGV[8]))
+
+-- The lowest `ck` of the window, or nil for the whole index (fewer than `few` matches: sorting
+-- them all is as cheap). Invariant of the bisection: [wide, top] holds at least `need`
+-- matches, [narrow, top] fewer.
 local function window()
-  -- fewer matches than a window may hold: sorting them all costs no more than finding one
-  if capped(query) < cap then return nil end
+  local probe = redis.call('FT.AGGREGATE', idx, query, 'LIMIT', few - 1, 1, 'DIALECT', 2)
+  if #probe == 1 then return nil end
   local width = math.max(tonumber(ARGV[7]), 1)
   local lo = math.max(base - width, 0)
   local n = count(lo)

@@ -16,6 +16,7 @@ from langgraph.checkpoint.base.id import uuid6
 from streamsaver import StreamSaver
 from streamsaver.codec import ORDER_KEY_MAX, escape, metadata_tags, order_key
 from streamsaver.keys import Keyspace
+from streamsaver.saver.listing import SORT_ALL_BELOW
 from streamsaver.scripts import LIST_WINDOW
 
 WHOLE = 2**53
@@ -61,9 +62,11 @@ def stored(redis_url: str) -> tuple[redis.Redis, str, list[tuple[str, str, str, 
 
 
 def _page(client: redis.Redis, prefix: str, filter: dict[str, Any], before: str, offset: int, size: int,
-          top: int, width: int) -> tuple[int, list[tuple[str, str, str]]]:
+          top: int, width: int, sort_all_below: int = 0) -> tuple[int, list[tuple[str, str, str]]]:
+    """One script call; by default it sorts all matches only when a window could hold them
+    all, so that these few hundred checkpoints exercise the window search."""
     query = " ".join(f"@mt:{{{t}}}" for t in metadata_tags(sorted(filter.items()))) or "*"
-    args = [query, before, order_key(before) if before else "", offset, size, top, width]
+    args = [query, before, order_key(before) if before else "", offset, size, top, width, sort_all_below]
     width_used, reply = client.execute_command(
         *LIST_WINDOW.evalsha_args([Keyspace(prefix).index("full")], args)
     )
@@ -100,7 +103,8 @@ def test_every_page_equals_a_full_sort_wherever_the_window_starts(
             before = ""
         offset, size = rng.choice([0, 0, 1, 7, 40, 150]), rng.choice([1, 3, 10, 100])
         top, width = rng.choice(tops), rng.choice([1, 361, 19**6, WHOLE])
-        _, found = _page(client, prefix, filter, before, offset, size, top, width)
+        few = rng.choice([0, 0, 0, 60, SORT_ALL_BELOW])
+        _, found = _page(client, prefix, filter, before, offset, size, top, width, few)
         assert found == _expected(rows, filter, before, offset, size), (case, filter, before, offset, size, top, width)
 
 
@@ -152,3 +156,13 @@ def test_a_window_below_before_grows_to_the_whole_index_when_it_holds_too_few(
 
     assert width == WHOLE
     assert found == _expected(rows, {}, before, 0, 10) and 0 < len(found) < 10
+
+
+def test_fewer_matches_than_the_sort_all_threshold_are_sorted_without_a_window(
+    stored: tuple[redis.Redis, str, list[tuple[str, str, str, int]]],
+) -> None:
+    client, prefix, rows = stored
+    width, found = _page(client, prefix, {}, "", 0, 3, order_key(str(uuid6())), 361, SORT_ALL_BELOW)
+
+    assert len(rows) < SORT_ALL_BELOW and width == WHOLE
+    assert found == _expected(rows, {}, "", 0, 3)

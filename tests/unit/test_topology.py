@@ -164,14 +164,14 @@ def test_a_match_without_an_order_key_asks_for_a_replay() -> None:
 def test_an_index_is_asked_again_from_the_window_its_last_page_needed() -> None:
     pager = _pager(2, limit=3)
     first = pager.next_request()
-    assert first is not None and [q.command[-1] for q in first] == [FIRST_WIDTH, FIRST_WIDTH]  # type: ignore[union-attr]
+    assert first is not None and [q.command[-2] for q in first] == [FIRST_WIDTH, FIRST_WIDTH]  # type: ignore[union-attr]
     pager.feed([[5000, [9, _row("c9", "a"), _row("c8", "a"), _row("c7", "a")]], [2**53, [1, _row("c1", "b")]]])
     pager._found, pager._emitted = [], 0
 
     again = pager.next_request()
 
     assert again is not None and [q.key for q in again] == ["{i0}"]  # type: ignore[union-attr]
-    assert again[0].command[-1] == 5000  # type: ignore[union-attr]
+    assert again[0].command[-2] == 5000  # type: ignore[union-attr]
 
 
 def test_a_listing_starts_from_the_window_the_last_listing_of_its_query_needed() -> None:
@@ -188,6 +188,6 @@ def test_a_listing_starts_from_the_window_the_last_listing_of_its_query_needed()
     second = plan()
     [query] = second.next_request() or []
 
-    assert query.command[-1] == max(second.top - (first.top - 500), 1)  # type: ignore[union-attr]
+    assert query.command[-2] == max(second.top - (first.top - 500), 1)  # type: ignore[union-attr]
     [bounded] = plan("c5").next_request() or []
-    assert bounded.command[-1] == FIRST_WIDTH  # type: ignore[union-attr]  # `before` sets its own top
+    assert bounded.command[-2] == FIRST_WIDTH  # type: ignore[union-attr]  # `before` sets its own top

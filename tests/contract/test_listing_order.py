@@ -1,8 +1,8 @@
 """A listing across threads returns exactly the matches, newest checkpoint id first, whatever the
 ids: also when many ids share their first characters (they tie on the order key by which the
 listing narrows the matches to the newest; see `list_window.lua`), and for ids of other
-alphabets, across pages (130 matches are two pages), with `limit` and `before`, and when a
-filter matches nothing."""
+alphabets, across pages (130 matches are two pages), with `limit` and `before`, when a filter
+matches nothing, on one server and merged from every primary of a cluster."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ async def saver(request: pytest.FixtureRequest, redis_url: str, prefix: str) -> 
 
 
 async def _threads(saver: SaverAdapter) -> dict[str, int]:
-    """130 threads of one checkpoint each; most ids tie on their first 12 characters."""
+    """130 threads of one checkpoint each; most ids share their first 12 characters."""
     rng = random.Random(5)
     made: dict[str, int] = {}
     ids = [TIED + "%06x" % rng.getrandbits(24) for _ in range(80)]
@@ -44,7 +44,7 @@ def _ids(tuples: list[Any]) -> list[str]:
     return [t.config["configurable"]["checkpoint_id"] for t in tuples]
 
 
-async def test_tied_ids_list_in_exact_order_with_filters_limits_and_before(saver: SaverAdapter) -> None:
+async def test_ids_sharing_prefixes_list_in_exact_order_with_filters_limits_and_before(saver: SaverAdapter) -> None:
     made = await _threads(saver)
     newest_first = sorted(made, reverse=True)
     for wanted, matching in [

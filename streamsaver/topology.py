@@ -11,7 +11,7 @@ What has no key, or must reach every primary, is a `Routed` step here:
   on a cluster a view's index is one index per primary, named with a hash tag that primary owns
   (`Keyspace.index(view, tag)`; the tag is the first ``{iK}`` whose slot the node owns, so every
   process derives the same names from the same slot map), and a cross-thread query is sent to
-  each of them (`index_targets`) and the pages are merged (`streamsaver.saver.reads`);
+  each of them (`index_targets`) and the pages are merged (`streamsaver.saver.listing`);
 * ``WAITAOF`` / ``WAIT`` after an append, and ``TIME`` beside a log read, go to the node of the
   thread's slot (`Routed` with one of the thread's keys), in the same pipeline: one round trip;
 * a script call goes to the node of its first key (`route`): a cluster pipeline would otherwise

@@ -10,7 +10,7 @@ import dataclasses
 import random
 import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -30,7 +30,7 @@ from redis.exceptions import NoScriptError
 
 from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
-from streamsaver.saver import append, history, maintenance, reads, setup, ttl
+from streamsaver.saver import append, history, listing, maintenance, reads, setup, ttl
 from streamsaver.saver import durability as durability_
 from streamsaver.scripts import ALL
 from streamsaver.topology import IndexTarget, Routed, Step, Topology, index_moved, index_targets
@@ -103,6 +103,7 @@ class SaverCore:
     compression: str | None = "zstd"
     cluster: bool = False
     topology: Topology | None = None
+    window_hints: listing.WindowHints = field(default_factory=listing.WindowHints)
 
     @classmethod
     def configure(
@@ -284,10 +285,11 @@ class SaverCore:
         filter: Mapping[str, Any] | None,
         before: RunnableConfig | None,
         limit: int | None,
-    ) -> reads.ListPager:
+    ) -> listing.ListPager:
         """The plan of a `list` call."""
-        return reads.ListPager.plan(
-            self.keys, self.view, self.serde, config, filter, before, limit, self.index_targets(self.view)
+        return listing.ListPager.plan(
+            self.keys, self.view, self.serde, config, filter, before, limit, self.index_targets(self.view),
+            self.window_hints,
         )
 
     def history_request(self, config: RunnableConfig, channels: Sequence[str]) -> Command | None:

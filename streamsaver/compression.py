@@ -21,6 +21,7 @@ memory goes.
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -56,10 +57,35 @@ _OPTIONS: dict[int, int] = {CompressionParameter.compression_level: LEVEL, Compr
 decompresses to other, wrong bytes instead of failing."""
 
 
+_local = threading.local()
+
+
+_REUSED_BELOW = 8192
+"""Payloads smaller than this share a compressor: a context reused for inputs of very different
+sizes is resized at each switch, which made a step's large messages list slower to compress."""
+
+
+def _compress(data: bytes) -> bytes:
+    """One zstd frame of `data`. A small payload takes this thread's compressor, reused frame
+    after frame: making one costs ~8 µs, more than compressing 1 KiB with it (~2.5 µs)."""
+    if len(data) >= _REUSED_BELOW:
+        fresh: bytes = zstd.compress(data, options=_OPTIONS)
+        return fresh
+    compressor = getattr(_local, "compressor", None)
+    if compressor is None:
+        compressor = _local.compressor = zstd.ZstdCompressor(options=_OPTIONS)
+    try:
+        packed: bytes = compressor.compress(data, mode=zstd.ZstdCompressor.FLUSH_FRAME)
+    except BaseException:
+        _local.compressor = None  # a frame left half-written must not begin the next one
+        raise
+    return packed
+
+
 def shrink(blob: Blob) -> Blob:
     """`blob` as it is stored: compressed when it is large and compression pays."""
     if len(blob.data) >= MIN_BYTES:
-        packed = zstd.compress(blob.data, options=_OPTIONS)
+        packed = _compress(blob.data)
         if len(packed) <= len(blob.data) - (len(blob.data) >> 3):
             return Blob(_ZSTD + blob.type, packed)
     return keep(blob)

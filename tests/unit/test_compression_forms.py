@@ -4,12 +4,19 @@ and no serde type name mistaken for a marker."""
 from __future__ import annotations
 
 import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from streamsaver.compression import MIN_BYTES, expand, keep, shrink
 from streamsaver.events import Blob
+
+if sys.version_info >= (3, 14):
+    from compression import zstd
+else:
+    from backports import zstd
 
 type_names = st.one_of(
     st.sampled_from(["msgpack", "json", "bytes", "null", "empty", "msgpack+aes", "zstd:", "raw:", "zstd:msgpack", "raw:raw:x"]),
@@ -44,3 +51,15 @@ def test_ordinary_type_names_are_stored_unchanged_so_old_logs_read_the_same() ->
     for name in ("msgpack", "json", "bytes", "null", "empty", "msgpack+aes"):
         assert keep(Blob(name, b"x")) == Blob(name, b"x")
         assert expand(Blob(name, b"x")) == Blob(name, b"x")
+
+
+def test_each_stored_payload_is_one_whole_frame_from_any_thread() -> None:
+    """Compressors are reused frame after frame, one per thread: no frame may carry another's
+    bytes, however the threads interleave."""
+    blobs = [Blob("msgpack", os.urandom(48) * (k + 12)) for k in range(60)]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(4):
+            for blob, stored in zip(blobs, pool.map(shrink, blobs)):
+                assert stored.type == "zstd:msgpack"
+                assert zstd.get_frame_size(stored.data) == len(stored.data)
+                assert expand(stored) == blob

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio
-from helpers import config, new_checkpoint, node_clients, snapshot, sync_client
+from helpers import CLUSTER_URLS, config, new_checkpoint, node_clients, snapshot, sync_client
 from langgraph.checkpoint.base import CheckpointTuple
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
@@ -291,6 +291,30 @@ def test_a_running_subscriber_follows_new_events_on_every_primary(cluster_client
     assert sorted(handled) == sorted(f"f{i}" for i in range(24))
 
 
+@pytest.fixture(scope="module")
+def moving_cluster() -> Iterator[EmbeddedCluster]:
+    """A cluster of its own for the tests that move slots. After a move, setup waits for the new
+    indexes to scan their node's keys; on the session's cluster those scans queue behind the
+    scans of every index earlier tests created (RediSearch 2.10 seems to scan for one new index
+    at a time, each over the whole keyspace), which outlasted setup's 30 s limit under load."""
+    with EmbeddedCluster(3) as cluster:
+        CLUSTER_URLS.add(cluster.url)
+        yield cluster
+        CLUSTER_URLS.discard(cluster.url)
+
+
+@pytest.fixture(scope="module")
+def moving_url(moving_cluster: EmbeddedCluster) -> str:
+    return moving_cluster.url
+
+
+@pytest.fixture
+def moving_client(moving_url: str) -> Iterator[RedisCluster]:
+    client: RedisCluster = sync_client(moving_url)
+    yield client
+    client.close()
+
+
 def _move_slot(cluster: EmbeddedCluster, slot: int, to: str) -> None:
     """Give an empty slot to the node at `to` (``host:port``), telling every node."""
     nodes = {f"127.0.0.1:{node.port}": redis.Redis(port=node.port) for node in cluster.nodes}
@@ -307,19 +331,19 @@ def _move_slot(cluster: EmbeddedCluster, slot: int, to: str) -> None:
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
 async def test_a_listing_goes_on_when_the_slot_of_an_index_moves(
-    cluster_client: RedisCluster, embedded_cluster: EmbeddedCluster, cluster_url: str, prefix: str, kind: str
+    moving_client: RedisCluster, moving_cluster: EmbeddedCluster, moving_url: str, prefix: str, kind: str
 ) -> None:
     """Every primary holds more than a page, so the listing queries each index again after the
     move; the index whose tag moved is gone from the tag's new node: the saver reads the slot
     map again, indexes anew, and goes on from the last checkpoint it returned."""
-    writer = StreamSaver(cluster_client, prefix=prefix)
+    writer = StreamSaver(moving_client, prefix=prefix)
     writer.setup()
     ids = []
     for step in range(3):
         for i in range(THREADS):
             checkpoint, versions = new_checkpoint({"i": i, "step": step})
             ids.append(writer.put(config(f"t{i}", f"s{step}"), checkpoint, {}, versions)["configurable"]["checkpoint_id"])
-    aclient = AsyncRedisCluster.from_url(cluster_url)
+    aclient = AsyncRedisCluster.from_url(moving_url)
     saver: StreamSaver | AsyncStreamSaver = writer if kind == "sync" else AsyncStreamSaver(aclient, prefix=prefix)
     if isinstance(saver, AsyncStreamSaver):
         await saver.setup()
@@ -332,13 +356,13 @@ async def test_a_listing_goes_on_when_the_slot_of_an_index_moves(
     listing = saver.alist(None) if isinstance(saver, AsyncStreamSaver) else _as_async(saver.list(None))
     head = [(await anext(listing)).config["configurable"]["checkpoint_id"] for _ in range(5)]
 
-    _move_slot(embedded_cluster, key_slot(moved.tag.encode()), to.node)
+    _move_slot(moving_cluster, key_slot(moved.tag.encode()), to.node)
     try:
         rest = [t.config["configurable"]["checkpoint_id"] async for t in listing]
         tags = {shard.node: shard.tag for shard in saver.core.topology.shards}
         assert tags[to.node] == moved.tag and tags[moved.node] != moved.tag
     finally:
-        _move_slot(embedded_cluster, key_slot(moved.tag.encode()), moved.node)
+        _move_slot(moving_cluster, key_slot(moved.tag.encode()), moved.node)
         await aclient.aclose()
 
     assert head + rest == ids[::-1]
@@ -351,19 +375,19 @@ async def _as_async(items: Iterator[CheckpointTuple]) -> AsyncIterator[Checkpoin
 
 
 def test_a_process_on_the_old_slot_map_lists_right_after_another_one_indexed_anew(
-    cluster_client: RedisCluster, embedded_cluster: EmbeddedCluster, cluster_url: str, prefix: str
+    moving_client: RedisCluster, moving_cluster: EmbeddedCluster, moving_url: str, prefix: str
 ) -> None:
     """After a move, the first process to list re-reads the map and makes the tag's new owner an
     index under that tag. A second process still on the old map must not read that index as
     the old owner's (it would list one node twice and miss the other): index names carry the
     node's id, so the stale name is unknown there and the second process recovers the same way."""
-    first = StreamSaver(cluster_client, prefix=prefix)
+    first = StreamSaver(moving_client, prefix=prefix)
     first.setup()
     ids = []
     for i in range(60):
         checkpoint, versions = new_checkpoint({"i": i})
         ids.append(first.put(config(f"t{i}"), checkpoint, {}, versions)["configurable"]["checkpoint_id"])
-    second_client = RedisCluster.from_url(cluster_url)
+    second_client = RedisCluster.from_url(moving_url)
     second = StreamSaver(second_client, prefix=prefix)
     second.setup()
     assert first.core.topology is not None
@@ -371,12 +395,12 @@ def test_a_process_on_the_old_slot_map_lists_right_after_another_one_indexed_ane
     moved = min(shards, key=lambda shard: int(shard.tag[2:-1]))
     to = next(shard for shard in shards if shard != moved)
 
-    _move_slot(embedded_cluster, key_slot(moved.tag.encode()), to.node)
+    _move_slot(moving_cluster, key_slot(moved.tag.encode()), to.node)
     try:
         assert [t.config["configurable"]["checkpoint_id"] for t in first.list(None)] == ids[::-1]
         assert [t.config["configurable"]["checkpoint_id"] for t in second.list(None)] == ids[::-1]
     finally:
-        _move_slot(embedded_cluster, key_slot(moved.tag.encode()), moved.node)
+        _move_slot(moving_cluster, key_slot(moved.tag.encode()), moved.node)
         second_client.close()
 
 
@@ -443,14 +467,14 @@ def test_a_parallel_replay_and_a_shadow_rebuild_on_a_cluster_give_the_live_views
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
 async def test_delete_for_runs_goes_on_when_the_slot_of_an_index_moved(
-    cluster_client: RedisCluster, embedded_cluster: EmbeddedCluster, cluster_url: str, prefix: str, kind: str
+    moving_client: RedisCluster, moving_cluster: EmbeddedCluster, moving_url: str, prefix: str, kind: str
 ) -> None:
-    writer = StreamSaver(cluster_client, prefix=prefix)
+    writer = StreamSaver(moving_client, prefix=prefix)
     writer.setup()
     for i in range(30):
         checkpoint, versions = new_checkpoint({"i": i})
         writer.put(config(f"t{i}"), checkpoint, {"run_id": f"run-{i % 2}"}, versions)
-    aclient = AsyncRedisCluster.from_url(cluster_url)
+    aclient = AsyncRedisCluster.from_url(moving_url)
     saver: StreamSaver | AsyncStreamSaver = writer if kind == "sync" else AsyncStreamSaver(aclient, prefix=prefix)
     if isinstance(saver, AsyncStreamSaver):
         await saver.setup()
@@ -459,7 +483,7 @@ async def test_delete_for_runs_goes_on_when_the_slot_of_an_index_moved(
     moved = min(shards, key=lambda shard: int(shard.tag[2:-1]))
     to = next(shard for shard in shards if shard != moved)
 
-    _move_slot(embedded_cluster, key_slot(moved.tag.encode()), to.node)
+    _move_slot(moving_cluster, key_slot(moved.tag.encode()), to.node)
     try:
         if isinstance(saver, AsyncStreamSaver):
             await saver.adelete_for_runs(["run-0"])
@@ -467,7 +491,7 @@ async def test_delete_for_runs_goes_on_when_the_slot_of_an_index_moved(
             saver.delete_for_runs(["run-0"])
         left = [t.metadata["run_id"] for t in writer.list(None)]
     finally:
-        _move_slot(embedded_cluster, key_slot(moved.tag.encode()), moved.node)
+        _move_slot(moving_cluster, key_slot(moved.tag.encode()), moved.node)
         await aclient.aclose()
 
     assert left == ["run-1"] * 15

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import orjson
 
@@ -263,10 +263,7 @@ def decode_channel_value(data: bytes, payload: bool = True) -> ChannelValue:
     """
     if not payload:
         channel, version = unpack_head_2_of_4(data)
-        return _built(
-            ChannelValue,
-            {"channel": channel.decode("utf-8", "surrogatepass"), "version": orjson.loads(version), "blob": OMITTED},
-        )
+        return ChannelValue(channel.decode("utf-8", "surrogatepass"), orjson.loads(version), OMITTED)
     channel, version, type_, blob = unpack(data)
     return ChannelValue(channel.decode("utf-8", "surrogatepass"), orjson.loads(version), Blob(type_.decode(), blob))
 
@@ -275,23 +272,9 @@ def decode_write(idx: int, data: bytes, payload: bool = True) -> PendingWrite:
     """A write from its stream field content (the index comes from the field name; its blob
     `OMITTED` unless `payload`)."""
     if not payload:
-        channel = unpack_head_1_of_3(data).decode("utf-8", "surrogatepass")
-        return _built(PendingWrite, {"idx": idx, "channel": channel, "blob": OMITTED})
+        return PendingWrite(idx, unpack_head_1_of_3(data).decode("utf-8", "surrogatepass"), OMITTED)
     channel, type_, blob = unpack(data)
     return PendingWrite(idx, channel.decode("utf-8", "surrogatepass"), Blob(type_.decode(), blob))
-
-
-_E = TypeVar("_E")
-_new = object.__new__
-
-
-def _built(cls: type[_E], values: dict[str, Any]) -> _E:
-    """An instance of the frozen dataclass `cls` holding `values` (every field, by name), made
-    without its ``__init__``: the generated one sets each field through ``object.__setattr__``,
-    which cost a third of decoding an event without payloads."""
-    obj = _new(cls)
-    obj.__dict__.update(values)
-    return obj
 
 
 def _checkpoint_saved(f: Fields, payloads: bool) -> CheckpointSaved:
@@ -301,27 +284,27 @@ def _checkpoint_saved(f: Fields, payloads: bool) -> CheckpointSaved:
     else:
         unpack_none_of_2(f[b"body"])
         body = OMITTED
-    return _built(CheckpointSaved, {
-        "thread_id": f[b"thread"].decode("utf-8", "surrogatepass"),
-        "checkpoint_ns": f[b"ns"].decode("utf-8", "surrogatepass"),
-        "checkpoint_id": f[b"cid"].decode("utf-8", "surrogatepass"),
-        "parent_checkpoint_id": f[b"parent"].decode("utf-8", "surrogatepass") or None,
-        "metadata": orjson.loads(f[b"meta"]),
-        "channel_versions": orjson.loads(f[b"versions"]),
-        "body": body,
-        "values": tuple([decode_channel_value(v, payloads) for k, v in f.items() if k.startswith(b"c:")]),
-    })
+    return CheckpointSaved(
+        thread_id=f[b"thread"].decode("utf-8", "surrogatepass"),
+        checkpoint_ns=f[b"ns"].decode("utf-8", "surrogatepass"),
+        checkpoint_id=f[b"cid"].decode("utf-8", "surrogatepass"),
+        parent_checkpoint_id=f[b"parent"].decode("utf-8", "surrogatepass") or None,
+        metadata=orjson.loads(f[b"meta"]),
+        channel_versions=orjson.loads(f[b"versions"]),
+        body=body,
+        values=tuple([decode_channel_value(v, payloads) for k, v in f.items() if k.startswith(b"c:")]),
+    )
 
 
 def _writes_saved(f: Fields, payloads: bool) -> WritesSaved:
-    return _built(WritesSaved, {
-        "thread_id": f[b"thread"].decode("utf-8", "surrogatepass"),
-        "checkpoint_ns": f[b"ns"].decode("utf-8", "surrogatepass"),
-        "checkpoint_id": f[b"cid"].decode("utf-8", "surrogatepass"),
-        "task_id": f[b"task"].decode("utf-8", "surrogatepass"),
-        "task_path": f[b"path"].decode("utf-8", "surrogatepass"),
-        "writes": tuple([decode_write(int(k[2:]), v, payloads) for k, v in f.items() if k.startswith(b"w:")]),
-    })
+    return WritesSaved(
+        thread_id=f[b"thread"].decode("utf-8", "surrogatepass"),
+        checkpoint_ns=f[b"ns"].decode("utf-8", "surrogatepass"),
+        checkpoint_id=f[b"cid"].decode("utf-8", "surrogatepass"),
+        task_id=f[b"task"].decode("utf-8", "surrogatepass"),
+        task_path=f[b"path"].decode("utf-8", "surrogatepass"),
+        writes=tuple([decode_write(int(k[2:]), v, payloads) for k, v in f.items() if k.startswith(b"w:")]),
+    )
 
 
 def _thread_deleted(f: Fields, payloads: bool) -> ThreadDeleted:

@@ -202,17 +202,12 @@ _CONTAINERS = (dict, list)
 def metadata_tags(items: Sequence[tuple[str, Any]]) -> list[str]:
     """The tags that make equality on each ``(key, value)`` pair a TAG query."""
     return [
-        _plain_tag(key, value)
-        if type(value) in _PLAIN and (type(value) is not str or len(value) <= 256)
-        # An empty dict or list (LangGraph's "parents": {}) is already canonical too: skip the
-        # normalizing walk.
-        else tag(orjson.dumps([key, value]) if not value and type(value) in _CONTAINERS else canonical_json([key, value]))
+        # A string, int, bool or None, or an empty dict or list (LangGraph's "parents": {}), is
+        # already canonical: skip the normalizing walk.
+        tag(
+            orjson.dumps([key, value])
+            if type(value) in _PLAIN or (not value and type(value) in _CONTAINERS)
+            else canonical_json([key, value])
+        )
         for key, value in items
     ]
-
-
-@lru_cache(maxsize=65536, typed=True)  # typed: 1 and True are different pairs
-def _plain_tag(key: str, value: str | int | bool | None) -> str:
-    """The tag of a pair whose value (a string, int, bool or None) is already canonical."""
-    # Cached: a thread's pairs (source, step, run id) recur across its checkpoints and views.
-    return tag(orjson.dumps([key, value]))

@@ -361,11 +361,12 @@ def from_fields(
     Raises:
         EventDecodeError: unknown type, a version newer than this code, or a malformed field.
     """
-    if isinstance(fields, Mapping):
-        f = dict(fields)
-    else:
+    # A raw XRANGE entry is a list: checked first, since an ABC check (Mapping) is slow.
+    if isinstance(fields, (list, tuple)) or not isinstance(fields, Mapping):
         pairs = iter(fields)
         f = dict(zip(pairs, pairs))
+    else:
+        f = dict(fields)
     try:
         type_name = f[b"type"].decode()
         version = int(f[b"v"])

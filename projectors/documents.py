@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from streamsaver.codec import escape, metadata_tags, strict_json, tag
+from streamsaver.codec import escape, metadata_tags, order_key, strict_json, tag
 from streamsaver.events import CheckpointSaved
 
 __all__ = [
@@ -104,6 +104,7 @@ def _indexed_fields(event: CheckpointSaved) -> tuple[Fields, Fields]:
         "nh": tag(event.checkpoint_ns),
         "tk": escape(event.thread_id),
         "nk": escape(event.checkpoint_ns),
+        "ck": order_key(event.checkpoint_id),
         "ph": tag(event.parent_checkpoint_id or ""),
         "mt": metadata_tags(sorted(metadata.items())),
         "metadata": metadata,

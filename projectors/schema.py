@@ -21,13 +21,18 @@ FIELDS: list[dict[str, Any]] = [
     {"name": "mt", "type": "tag", "path": "$.mt[*]"},
     {"name": "tk", "type": "text", "path": "$.tk", "attrs": {"sortable": True, "no_index": True, "unf": True}},
     {"name": "nk", "type": "text", "path": "$.nk", "attrs": {"sortable": True, "no_index": True, "unf": True}},
+    {"name": "ck", "type": "numeric", "path": "$.ck", "attrs": {"index_missing": True}},
 ]
 """``th``/``nh``/``ph``/``rh``: digests of thread id, namespace, parent id, run id;
 ``mt``: one digest per metadata ``(key, value)`` pair (see `projectors.documents`);
 ``tk``/``nk``: thread id and namespace as keys spell them (`streamsaver.codec.escape`: ASCII, no
 NUL, which a sorting vector would cut at), not searchable, kept verbatim (UNF) in the sorting
 vector, so a query returns which checkpoint each row is from its own index without loading the
-document (RediSearch on Redis Cluster does not load documents: ``LOAD`` gives empty rows there)."""
+document (RediSearch on Redis Cluster does not load documents: ``LOAD`` gives empty rows there);
+``ck``: `streamsaver.codec.order_key` of the checkpoint id, a number in id order (ties allowed),
+so a listing across threads narrows the matches to a range of the newest before sorting them
+(``list_window.lua``); indexed when missing too, so a document from before schema v3 is found
+and reported instead of silently falling outside every range."""
 
 
 def index_schema(name: str, document_prefix: str) -> dict[str, Any]:

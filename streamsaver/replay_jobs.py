@@ -16,13 +16,13 @@ import queue
 from collections.abc import Sequence
 from typing import Any
 
-from redis import Redis
 from redis.exceptions import RedisError
 
 from streamsaver.errors import InvalidInputError, ReplayJobError, StreamSaverError
 from streamsaver.keys import ViewName
 from streamsaver.replay import Progress, Replayer, ReplayStats
 from streamsaver.saver.append import view_of
+from streamsaver.topology import connect
 
 __all__ = ["replay_in_jobs"]
 
@@ -31,7 +31,7 @@ def _job(url: str, prefix: str, views: Sequence[ViewName], page: int, jobs: int,
     """One job's whole run, in its own process; reports ``("events", n)`` as it goes, then
     ``("done", threads, events, applied)`` or ``("error", text)``."""
     try:
-        with Redis.from_url(url) as client:
+        with connect(url) as client:
             replayer = Replayer.open(client, prefix, page=page)
             mine = range(job, replayer.keyspace.partitions, jobs)
             stats = replayer.replay(views, partitions=mine, progress=lambda n: out.put(("events", n)))
@@ -64,7 +64,7 @@ def replay_in_jobs(
     if jobs < 1:
         raise InvalidInputError(f"jobs must be at least 1, not {jobs}")
     names = [view_of(v) for v in views]
-    with Redis.from_url(url) as client:
+    with connect(url) as client:
         replayer = Replayer.open(client, prefix, page=page)
         if not keep:
             replayer.drop(names)

@@ -16,8 +16,10 @@ appended, which is a little later than the ``ts`` LangGraph writes into the chec
 The copy is one MULTI/EXEC (``append.lua`` loaded first, inside it) after a WATCH on the new
 thread's keys: a write to `into` racing the restore makes it fail rather than mix two
 histories, and a client that dies before EXEC copies nothing. Every key the transaction writes
-carries the new thread's partition tag, so it stays in one hash slot. A very long thread holds
-the server for the time of its appends.
+carries the new thread's partition tag, so it stays in one hash slot; on Redis Cluster the
+transaction runs on the primary owning that slot, and the source is read through the cluster
+client, wherever its slot lives. A very long thread holds the server for the time of its
+appends.
 
     restore_thread(saver, "chat", at="2024-06-10T09:30:00Z", into="chat-before-the-bug")
 """
@@ -27,16 +29,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from redis import Redis
+from redis.cluster import RedisCluster
 from redis.exceptions import WatchError
 
 from projectors import PROJECTORS
-from streamsaver.errors import ConfigurationError, InvalidInputError
+from streamsaver.errors import InvalidInputError
 from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, from_fields
+from streamsaver.inspection import deployment_keyspace
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ThreadKeys, ViewName
-from streamsaver.replay import Replayer
 from streamsaver.saver.append import append_call, thread_id_of, view_of
 from streamsaver.saver.bounds import log_bound
 from streamsaver.saver.core import Command, enqueue
@@ -69,7 +72,7 @@ class RestoreReport:
 
 
 def restore_thread(
-    target: StreamSaver | Redis,
+    target: StreamSaver | Redis | RedisCluster,
     thread_id: str,
     *,
     at: str | int | datetime,
@@ -81,7 +84,7 @@ def restore_thread(
 
     Args:
         target: a `StreamSaver` (its client, deployment and projections are used), or a
-            ``redis.Redis`` (``decode_responses=False``) with `prefix`.
+            ``redis.Redis`` or ``RedisCluster`` (``decode_responses=False``) with `prefix`.
         thread_id: the source thread.
         at: the point in time (see `log_bound`).
         into: the new thread's id; it must hold nothing yet.
@@ -98,17 +101,19 @@ def restore_thread(
             up to `at`.
         ConfigurationError: nothing was ever set up under `prefix`.
         EventDecodeError: the source log holds an event this code cannot read.
-        redis.exceptions.RedisError: the server failed a command.
+        redis.exceptions.RedisError: the server failed a command (on a cluster, also when the
+            new thread's slot moved during the restore: nothing was copied then).
     """
     thread_id, into = _thread(thread_id), _thread(into)
     bound = log_bound(at)
     client, keyspace, default_views = _deployment(target, prefix)
-    with client.pipeline(transaction=True) as transaction:
+    new = keyspace.thread(into)
+    with _owner(client, new.log).pipeline(transaction=True) as transaction:
         pipe: Any = transaction
-        _claim(pipe, keyspace.thread(into), into)
+        _claim(pipe, new, into)
         source = keyspace.thread(thread_id)
-        views = _views(pipe, source.positions, projections, default_views)
-        events = [(entry_id, dataclasses.replace(e, thread_id=into)) for entry_id, e in _read(pipe, source.log, bound)]
+        views = _views(client, source.positions, projections, default_views)
+        events = [(entry_id, dataclasses.replace(e, thread_id=into)) for entry_id, e in _read(client, source.log, bound)]
         if not events:
             raise InvalidInputError(f"thread {thread_id!r} has no events up to {bound}")
         last_entry = _append_all(pipe, [append_call(event, keyspace, views) for _, event in events], into)
@@ -122,6 +127,15 @@ def restore_thread(
         last_entry=last_entry,
         views=views,
     )
+
+
+def _owner(client: Redis, key: str) -> Redis:
+    """The client of the server holding `key`: on Redis Cluster, the primary owning its slot
+    (a transaction with WATCH runs on one node)."""
+    if isinstance(client, RedisCluster):
+        owner: Any = client
+        return cast(Redis, owner.get_node_from_key(key).redis_connection)
+    return client
 
 
 def _claim(pipe: Any, new: ThreadKeys, into: str) -> None:
@@ -148,19 +162,21 @@ def _thread(thread_id: Any) -> str:
     return thread_id_of({"configurable": {"thread_id": thread_id}})
 
 
-def _deployment(target: StreamSaver | Redis, prefix: str) -> tuple[Redis, Keyspace, tuple[ViewName, ...] | None]:
-    """The client, keyspace and projections (None: not known) of the deployment `target` names."""
+def _deployment(
+    target: StreamSaver | Redis | RedisCluster, prefix: str
+) -> tuple[Redis, Keyspace, tuple[ViewName, ...] | None]:
+    """The client (a ``RedisCluster`` typed as the ``Redis`` whose commands it offers), keyspace
+    and projections (None: not known) of the deployment `target` names."""
     if isinstance(target, StreamSaver):
         if target.core.keyspace is None:
             target.setup()
-        if not isinstance(target.redis, Redis):
-            raise ConfigurationError("point-in-time restore runs on a single Redis server, not on Redis Cluster yet")
-        return target.redis, target.core.keys, target.core.projections
-    return target, Replayer.open(target, prefix).keyspace, None
+        return cast(Redis, target.redis), target.core.keys, target.core.projections
+    client = cast(Redis, target)
+    return client, deployment_keyspace(client, prefix), None
 
 
 def _views(
-    pipe: Any, positions: str, chosen: Sequence[str] | None, default: tuple[ViewName, ...] | None
+    client: Redis, positions: str, chosen: Sequence[str] | None, default: tuple[ViewName, ...] | None
 ) -> tuple[ViewName, ...]:
     if chosen is not None:
         views = tuple(dict.fromkeys(view_of(v) for v in chosen))
@@ -169,15 +185,16 @@ def _views(
         return views
     if default is not None:
         return default
-    recorded = {_text(v) for v in pipe.hkeys(positions)}
+    recorded = {_text(v) for v in client.hkeys(positions)}
     return tuple(view for view in PROJECTORS if view in recorded) or tuple(PROJECTORS)
 
 
-def _read(pipe: Any, log: str, bound: str, page: int = 1000) -> list[tuple[str, Event]]:
+def _read(client: Redis, log: str, bound: str, page: int = 1000) -> list[tuple[str, Event]]:
     """The events of `log` up to `bound` (inclusive), ``ThreadDeleted`` left out."""
     out: list[tuple[str, Event]] = []
     start = "-"
-    while entries := pipe.xrange(log, start, bound, count=page):
+    reader: Any = client  # redis-py types a reply as str | bytes; this client returns bytes
+    while entries := reader.xrange(log, start, bound, count=page):
         for raw_id, fields in entries:
             entry_id = _text(raw_id)
             event = from_fields(fields, entry_id)

@@ -28,7 +28,7 @@ from streamsaver.saver.setup import load_scripts, read_topology
 from streamsaver.scripts import TRIM
 from streamsaver.subscribe_options import Deliver, Options, SubscriberStats, check_group
 from streamsaver.topology import Step
-from streamsaver.worker_core import parse_pointer
+from streamsaver.worker_units import parse_pointer
 
 __all__ = ["Deliver", "Options", "SubscriberCore", "SubscriberStats", "check_group"]
 

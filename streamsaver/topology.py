@@ -11,7 +11,7 @@ What has no key, or must reach every primary, is a `Routed` step here:
   on a cluster a view's index is one index per primary, named with a hash tag that primary owns
   (`Keyspace.index(view, tag)`; the tag is the first ``{iK}`` whose slot the node owns, so every
   process derives the same names from the same slot map), and a cross-thread query is sent to
-  each of them (`index_targets`) and the pages are merged (`streamsaver.saver.reads`);
+  each of them (`index_targets`) and the pages are merged (`streamsaver.saver.listing`);
 * ``WAITAOF`` / ``WAIT`` after an append, and ``TIME`` beside a log read, go to the node of the
   thread's slot (`Routed` with one of the thread's keys), in the same pipeline: one round trip;
 * a script call goes to the node of its first key (`route`): a cluster pipeline would otherwise
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import redis
 import redis.asyncio
@@ -52,6 +52,7 @@ __all__ = [
     "by_node",
     "cluster_enabled",
     "command_key",
+    "connect",
     "enqueue",
     "execute",
     "index_targets",
@@ -256,6 +257,14 @@ def cluster_enabled(url: str) -> bool:
         return bool(int(client.info("cluster").get("cluster_enabled", 0)))
     finally:
         client.close()
+
+
+def connect(url: str, **options: Any) -> redis.Redis:
+    """A client for `url`: a ``RedisCluster`` (typed as the ``redis.Redis`` whose commands it
+    offers) when the server runs in cluster mode, else a ``redis.Redis``."""
+    if cluster_enabled(url):
+        return cast(redis.Redis, RedisCluster.from_url(url, **options))
+    return redis.Redis.from_url(url, **options)
 
 
 async def acluster_enabled(url: str) -> bool:

@@ -43,7 +43,8 @@ from typing import Any
 
 from streamsaver.driver import CoreRunner
 from streamsaver.topology import is_cluster
-from streamsaver.worker_core import WorkerCore, WorkerStats, default_name, group_name
+from streamsaver.worker_core import WorkerCore, default_name
+from streamsaver.worker_units import WorkerStats, group_name
 
 __all__ = ["ProjectorWorker", "WorkerStats", "group_name"]
 

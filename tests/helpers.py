@@ -65,7 +65,7 @@ def index_hits(client: Any, prefix: str, view: str, query: str) -> int:
     total = 0
     for node in node_clients(client):
         for name in node.execute_command("FT._LIST"):
-            if name.decode().startswith(f"{prefix}:{view}:idx:v2"):
+            if name.decode().startswith(f"{prefix}:{view}:idx:v3"):
                 found = node.execute_command("FT.SEARCH", name, query, "LIMIT", 0, 0)
                 total += int(found[0] if isinstance(found, list) else found[b"total_results"])
     return total

@@ -6,14 +6,13 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, cast
+from typing import Any
 
 import redis
-from redis.cluster import RedisCluster
 
 from streamsaver.errors import ConfigurationError
 from streamsaver.keys import DEFAULT_PREFIX
-from streamsaver.topology import cluster_enabled
+from streamsaver.topology import connect
 
 __all__ = ["common_options", "emit_json", "open_client"]
 
@@ -51,9 +50,7 @@ def open_client(args: argparse.Namespace) -> redis.Redis:
     """
     if not args.url:
         raise ConfigurationError("no server given: pass --url URL or set REDIS_URL")
-    if cluster_enabled(args.url):
-        return cast(redis.Redis, RedisCluster.from_url(args.url))
-    return redis.Redis.from_url(args.url)
+    return connect(args.url)
 
 
 def emit_json(document: Any) -> None:

@@ -32,6 +32,7 @@ from redis.asyncio.retry import Retry
 from redis.exceptions import NoScriptError, ResponseError
 
 from streamsaver.keys import DEFAULT_PREFIX
+from streamsaver.saver import setup
 from streamsaver.saver.core import (
     CONNECTION_RETRIES,
     Command,
@@ -171,7 +172,11 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         try:
             request = next(program)
             while True:
-                request = program.send(await self._send_raw(request))
+                if isinstance(request, setup.Pause):
+                    await asyncio.sleep(request.seconds)
+                    request = program.send(None)
+                else:
+                    request = program.send(await self._send_raw(request))
         except StopIteration:
             return
 
@@ -253,8 +258,16 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         await self._drive((await self._ready()).copy_program(source_thread_id, target_thread_id, until))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Remove the checkpoints and writes of `run_ids` from logs and views."""
-        await self._drive((await self._ready()).runs_program(run_ids))
+        """Remove the checkpoints and writes of `run_ids` from logs and views. On Redis Cluster,
+        when slots moved since `setup()`, it reads the slot map again, indexes anew and runs
+        again (what the first run deleted is not found twice)."""
+        try:
+            await self._drive((await self._ready()).runs_program(run_ids))
+        except ResponseError as exc:
+            if not self.core.index_moved(exc):
+                raise
+            await self._setup(wait_indexed=True)
+            await self._drive(self.core.runs_program(run_ids))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads, DeltaChannel-safe; see `streamsaver.saver.maintenance.prune`."""

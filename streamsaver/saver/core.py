@@ -10,7 +10,7 @@ import dataclasses
 import random
 import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -30,7 +30,7 @@ from redis.exceptions import NoScriptError
 
 from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
-from streamsaver.saver import append, history, maintenance, reads, setup, ttl
+from streamsaver.saver import append, history, listing, maintenance, reads, setup, ttl
 from streamsaver.saver import durability as durability_
 from streamsaver.scripts import ALL
 from streamsaver.topology import IndexTarget, Routed, Step, Topology, index_moved, index_targets
@@ -69,9 +69,11 @@ def enqueue(pipe: Any, commands: Sequence[Command]) -> None:
 LOAD_SCRIPTS: list[Command] = [["SCRIPT", "LOAD", s.source] for s in ALL]
 
 INDEXING_WAIT_S = 30.0
+INDEXING_POLL_S = 0.05
+"""The pause between two reads of the new indexes' state (`SaverCore.setup_program`)."""
 """How long a setup after moved slots waits for new indexes to index what their nodes hold."""
 
-SetupProgram = Generator[list[Step], list[Any], None]
+SetupProgram = Generator[list[Step] | setup.Pause, Any, None]
 """`setup()`: each yield is one round trip, answered with its raw replies (errors as values)."""
 
 CONNECTION_RETRIES = 3
@@ -101,6 +103,7 @@ class SaverCore:
     compression: str | None = "zstd"
     cluster: bool = False
     topology: Topology | None = None
+    window_hints: listing.WindowHints = field(default_factory=listing.WindowHints)
 
     @classmethod
     def configure(
@@ -158,8 +161,9 @@ class SaverCore:
     def setup_program(self, wait_indexed: bool = False) -> SetupProgram:
         """`setup()` (see `streamsaver.saver.setup`); on a cluster it first reads the slot map.
         With `wait_indexed`, it then polls the indexes it created until they have indexed the
-        documents already there (at most `INDEXING_WAIT_S`): after slots moved, new indexes
-        are made on nodes that hold documents.
+        documents already there (at most `INDEXING_WAIT_S`; between two polls it yields a
+        `setup.Pause` of `INDEXING_POLL_S`, which the driver sleeps): after slots moved, new
+        indexes are made on nodes that hold documents.
 
         Raises:
             MissingModuleError, ConfigurationError: see `setup.read_probe`, `setup.read_created`.
@@ -173,6 +177,7 @@ class SaverCore:
         infos = setup.index_infos(requests) if wait_indexed else []
         deadline = time.monotonic() + INDEXING_WAIT_S
         while infos and setup.still_indexing((yield infos)):
+            yield setup.Pause(INDEXING_POLL_S)  # not a busy loop of FT.INFO on the primaries
             if time.monotonic() > deadline:
                 # Reading on would miss whatever the new indexes have not reached yet.
                 raise ConfigurationError(
@@ -280,10 +285,11 @@ class SaverCore:
         filter: Mapping[str, Any] | None,
         before: RunnableConfig | None,
         limit: int | None,
-    ) -> reads.ListPager:
+    ) -> listing.ListPager:
         """The plan of a `list` call."""
-        return reads.ListPager.plan(
-            self.keys, self.view, self.serde, config, filter, before, limit, self.index_targets(self.view)
+        return listing.ListPager.plan(
+            self.keys, self.view, self.serde, config, filter, before, limit, self.index_targets(self.view),
+            self.window_hints,
         )
 
     def history_request(self, config: RunnableConfig, channels: Sequence[str]) -> Command | None:

@@ -11,6 +11,7 @@ Safe to run on every start and from many processes at once.
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from redis.exceptions import ResponseError
@@ -23,8 +24,17 @@ from streamsaver.scripts import ALL, Script
 from streamsaver.topology import Routed, Step, Topology, index_targets
 
 __all__ = [
-    "create_requests", "index_infos", "index_names", "list_indexes", "load_scripts", "probe_request", "read_created",
-    "read_probe", "read_topology", "still_indexing",
+    "Pause",
+    "create_requests",
+    "index_infos",
+    "index_names",
+    "list_indexes",
+    "load_scripts",
+    "probe_request",
+    "read_created",
+    "read_probe",
+    "read_topology",
+    "still_indexing",
 ]
 
 Command = list[str | bytes | int]
@@ -121,6 +131,13 @@ def create_requests(
         if target.name not in existing[node]
     ]
     return creates + load_scripts(topology)
+
+
+@dataclass(frozen=True)
+class Pause:
+    """A step of the setup program: sleep `seconds`, then send it None."""
+
+    seconds: float
 
 
 def index_infos(requests: Sequence[Step]) -> list[Step]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -25,6 +26,7 @@ from redis.exceptions import NoScriptError, ResponseError
 from redis.retry import Retry
 
 from streamsaver.keys import DEFAULT_PREFIX
+from streamsaver.saver import setup
 from streamsaver.saver.core import (
     CONNECTION_RETRIES,
     LOAD_SCRIPTS,
@@ -181,7 +183,11 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         try:
             request = next(program)
             while True:
-                request = program.send(self._send_raw(request))
+                if isinstance(request, setup.Pause):
+                    time.sleep(request.seconds)
+                    request = program.send(None)
+                else:
+                    request = program.send(self._send_raw(request))
         except StopIteration:
             return
 
@@ -260,8 +266,16 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         self._drive(self._ready().copy_program(source_thread_id, target_thread_id, until))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Remove the checkpoints and writes of `run_ids` from logs and views."""
-        self._drive(self._ready().runs_program(run_ids))
+        """Remove the checkpoints and writes of `run_ids` from logs and views. On Redis Cluster,
+        when slots moved since `setup()`, it reads the slot map again, indexes anew and runs
+        again (what the first run deleted is not found twice)."""
+        try:
+            self._drive(self._ready().runs_program(run_ids))
+        except ResponseError as exc:
+            if not self.core.index_moved(exc):
+                raise
+            self._setup(wait_indexed=True)
+            self._drive(self.core.runs_program(run_ids))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads, DeltaChannel-safe; see `streamsaver.saver.maintenance.prune`."""

@@ -1,6 +1,7 @@
 """The server-side scripts, loaded once from their ``.lua`` files.
 
-Each script is its ``.lua`` file with ``_lib.lua`` spliced in after the shebang line. `Script`
+Each script is its ``.lua`` file with ``_lib.lua`` spliced in after the shebang line (but
+``list_window.lua``, which needs none of it). `Script`
 knows its SHA1, so a call is one EVALSHA; on NOSCRIPT (a restarted or flushed server) it loads
 the source and calls again. `enqueue` puts a call on a non-transactional pipeline, which queues
 synchronously in both redis-py clients, so one helper serves the sync and the async saver.
@@ -15,7 +16,7 @@ from functools import cached_property
 from importlib import resources
 from typing import Any
 
-__all__ = ["ALL", "APPEND", "APPLY", "READ_FULL", "READ_HISTORY", "READ_SHALLOW", "REWRITE", "SWAP", "TRIM", "TTL",
+__all__ = ["ALL", "APPEND", "APPLY", "LIST_WINDOW", "READ_FULL", "READ_HISTORY", "READ_SHALLOW", "REWRITE", "SWAP", "TRIM", "TTL",
            "Script"]
 
 Arg = str | bytes | int
@@ -41,6 +42,12 @@ class Script:
     def load(cls, name: str) -> Script:
         """The script in ``<name>.lua``."""
         return cls(name, _source(name))
+
+    @classmethod
+    def alone(cls, name: str) -> Script:
+        """The script in ``<name>.lua`` without the shared prelude (a script that needs none
+        is spared evaluating it on every call)."""
+        return cls(name, _read(f"{name}.lua"))
 
     @classmethod
     def with_library(cls, name: str, body: str, shebang: str = "#!lua") -> Script:
@@ -69,5 +76,6 @@ SWAP = Script.load("swap")
 TRIM = Script.load("trim")
 REWRITE = Script.load("rewrite")
 READ_HISTORY = Script.load("read_history")
+LIST_WINDOW = Script.alone("list_window")
 TTL = Script.load("ttl")
-ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY, TTL)
+ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY, TTL, LIST_WINDOW)

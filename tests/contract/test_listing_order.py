@@ -1,6 +1,8 @@
 """A listing across threads returns exactly the matches, newest checkpoint id first, whatever the
-ids (many sharing long prefixes, some with bytes outside uuid spelling), with `limit` and
-`before`, on one server and merged from every primary of a cluster."""
+ids: also when many ids share their first characters (they tie on the order key by which the
+listing narrows the matches to the newest; see `list_window.lua`), and for ids of other
+alphabets, across pages (130 matches are two pages), with `limit` and `before`, when a filter
+matches nothing, on one server and merged from every primary of a cluster."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 import pytest
 from helpers import VARIANT_IDS, VARIANTS, SaverAdapter, config, new_checkpoint, open_adapter
 
-TIED = "1f1e7380-c3e"
+TIED = "1f1e7380-c3e"  # 12 characters: ids that start with it share one order key
 NEXT = "1f1e7380-c3f"
 ODD = ["1f1e7380-c3e:9", "1f1e7380-c3e.1", "1f1e7380-c3", "1f1e7380-c3e", "zz-top", "A0", "1f1e7380-c3e-0"]
 
@@ -49,11 +51,12 @@ async def test_ids_sharing_prefixes_list_in_exact_order_with_filters_limits_and_
         ({"all": True}, newest_first),
         ({"group": 0}, [c for c in newest_first if made[c] == 0]),
         ({"group": 2}, [c for c in newest_first if made[c] == 2]),
+        ({"group": 7}, []),
     ]:
         assert _ids(await saver.list(None, filter=wanted)) == matching
         for limit in (1, 7, 45):
             assert _ids(await saver.list(None, filter=wanted, limit=limit)) == matching[:limit]
-        for before in [matching[3], matching[len(matching) // 2], matching[-1], TIED, "1f1e7380-c3e:9", "zz"]:
+        for before in [newest_first[3], newest_first[len(newest_first) // 2], newest_first[-1], TIED, "1f1e7380-c3e:9", "zz"]:
             older = [c for c in matching if c < before]
             got = await saver.list(None, filter=wanted, before={"configurable": {"checkpoint_id": before}})
             assert _ids(got) == older, (wanted, before)

@@ -106,3 +106,26 @@ def test_documents_from_before_index_schema_v2_ask_for_a_replay_which_cures_them
     assert sorted(t.config["configurable"]["thread_id"] for t in saver.list(None)) == ["t0", "t1", "t2"]
     saver.delete_for_runs(["run-1"])
     assert saver.get_tuple(config("t2")) is None and saver.get_tuple(config("t1")) is not None
+
+
+def test_documents_from_before_index_schema_v3_ask_for_a_replay_which_cures_them(
+    client: redis.Redis, prefix: str
+) -> None:
+    """The upgrade runbook (docs/operations.md): a document without ``ck``, as schema v2 wrote
+    them, would fall outside every window a listing across threads sorts; the listing refuses
+    with a clear error instead of leaving it out, and a shadow rebuild cures it."""
+    saver = StreamSaver(client, prefix=prefix)
+    saver.setup()
+    for i in range(3):
+        checkpoint, versions = new_checkpoint({"i": i})
+        saver.put(config(f"t{i}"), checkpoint, {"i": i}, versions)
+    old = next(iter(client.scan_iter(match=f"{prefix}:full:cp:*")))
+    client.execute_command("JSON.DEL", old, "$.ck")
+    with pytest.raises(ConfigurationError, match="schema v3.*streamsaver replay"):
+        list(saver.list(None))
+    assert len(list(saver.list(None, filter={"i": 9}))) == 0  # only matches without `ck` count
+    assert len(list(saver.list(config("t1")))) == 1  # one thread's listing does not use windows
+
+    ShadowRebuild.open(client, prefix).run(["full", "shallow"])
+
+    assert sorted(t.config["configurable"]["thread_id"] for t in saver.list(None)) == ["t0", "t1", "t2"]

@@ -31,10 +31,15 @@ from test_worker import history, play, reads, shallow_reader, view_state, writer
 from streamsaver import AsyncStreamSaver, StreamSaver
 from streamsaver.cli import main
 from streamsaver.embedded_cluster import EmbeddedCluster
+from streamsaver.errors import InvalidInputError
 from streamsaver.feed_event import FeedEvent
 from streamsaver.inspection import deployment_stats
 from streamsaver.replay import Replayer
+from streamsaver.replay_jobs import replay_in_jobs
+from streamsaver.restore import restore_thread
+from streamsaver.shadow import ShadowRebuild
 from streamsaver.subscribe import Subscriber
+from streamsaver.topology import node_name
 from streamsaver.transfer import export_logs, import_logs
 from streamsaver.verify import verify
 from streamsaver.worker import ProjectorWorker
@@ -162,6 +167,45 @@ def test_the_command_line_opens_a_cluster_client_for_a_cluster_url(
     assert main(["stats", "--url", cluster_url, "--prefix", prefix, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["threads"] == THREADS
     assert main(["verify", "--url", cluster_url, "--prefix", prefix]) == 0
+
+
+def _tuples(saver: StreamSaver, thread_id: str) -> list[tuple[Any, ...]]:
+    """A thread's history as comparable facts, its thread id left out (a copy carries another)."""
+    return [
+        (t.config["configurable"]["checkpoint_id"], t.checkpoint, t.metadata, t.pending_writes)
+        for t in saver.list(config(thread_id))
+    ]
+
+
+def test_a_thread_restored_on_a_cluster_lands_on_its_own_primary_as_it_was_then(
+    cluster_client: RedisCluster, cluster_url: str, prefix: str
+) -> None:
+    saver = StreamSaver(cluster_client, prefix=prefix)
+    saver.setup()
+    checkpoint, versions, then, state = None, {}, "", []
+    for step in range(3):
+        checkpoint, versions = new_checkpoint({"step": step}, checkpoint)
+        saved = saver.put(config("source"), checkpoint, {"step": step}, versions)
+        saver.put_writes(saved, [("step", step + 10)], f"task-{step}")
+        if step == 1:
+            [(entry, _)] = cluster_client.xrevrange(saver.core.keys.thread("source").log, count=1)
+            then, state = entry.decode(), _tuples(saver, "source")
+    source_node = node_name(cluster_client, saver.core.keys.thread("source").log)
+    elsewhere = [
+        thread
+        for thread in (f"copy-{i}" for i in range(200))
+        if node_name(cluster_client, saver.core.keys.thread(thread).log) != source_node
+    ]
+
+    report = restore_thread(saver, "source", at=then, into=elsewhere[0])
+    assert main(["restore", "source", "--at", then, "--into", elsewhere[1], "--url", cluster_url, "--prefix", prefix]) == 0
+
+    assert report.checkpoints == 2 and report.last_source_entry == then
+    assert _tuples(saver, elsewhere[0]) == state == _tuples(saver, elsewhere[1])
+    assert len(_tuples(saver, "source")) == 3
+    with pytest.raises(InvalidInputError, match="already exists"):
+        restore_thread(cluster_client, "source", at=then, into=elsewhere[0], prefix=prefix)
+    assert verify(cluster_client, prefix).matches
 
 
 def test_the_projector_worker_builds_a_view_on_a_cluster_as_an_inline_projection_would(
@@ -381,3 +425,49 @@ async def test_the_durability_wait_follows_an_append_the_cluster_redirected(kind
         finally:
             client.close()
             await aclient.aclose()
+
+
+def test_a_parallel_replay_and_a_shadow_rebuild_on_a_cluster_give_the_live_views_back(
+    filled: tuple[StreamSaver, list[str]], cluster_client: RedisCluster, cluster_url: str, prefix: str
+) -> None:
+    before = snapshot(cluster_client, prefix)
+
+    stats = replay_in_jobs(cluster_url, prefix, ["full", "shallow"], jobs=2)
+    assert stats.threads == THREADS
+    assert snapshot(cluster_client, prefix) == before
+
+    ShadowRebuild.open(cluster_client, prefix).run(["full", "shallow"])
+    assert snapshot(cluster_client, prefix) == before
+    assert [t.config["configurable"]["checkpoint_id"] for t in filled[0].list(None)] == filled[1]
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_delete_for_runs_goes_on_when_the_slot_of_an_index_moved(
+    cluster_client: RedisCluster, embedded_cluster: EmbeddedCluster, cluster_url: str, prefix: str, kind: str
+) -> None:
+    writer = StreamSaver(cluster_client, prefix=prefix)
+    writer.setup()
+    for i in range(30):
+        checkpoint, versions = new_checkpoint({"i": i})
+        writer.put(config(f"t{i}"), checkpoint, {"run_id": f"run-{i % 2}"}, versions)
+    aclient = AsyncRedisCluster.from_url(cluster_url)
+    saver: StreamSaver | AsyncStreamSaver = writer if kind == "sync" else AsyncStreamSaver(aclient, prefix=prefix)
+    if isinstance(saver, AsyncStreamSaver):
+        await saver.setup()
+    assert saver.core.topology is not None
+    shards = saver.core.topology.shards
+    moved = min(shards, key=lambda shard: int(shard.tag[2:-1]))
+    to = next(shard for shard in shards if shard != moved)
+
+    _move_slot(embedded_cluster, key_slot(moved.tag.encode()), to.node)
+    try:
+        if isinstance(saver, AsyncStreamSaver):
+            await saver.adelete_for_runs(["run-0"])
+        else:
+            saver.delete_for_runs(["run-0"])
+        left = [t.metadata["run_id"] for t in writer.list(None)]
+    finally:
+        _move_slot(embedded_cluster, key_slot(moved.tag.encode()), moved.node)
+        await aclient.aclose()
+
+    assert left == ["run-1"] * 15

@@ -47,7 +47,9 @@ def _key(kind: str, *rest: str) -> str:
 def _doc(refs: list[str]) -> dict[str, object]:
     return {
         "thread_id": "t", "checkpoint_ns": "ns", "checkpoint_id": "c2", "parent_checkpoint_id": "c1",
-        "th": tag("t"), "nh": tag("ns"), "tk": "t", "nk": "ns", "ph": tag("c1"),
+        "th": tag("t"), "nh": tag("ns"), "tk": "t", "nk": "ns",
+        # order_key("c2"): "c" and "2" are digits 14 and 4 of base 19, then 10 zero digits
+        "ck": (14 * 19 + 4) * 19**10, "ph": tag("c1"),
         "mt": metadata_tags(sorted(SAVED.metadata.items())),
         "metadata": dict(SAVED.metadata), "refs": refs, "source": "loop", "step": 1, "rh": tag("r"),
     }

@@ -10,9 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from streamsaver.codec import order_key
 from streamsaver.errors import InvalidInputError
 from streamsaver.keys import Keyspace
-from streamsaver.saver.reads import ListPager
+from streamsaver.saver.listing import ListPager
+from streamsaver.scripts import LIST_WINDOW
 
 QUERY = re.compile(r"^(\*|@(th|nh|mt):\{[0-9a-f]+\}( @(th|nh|mt):\{[0-9a-f]+\})*)$")
 SAFE_BEFORE = re.compile(r"^[A-Za-z0-9._:-]*$")
@@ -39,6 +41,15 @@ def test_list_queries_hold_only_digests(thread: str | None, ns: str | None, filt
             continue
         assert request is not None
         command = request[0]
+        if command[0] == "EVALSHA" and command[1] == LIST_WINDOW.sha:
+            # across threads: list_window.lua builds its queries from the query, the `before`
+            # id and numbers (its order key, offset, size, window)
+            _, _, _, _, query, before_arg, before_key, *numbers = command
+            assert QUERY.match(str(query)), query
+            assert before_arg == (before or "") and SAFE_BEFORE.match(str(before_arg))
+            assert before_key == (order_key(before) if before else "")
+            assert all(isinstance(n, int) for n in numbers)
+            continue
         if command[0] != "FT.AGGREGATE":
             continue  # the id walk of one thread: a script call, no query
         assert QUERY.match(str(command[2])), command[2]

@@ -13,7 +13,7 @@ from redis.crc import key_slot
 from streamsaver.errors import ConfigurationError
 from streamsaver.keys import Keyspace
 from streamsaver.saver.core import SaverCore
-from streamsaver.saver.reads import ListPager
+from streamsaver.saver.listing import FIRST_WIDTH, ListPager, WindowHints
 from streamsaver.topology import IndexTarget, Routed, Topology, command_key, index_targets
 
 SLOTS_OF_THREE = [
@@ -60,10 +60,10 @@ def test_indexes_are_one_per_primary_on_a_cluster_and_one_on_a_server() -> None:
     keyspace = Keyspace("p")
     topology = Topology.from_slots(SLOTS_OF_THREE)
 
-    assert index_targets(keyspace, "full", None) == (IndexTarget("p:full:idx:v2"),)
+    assert index_targets(keyspace, "full", None) == (IndexTarget("p:full:idx:v3"),)
     targets = index_targets(keyspace, "full", topology)
     # the node's id in the name: a tag that moves to another node names no index there
-    assert [t.name for t in targets] == [f"p:full:idx:v2:{s.tag}:{s.node_id}" for s in topology.shards]
+    assert [t.name for t in targets] == [f"p:full:idx:v3:{s.tag}:{s.node_id}" for s in topology.shards]
     assert [s.node_id for s in topology.shards] == ["a", "b", "c"]
     assert targets[0].query(["FT._LIST"]) == Routed(topology.shards[0].tag, ["FT._LIST"])
 
@@ -83,6 +83,11 @@ def _row(cid: str, thread: str) -> list[Any]:
     return [b"checkpoint_id", cid.encode(), b"tk", thread.encode(), b"nk", b""]
 
 
+def _windows(*replies: list[Any]) -> list[list[Any]]:
+    """The replies of ``list_window.lua`` calls holding these FT.AGGREGATE replies."""
+    return [[361, reply] for reply in replies]
+
+
 def _pager(indexes: int, limit: int | None = None) -> ListPager:
     targets = [IndexTarget(f"i{n}", f"{{i{n}}}") for n in range(indexes)]
     return ListPager.plan(Keyspace("p"), "full", JsonPlusSerializer(), None, None, None, limit, targets)
@@ -93,7 +98,7 @@ def test_pages_of_several_indexes_merge_newest_first() -> None:
     queries = pager.next_request()
     assert queries is not None and [q.key for q in queries] == ["{i0}", "{i1}", "{i2}"]  # type: ignore[union-attr]
 
-    pager.feed([[2, _row("c9", "a"), _row("c5", "a")], [1, _row("c7", "b")], [3, _row("c8", "c"), _row("c6", "c"), _row("c1", "c")]])
+    pager.feed(_windows([2, _row("c9", "a"), _row("c5", "a")], [1, _row("c7", "b")], [3, _row("c8", "c"), _row("c6", "c"), _row("c1", "c")]))
 
     assert [cid for _, _, cid in pager._found] == ["c9", "c8", "c7", "c6"]
 
@@ -102,7 +107,7 @@ def test_an_index_is_asked_again_only_when_its_rows_ran_out() -> None:
     pager = _pager(2, limit=3)
     pager.next_request()
     # index 0 returned a full page (3 rows: it may hold more), index 1 fewer (it is exhausted)
-    pager.feed([[9, _row("c9", "a"), _row("c8", "a"), _row("c7", "a")], [1, _row("c1", "b")]])
+    pager.feed(_windows([9, _row("c9", "a"), _row("c8", "a"), _row("c7", "a")], [1, _row("c1", "b")]))
     assert [cid for _, _, cid in pager._found] == ["c9", "c8", "c7"]
 
     pager._found = []  # as if the fetch was read
@@ -110,7 +115,8 @@ def test_an_index_is_asked_again_only_when_its_rows_ran_out() -> None:
     again = pager.next_request()
 
     assert again is not None and [q.key for q in again] == ["{i0}"]  # type: ignore[union-attr]
-    assert "LIMIT" in again[0].command and again[0].command[again[0].command.index("LIMIT") + 1] == 3  # type: ignore[union-attr]
+    # the script's offset and page size (list_window.lua ARGV[4], ARGV[5])
+    assert again[0].command[3 + 1 + 3 : 3 + 1 + 5] == [3, 3]  # type: ignore[union-attr]
 
 
 def test_a_row_of_a_document_from_before_schema_v2_asks_for_a_replay() -> None:
@@ -118,14 +124,14 @@ def test_a_row_of_a_document_from_before_schema_v2_asks_for_a_replay() -> None:
     pager.next_request()
 
     with pytest.raises(ConfigurationError, match="streamsaver replay"):
-        pager.feed([[1, [b"checkpoint_id", b"c1"]]])
+        pager.feed(_windows([1, [b"checkpoint_id", b"c1"]]))
 
 
 def test_an_index_that_may_hold_more_stops_the_merge_when_its_rows_run_out() -> None:
     pager = _pager(2, limit=4)
     pager.next_request()
     # index 0 returns a full page (it may hold more), index 1 fewer (it is done)
-    pager.feed([[9, _row("c9", "a"), _row("c7", "a"), _row("c5", "a"), _row("c3", "a")], [2, _row("c8", "b"), _row("c1", "b")]])
+    pager.feed(_windows([9, _row("c9", "a"), _row("c7", "a"), _row("c5", "a"), _row("c3", "a")], [2, _row("c8", "b"), _row("c1", "b")]))
     assert [cid for _, _, cid in pager._found] == ["c9", "c8", "c7", "c5"]
 
     pager._found, pager._emitted = [], 0  # as if the page was fetched; the next page of 4
@@ -135,7 +141,7 @@ def test_an_index_that_may_hold_more_stops_the_merge_when_its_rows_run_out() -> 
     pager._found, pager._emitted = [], 0
     again = pager.next_request()
     assert again is not None and [q.key for q in again] == ["{i0}"]  # type: ignore[union-attr]
-    pager.feed([[2, _row("c2", "a"), _row("c0", "a")]])
+    pager.feed(_windows([2, _row("c2", "a"), _row("c0", "a")]))
     assert [cid for _, _, cid in pager._found] == ["c2", "c1", "c0"]
 
 
@@ -143,5 +149,45 @@ def test_equal_ids_from_several_indexes_merge_in_one_index_order() -> None:
     pager = _pager(3, limit=10)
     pager.next_request()
     # a copied thread keeps its source's ids: the same id in three threads on three primaries
-    pager.feed([[1, _row("c5", "t2")], [1, _row("c5", "t0")], [2, _row("c5", "t1"), _row("c4", "t9")]])
+    pager.feed(_windows([1, _row("c5", "t2")], [1, _row("c5", "t0")], [2, _row("c5", "t1"), _row("c4", "t9")]))
     assert [(t, cid) for t, _, cid in pager._found] == [("t0", "c5"), ("t1", "c5"), ("t2", "c5"), ("t9", "c4")]
+
+
+def test_a_match_without_an_order_key_asks_for_a_replay() -> None:
+    pager = _pager(1)
+    pager.next_request()
+
+    with pytest.raises(ConfigurationError, match="before index schema v3.*streamsaver replay"):
+        pager.feed([[b"missing"]])
+
+
+def test_an_index_is_asked_again_from_the_window_its_last_page_needed() -> None:
+    pager = _pager(2, limit=3)
+    first = pager.next_request()
+    assert first is not None and [q.command[-2] for q in first] == [FIRST_WIDTH, FIRST_WIDTH]  # type: ignore[union-attr]
+    pager.feed([[5000, [9, _row("c9", "a"), _row("c8", "a"), _row("c7", "a")]], [2**53, [1, _row("c1", "b")]]])
+    pager._found, pager._emitted = [], 0
+
+    again = pager.next_request()
+
+    assert again is not None and [q.key for q in again] == ["{i0}"]  # type: ignore[union-attr]
+    assert again[0].command[-2] == 5000  # type: ignore[union-attr]
+
+
+def test_a_listing_starts_from_the_window_the_last_listing_of_its_query_needed() -> None:
+    hints = WindowHints()
+    targets = [IndexTarget("i0", "{i0}")]
+
+    def plan(before: str | None = None) -> ListPager:
+        config = {"configurable": {"checkpoint_id": before}} if before else None
+        return ListPager.plan(Keyspace("p"), "full", JsonPlusSerializer(), None, {"k": 1}, config, 3, targets, hints)  # type: ignore[arg-type]
+
+    first = plan()
+    first.next_request()
+    first.feed([[500, [1, _row("c9", "a")]]])
+    second = plan()
+    [query] = second.next_request() or []
+
+    assert query.command[-2] == max(second.top - (first.top - 500), 1)  # type: ignore[union-attr]
+    [bounded] = plan("c5").next_request() or []
+    assert bounded.command[-2] == FIRST_WIDTH  # type: ignore[union-attr]  # `before` sets its own top

@@ -1,0 +1,351 @@
+"""The plan of a `list` call, without I/O: `ListPager` (see its docstring).
+
+For one thread and namespace of the full view, with no metadata filter, it walks the id index
+with one script call per page (`streamsaver.saver.reads.read_page`). Otherwise each page is one
+index query and one pipelined fetch of the checkpoints it found; across threads the index query
+is ``list_window.lua``, which sorts only a window of the newest matches.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.base.id import uuid6
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from streamsaver.codec import canonical_json, escape, metadata_tags, order_key, tag, unescape
+from streamsaver.errors import ConfigurationError, InvalidInputError
+from streamsaver.keys import Keyspace, ViewName
+from streamsaver.saver.append import namespace_of, thread_id_of
+from streamsaver.saver.reads import Request, decode_rows, read_one, read_page
+from streamsaver.scripts import LIST_WINDOW
+from streamsaver.topology import IndexTarget
+
+__all__ = ["FIRST_WIDTH", "PAGE", "SORT_ALL_BELOW", "WHOLE", "ListPager", "WindowHints"]
+
+Command = list[str | bytes | int]
+Row = tuple[str, str, str]
+PAGE = 100
+FIRST_WIDTH = 19**2
+"""The first window of a listing across threads, in order-key units: uuid6 ids of the last ~2 s
+(see `streamsaver.codec.order_key`); a window grows eightfold while it holds too few matches."""
+SORT_ALL_BELOW = 1024
+"""Below this many matches a listing across threads sorts them all: that costs (~0.3 us a match)
+about what a first search for a window does (up to ~10 counts of 20-60 us)."""
+_SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]*$")
+
+
+def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    return all(k in metadata and canonical_json(metadata[k]) == canonical_json(v) for k, v in wanted.items())
+
+
+def _search_rows(reply: Any) -> list[Row]:
+    """``(thread_id, checkpoint_ns, checkpoint_id)`` of each FT.AGGREGATE row (RESP2 or RESP3).
+
+    Raises:
+        ConfigurationError: a row of a document from before schema v2 (the views need a replay).
+    """
+    if isinstance(reply, dict):
+        results = reply.get(b"results", reply.get("results")) or []
+        rows = [r.get(b"extra_attributes", r.get("extra_attributes")) or {} for r in results]
+        items = [{_text(k): v for k, v in row.items()} for row in rows]
+    else:
+        items = [{_text(row[i]): row[i + 1] for i in range(0, len(row), 2)} for row in reply[1:]]
+    if any("tk" not in i for i in items):
+        raise ConfigurationError(
+            "the view holds checkpoint documents written before index schema v2 (no `tk`): "
+            "rebuild the views once with `streamsaver replay` (see docs/operations.md)"
+        )
+    return [(unescape(_text(i["tk"])), unescape(_text(i.get("nk", b""))), _text(i["checkpoint_id"])) for i in items]
+
+
+def _window_rows(reply: Any) -> tuple[int, list[Row]]:
+    """The width of the window a ``list_window.lua`` reply used, and its rows.
+
+    Raises:
+        ConfigurationError: a match has no ``ck`` (written before index schema v3).
+    """
+    if reply and _text(reply[0]) == "missing":
+        raise ConfigurationError(
+            "the view holds checkpoint documents written before index schema v3 (no `ck`): "
+            "rebuild the views once with `streamsaver replay` (see docs/operations.md)"
+        )
+    return int(reply[0]), _search_rows(reply[1])
+
+
+WHOLE = 2**53
+"""The width ``list_window.lua`` reports when its window was the whole index."""
+
+
+class WindowHints:
+    """Per index and query, the lowest order key of the window that the last listing of that
+    query across threads needed for its first page: where the next one starts looking. Only a
+    hint (any value lists correctly); a listing that finds new matches narrows it again. Kept
+    per saver, at most `size` queries (then forgotten at once)."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self._lows: dict[tuple[str, str], int] = {}
+        self._size = size
+
+    def get(self, index: str, query: str) -> int | None:
+        """The low end remembered for `query` on `index`, if any."""
+        return self._lows.get((index, query))
+
+    def put(self, index: str, query: str, low: int) -> None:
+        """Remember the low end of the window a first page of `query` on `index` needed."""
+        if len(self._lows) >= self._size:
+            self._lows.clear()
+        self._lows[(index, query)] = low
+
+
+def _newest_guess() -> int:
+    """The order key of an id LangGraph would make now: where a listing's first window hangs
+    from when no `before` bounds it. Only a guess: ids of any form list correctly, and ids that
+    do not follow the clock only cost more counts to find their window."""
+    return order_key(str(uuid6()))
+
+
+def _identity(t: CheckpointTuple) -> Row:
+    c = t.config["configurable"]
+    return (c["thread_id"], c.get("checkpoint_ns", ""), c["checkpoint_id"])
+
+
+def _tie_order(row: Row) -> tuple[str, str]:
+    """Among rows of one checkpoint id, the order an index sorts them in (``@tk ASC @nk ASC``:
+    thread and namespace as keys spell them), so rows merged from several indexes order as one
+    index would order them (a copied thread keeps its source's ids)."""
+    thread_id, ns, _ = row
+    return escape(thread_id), escape(ns)
+
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+
+@dataclass
+class ListPager:
+    """Plans one `list` call. Use: ``while (req := pager.next_request()) is not None:
+    tuples = pager.feed(send(req))``.
+
+    For one thread and namespace of the full view, with no metadata filter, it walks the id
+    index newest first (one script call per page). Otherwise each page is one index query and
+    one pipelined fetch of the checkpoints it found. Metadata matches are re-checked exactly.
+
+    Across threads, an index query is one ``list_window.lua`` call: it sorts only the newest
+    matches, a window of ``ck`` (`order_key` of the id) holding the offset and the page, found
+    by capped counts in the same call, so the cost follows the page, not the matches.
+
+    On Redis Cluster a view has one index per primary (`targets`): the query goes to each in the
+    same pipelined round trip, each with its own offset, and the rows are merged newest
+    checkpoint id first; a row is taken only while every index that may hold more has rows
+    buffered, so the merge equals one index's order. A single server is the one-target case.
+    """
+
+    keyspace: Keyspace
+    view: ViewName
+    serde: SerializerProtocol
+    thread_id: str | None
+    checkpoint_ns: str | None
+    filter: Mapping[str, Any]
+    before: str
+    limit: int | None
+    targets: tuple[IndexTarget, ...]
+    cursor: str = ""
+    top: int = 0
+    hints: WindowHints | None = None
+    _widths: list[int] = field(default_factory=list)
+    _emitted: int = 0
+    _offsets: list[int] = field(default_factory=list)
+    _buffers: list[list[Row]] = field(default_factory=list)
+    _exhausted: list[bool] = field(default_factory=list)
+    _asked: list[int] = field(default_factory=list)
+    _done: bool = False
+    _found: list[Row] = field(default_factory=list)
+    _last: str = ""
+    _returned: set[Row] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        n = len(self.targets)
+        self._offsets, self._buffers, self._exhausted = [0] * n, [[] for _ in range(n)], [False] * n
+        self._widths = [FIRST_WIDTH] * n
+        if self.hints is not None and self._across and not self.before:
+            lows = [self.hints.get(target.name, self._query()) for target in self.targets]
+            self._widths = [FIRST_WIDTH if low is None else max(self.top - low, 1) for low in lows]
+
+    @classmethod
+    def plan(
+        cls,
+        keyspace: Keyspace,
+        view: ViewName,
+        serde: SerializerProtocol,
+        config: RunnableConfig | None,
+        filter: Mapping[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+        targets: Sequence[IndexTarget] | None = None,
+        hints: WindowHints | None = None,
+    ) -> ListPager:
+        """Validate the arguments of `list` and plan it (`targets`: the view's indexes, by
+        default the one index of a single server).
+
+        Raises:
+            InvalidInputError: a config without a thread id, a negative limit, or a filter
+                that is not JSON.
+        """
+        if limit is not None and limit < 0:
+            raise InvalidInputError(f"limit must be >= 0, not {limit}")
+        try:
+            metadata_tags(sorted((filter or {}).items()))
+        except TypeError as exc:
+            raise InvalidInputError(f"a filter must map metadata keys to JSON values: {exc}") from exc
+        thread_id = thread_id_of(config) if config else None
+        has_ns = config is not None and config["configurable"].get("checkpoint_ns") is not None
+        ns = namespace_of(config) if config is not None and has_ns else None
+        before_id = str(((before or {}).get("configurable") or {}).get("checkpoint_id") or "")
+        indexes = tuple(targets) if targets else (IndexTarget(keyspace.index(view)),)
+        return cls(keyspace, view, serde, thread_id, ns, dict(filter or {}), before_id, limit, indexes, before_id,
+                   _newest_guess(), hints)
+
+    @property
+    def _want(self) -> int:
+        left = PAGE if self.limit is None else min(PAGE, self.limit - self._emitted)
+        return max(left, 0)
+
+    @property
+    def _walks_ids(self) -> bool:
+        return self.view == "full" and not self.filter and self.thread_id is not None and self.checkpoint_ns is not None
+
+    def next_request(self) -> Request | None:
+        """The next round trip to make, or None when the listing is complete."""
+        if self._found:
+            return [read_one(self.keyspace, self.view, *row) for row in self._found]
+        if self._done or self._want == 0:
+            return None
+        if self._walks_ids:
+            assert self.thread_id is not None and self.checkpoint_ns is not None
+            return [read_page(self.keyspace, self.thread_id, self.checkpoint_ns, self.cursor, self._want)]
+        self._asked = [n for n, buffer in enumerate(self._buffers) if not buffer and not self._exhausted[n]]
+        if self._asked:
+            return [self.targets[n].query(self._search(n)) for n in self._asked]
+        self._found = self._merge()
+        if not self._found:
+            self._done = True
+            return None
+        return [read_one(self.keyspace, self.view, *row) for row in self._found]
+
+    @property
+    def _across(self) -> bool:
+        return self.thread_id is None
+
+    def _remember(self, n: int) -> None:
+        if self.hints is not None and not self.before and self._offsets[n] == 0:
+            width = self._widths[n]
+            self.hints.put(self.targets[n].name, self._query(), 0 if width >= WHOLE else self.top - width)
+
+    def _query(self) -> str:
+        parts = []
+        if self.thread_id is not None:
+            parts.append(f"@th:{{{tag(self.thread_id)}}}")
+        if self.checkpoint_ns is not None:
+            parts.append(f"@nh:{{{tag(self.checkpoint_ns)}}}")
+        parts += [f"@mt:{{{t}}}" for t in metadata_tags(sorted(self.filter.items()))]
+        return " ".join(parts) or "*"
+
+    def _checked_before(self) -> str:
+        if not _SAFE_ID.match(self.before):
+            raise InvalidInputError(
+                f"before={self.before!r}: listing across namespaces or threads compares ids in "
+                "the index, which takes ids of [A-Za-z0-9._:-] only"
+            )
+        return self.before
+
+    def _search(self, n: int) -> Command:
+        before = self._checked_before() if self.before else ""
+        if self._across:
+            # Across threads the matches may be many: the script sorts only a window of the
+            # newest of them that holds the page (list_window.lua).
+            return LIST_WINDOW.evalsha_args(
+                [self.targets[n].name],
+                [self._query(), before, order_key(before) if before else "", self._offsets[n], self._want,
+                 self.top, self._widths[n], SORT_ALL_BELOW],
+            )
+        command: Command = ["FT.AGGREGATE", self.targets[n].name, self._query()]
+        if before:
+            command += ["FILTER", f"@checkpoint_id < '{before}'"]
+        # Sorting by the three sortable fields returns them with each row: no document is
+        # loaded. The sort collects every match: here, the checkpoints of one thread.
+        return command + [
+            "SORTBY", 6, "@checkpoint_id", "DESC", "@tk", "ASC", "@nk", "ASC",
+            "LIMIT", self._offsets[n], self._want, "DIALECT", 2,
+        ]
+
+    def feed(self, replies: Sequence[Any]) -> list[CheckpointTuple]:
+        """Read the replies to the last request; returns the tuples to yield, in order."""
+        if self._found:
+            self._found = []
+            return self._keep(decode_rows(self.serde, [row for reply in replies for row in reply]))
+        if self._walks_ids:
+            rows = replies[0]
+            self._done = len(rows) < self._want
+            tuples = decode_rows(self.serde, rows)
+            if tuples:
+                self.cursor = tuples[-1].config["configurable"]["checkpoint_id"]
+            return self._keep(tuples)
+        for n, reply in zip(self._asked, replies):
+            if self._across:
+                self._widths[n], rows = _window_rows(reply)
+                self._remember(n)
+            else:
+                rows = _search_rows(reply)
+            self._buffers[n], self._offsets[n] = rows, self._offsets[n] + len(rows)
+            self._exhausted[n] = len(rows) < self._want
+        self._found = self._merge()
+        self._done = not self._found
+        return []
+
+    def _merge(self) -> list[Row]:
+        """Up to a page of buffered rows, newest first, while no index that may hold more has
+        run dry (its next rows could be newer than any buffered)."""
+        merged: list[Row] = []
+        while len(merged) < self._want:
+            if any(not buffer and not self._exhausted[n] for n, buffer in enumerate(self._buffers)):
+                break
+            heads = [buffer for buffer in self._buffers if buffer]
+            if not heads:
+                break
+            newest = max(buffer[0][2] for buffer in heads)
+            merged.append(min((b for b in heads if b[0][2] == newest), key=lambda b: _tie_order(b[0])).pop(0))
+        return merged
+
+    def _keep(self, tuples: list[CheckpointTuple]) -> list[CheckpointTuple]:
+        # Pages are offsets into a live index: checkpoints added meanwhile shift older ones into
+        # the next page, so a checkpoint already returned is not returned again.
+        kept = []
+        for t in tuples:
+            seen = _identity(t)
+            if seen in self._returned:
+                continue
+            if _matches(t.metadata, self.filter) and (not self.before or seen[2] < self.before):
+                kept.append(t)
+                self._returned.add(seen)
+        if self.limit is not None:
+            kept = kept[: self.limit - self._emitted]
+        self._emitted += len(kept)
+        if kept:
+            self._last = kept[-1].config["configurable"]["checkpoint_id"]
+        return kept
+
+    def resumed(self, targets: Sequence[IndexTarget]) -> ListPager:
+        """The rest of this listing on other indexes (the slots moved): what is older than the
+        last checkpoint returned, up to what is left of `limit`."""
+        before = self._last or self.before
+        limit = None if self.limit is None else self.limit - self._emitted
+        return ListPager(self.keyspace, self.view, self.serde, self.thread_id, self.checkpoint_ns, self.filter,
+                         before, limit, tuple(targets), before, self.top, self.hints)

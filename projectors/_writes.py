@@ -9,9 +9,11 @@ from streamsaver.events import WritesSaved
 
 def store_writes(key: str, event: WritesSaved) -> list[Command]:
     """LangGraph's rule: special writes (negative index) overwrite, others keep the first write."""
-    special = [write_field(event.task_id, w.idx) for w in event.writes if w.idx < 0]
-    ordinary = [write_field(event.task_id, w.idx) for w in event.writes if w.idx >= 0]
-    commands: list[Command] = [(POINT_IF_NEW, key, *ordinary)] if ordinary else []
-    if special:
-        commands.append((POINT, key, *special))
+    ordinary: list[str] = [key]
+    special: list[str] = [key]
+    for w in event.writes:
+        (special if w.idx < 0 else ordinary).append(write_field(event.task_id, w.idx))
+    commands: list[Command] = [(POINT_IF_NEW, *ordinary)] if len(ordinary) > 1 else []
+    if len(special) > 1:
+        commands.append((POINT, *special))
     return commands

@@ -62,26 +62,38 @@ def write_field(task_id: str, idx: int) -> str:
 
 
 def checkpoint_document(event: CheckpointSaved, refs: Sequence[str]) -> bytes:
-    """The JSON document of a checkpoint.
+    """The JSON document of a checkpoint: ``strict_json({**head, "refs": list(refs), **tail})``.
 
     Ids are indexed as digests (`streamsaver.codec.tag`) and every top-level metadata pair as
     one tag in ``mt``, so any equality filter is one TAG query and no input can alter a query.
     """
-    head, tail = _indexed_fields(event)
-    return strict_json({**head, "refs": list(refs), **tail})
+    before, after = _indexed_json(event)
+    return before + strict_json(refs) + after
 
 
 Fields = dict[str, Any]
-_last: tuple[CheckpointSaved | None, Fields, Fields] = (None, {}, {})
+_last: tuple[CheckpointSaved | None, bytes, bytes] = (None, b"", b"")
 
 
-def _indexed_fields(event: CheckpointSaved) -> tuple[Fields, Fields]:
-    """The fields of `event`'s document before and after ``refs``, remembered for the last
-    event seen: each view writes a document of the same event, and the digests cost most."""
+def _indexed_json(event: CheckpointSaved) -> tuple[bytes, bytes]:
+    """The document's JSON before and after the value of ``refs``, remembered for the last
+    event seen: each view writes a document of the same event (only ``refs`` differ), and the
+    digests and the metadata's JSON cost most."""
     global _last
     last = _last  # one read: another thread may replace it between a check and a use
     if last[0] is event:
         return last[1], last[2]
+    head, tail = _indexed_fields(event)
+    # Compact JSON of distinct keys: the head's object without its "}", then refs, then the
+    # tail's pairs, is byte for byte the JSON of the merged object.
+    before = strict_json(head)[:-1] + b',"refs":'
+    after = b"," + strict_json(tail)[1:] if tail else b"}"
+    _last = (event, before, after)
+    return before, after
+
+
+def _indexed_fields(event: CheckpointSaved) -> tuple[Fields, Fields]:
+    """The fields of `event`'s document before and after ``refs``."""
     metadata: Mapping[str, Any] = event.metadata
     head: Fields = {
         "thread_id": event.thread_id,
@@ -105,5 +117,4 @@ def _indexed_fields(event: CheckpointSaved) -> tuple[Fields, Fields]:
         tail["step"] = step
     if isinstance(run_id, str):
         tail["rh"] = tag(run_id)
-    _last = (event, head, tail)
     return head, tail

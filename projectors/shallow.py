@@ -34,11 +34,6 @@ __all__ = ["VIEW", "project"]
 VIEW: Final[ViewName] = "shallow"
 
 
-def _follow(writes: str, checkpoint_id: str) -> list[Command]:
-    """Start a fresh writes hash when `checkpoint_id` is newer than the one it belongs to."""
-    return [(FOLLOW, writes, CURRENT_CHECKPOINT_FIELD, checkpoint_id)]
-
-
 def _retained(event: ValuesRetained, keyspace: Keyspace) -> list[Command]:
     """The values of a removed checkpoint, pointed at as its `CheckpointSaved` did (same guard),
     without a document: a newer checkpoint held keeps its own pointers."""
@@ -63,7 +58,7 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
         refs = [BODY_FIELD] + [channel_field(ch) for ch in event.channel_versions]
         ptrs = keys.in_ns(VIEW, "ptrs", ns)
         return [
-            *_follow(writes, cid),
+            (FOLLOW, writes, CURRENT_CHECKPOINT_FIELD, cid),  # writes of a newer checkpoint start afresh
             (IF_NEWER, ptrs, CURRENT_CHECKPOINT_FIELD, cid),
             ("JSON.SET", keys.in_ns(VIEW, "cp", ns), "$", checkpoint_document(event, refs)),
             ("HSET", ptrs, CURRENT_CHECKPOINT_FIELD, cid),
@@ -73,7 +68,7 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
     if isinstance(event, WritesSaved):
         writes = keys.in_ns(VIEW, "writes", event.checkpoint_ns)
         cid = event.checkpoint_id
-        return [*_follow(writes, cid), (IF_EQUAL, writes, CURRENT_CHECKPOINT_FIELD, cid), *store_writes(writes, event)]
+        return [(FOLLOW, writes, CURRENT_CHECKPOINT_FIELD, cid), (IF_EQUAL, writes, CURRENT_CHECKPOINT_FIELD, cid), *store_writes(writes, event)]
     if isinstance(event, ValuesRetained):
         return _retained(event, keyspace)
     if not isinstance(event, ThreadDeleted):

@@ -25,9 +25,13 @@ from urllib.parse import unquote_to_bytes
 
 import orjson
 
-__all__ = ["canonical_json", "escape", "metadata_tags", "order_key", "pack", "strict_json", "tag", "unpack", "unpack_head"]
+__all__ = [
+    "canonical_json", "escape", "metadata_tags", "order_key", "pack", "strict_json", "tag", "unpack", "unpack_head",
+    "unpack_head_1_of_3", "unpack_head_2_of_4", "unpack_none_of_2",
+]
 
 _LEN = struct.Struct(">I")
+_READ_LEN = _LEN.unpack_from
 _UNSAFE = re.compile(rb"[^A-Za-z0-9._-]")
 _SAFE = re.compile(r"[A-Za-z0-9._-]*")
 _TAG_BYTES = 10
@@ -83,6 +87,48 @@ def unpack_head(data: bytes, keep: int, parts: int) -> list[bytes]:
     if pos != len(data):  # a part past the end, or more parts than `parts`
         raise ValueError(f"not a packing of {parts} parts")
     return head
+
+
+# `unpack_head` unrolled for the packings events hold (payload-free decoding runs them for
+# every field of every replayed event, and the loop cost more than the reads).
+
+
+def unpack_none_of_2(data: bytes) -> None:
+    """``unpack_head(data, 0, 2)``: check that `data` is a packing of 2 parts."""
+    try:
+        end = 4 + _READ_LEN(data, 0)[0]
+        end += 4 + _READ_LEN(data, end)[0]
+    except struct.error as exc:
+        raise ValueError("truncated length prefix") from exc
+    if end != len(data):
+        raise ValueError("not a packing of 2 parts")
+
+
+def unpack_head_1_of_3(data: bytes) -> bytes:
+    """``unpack_head(data, 1, 3)[0]``: the first part of a packing of 3 parts."""
+    try:
+        first = 4 + _READ_LEN(data, 0)[0]
+        end = first + 4 + _READ_LEN(data, first)[0]
+        end += 4 + _READ_LEN(data, end)[0]
+    except struct.error as exc:
+        raise ValueError("truncated length prefix") from exc
+    if end != len(data):
+        raise ValueError("not a packing of 3 parts")
+    return data[4:first]
+
+
+def unpack_head_2_of_4(data: bytes) -> tuple[bytes, bytes]:
+    """``tuple(unpack_head(data, 2, 4))``: the first two parts of a packing of 4 parts."""
+    try:
+        first = 4 + _READ_LEN(data, 0)[0]
+        second = first + 4 + _READ_LEN(data, first)[0]
+        end = second + 4 + _READ_LEN(data, second)[0]
+        end += 4 + _READ_LEN(data, end)[0]
+    except struct.error as exc:
+        raise ValueError("truncated length prefix") from exc
+    if end != len(data):
+        raise ValueError("not a packing of 4 parts")
+    return data[4:first], data[first + 4 : second]
 
 
 @lru_cache(maxsize=16384)

@@ -29,7 +29,15 @@ from typing import Any, ClassVar
 
 import orjson
 
-from streamsaver.codec import escape, pack, strict_json, unpack, unpack_head
+from streamsaver.codec import (
+    escape,
+    pack,
+    strict_json,
+    unpack,
+    unpack_head_1_of_3,
+    unpack_head_2_of_4,
+    unpack_none_of_2,
+)
 from streamsaver.errors import EventDecodeError
 
 __all__ = [
@@ -254,7 +262,7 @@ def decode_channel_value(data: bytes, payload: bool = True) -> ChannelValue:
         ValueError: a malformed packing.
     """
     if not payload:
-        channel, version = unpack_head(data, 2, 4)
+        channel, version = unpack_head_2_of_4(data)
         return ChannelValue(channel.decode("utf-8", "surrogatepass"), orjson.loads(version), OMITTED)
     channel, version, type_, blob = unpack(data)
     return ChannelValue(channel.decode("utf-8", "surrogatepass"), orjson.loads(version), Blob(type_.decode(), blob))
@@ -264,7 +272,7 @@ def decode_write(idx: int, data: bytes, payload: bool = True) -> PendingWrite:
     """A write from its stream field content (the index comes from the field name; its blob
     `OMITTED` unless `payload`)."""
     if not payload:
-        return PendingWrite(idx, unpack_head(data, 1, 3)[0].decode("utf-8", "surrogatepass"), OMITTED)
+        return PendingWrite(idx, unpack_head_1_of_3(data).decode("utf-8", "surrogatepass"), OMITTED)
     channel, type_, blob = unpack(data)
     return PendingWrite(idx, channel.decode("utf-8", "surrogatepass"), Blob(type_.decode(), blob))
 
@@ -274,28 +282,28 @@ def _checkpoint_saved(f: Fields, payloads: bool) -> CheckpointSaved:
         body_type, body_data = unpack(f[b"body"])
         body = Blob(body_type.decode(), body_data)
     else:
-        unpack_head(f[b"body"], 0, 2)
+        unpack_none_of_2(f[b"body"])
         body = OMITTED
     return CheckpointSaved(
-        thread_id=_text(f, b"thread"),
-        checkpoint_ns=_text(f, b"ns"),
-        checkpoint_id=_text(f, b"cid"),
-        parent_checkpoint_id=_text(f, b"parent") or None,
+        thread_id=f[b"thread"].decode("utf-8", "surrogatepass"),
+        checkpoint_ns=f[b"ns"].decode("utf-8", "surrogatepass"),
+        checkpoint_id=f[b"cid"].decode("utf-8", "surrogatepass"),
+        parent_checkpoint_id=f[b"parent"].decode("utf-8", "surrogatepass") or None,
         metadata=orjson.loads(f[b"meta"]),
         channel_versions=orjson.loads(f[b"versions"]),
         body=body,
-        values=tuple(decode_channel_value(v, payloads) for k, v in f.items() if k.startswith(b"c:")),
+        values=tuple([decode_channel_value(v, payloads) for k, v in f.items() if k.startswith(b"c:")]),
     )
 
 
 def _writes_saved(f: Fields, payloads: bool) -> WritesSaved:
     return WritesSaved(
-        thread_id=_text(f, b"thread"),
-        checkpoint_ns=_text(f, b"ns"),
-        checkpoint_id=_text(f, b"cid"),
-        task_id=_text(f, b"task"),
-        task_path=_text(f, b"path"),
-        writes=tuple(decode_write(int(k[2:]), v, payloads) for k, v in f.items() if k.startswith(b"w:")),
+        thread_id=f[b"thread"].decode("utf-8", "surrogatepass"),
+        checkpoint_ns=f[b"ns"].decode("utf-8", "surrogatepass"),
+        checkpoint_id=f[b"cid"].decode("utf-8", "surrogatepass"),
+        task_id=f[b"task"].decode("utf-8", "surrogatepass"),
+        task_path=f[b"path"].decode("utf-8", "surrogatepass"),
+        writes=tuple([decode_write(int(k[2:]), v, payloads) for k, v in f.items() if k.startswith(b"w:")]),
     )
 
 
@@ -353,11 +361,12 @@ def from_fields(
     Raises:
         EventDecodeError: unknown type, a version newer than this code, or a malformed field.
     """
-    if isinstance(fields, Mapping):
-        f = dict(fields)
-    else:
+    # A raw XRANGE entry is a list: checked first, since an ABC check (Mapping) is slow.
+    if isinstance(fields, (list, tuple)) or not isinstance(fields, Mapping):
         pairs = iter(fields)
         f = dict(zip(pairs, pairs))
+    else:
+        f = dict(fields)
     try:
         type_name = f[b"type"].decode()
         version = int(f[b"v"])

@@ -22,7 +22,6 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from projectors import PROJECTORS
-from projectors.commands import Command
 from projectors.documents import BODY_FIELD, body_field, write_field
 from streamsaver import compression
 from streamsaver.codec import strict_json
@@ -202,15 +201,6 @@ def _count(n: int) -> str:
     return _COUNTS[n] if n < 1024 else str(n)
 
 
-def _flat(commands: Iterable[Command]) -> list[str | bytes | int]:
-    out: list[str | bytes | int] = []
-    for command in commands:
-        n = len(command)
-        out.append(_COUNTS[n] if n < 1024 else str(n))  # not _count: a call per command costs more
-        out.extend(command)
-    return out
-
-
 def feed_pointer(event: Event) -> list[str | bytes | int]:
     """The fields of the partition-feed pointer of `event`, after ``id`` (its log entry id)."""
     fields: list[str | bytes | int] = ["type", event.TYPE, "thread", event.thread_id]
@@ -221,12 +211,27 @@ def feed_pointer(event: Event) -> list[str | bytes | int]:
 
 def view_blocks(event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> list[str | bytes | int]:
     """The projected commands of `event` for each view, as the scripts read them: the count of
-    views, then per view its name, its command count and the commands."""
-    args: list[str | bytes | int] = [_count(len(views))]
+    views, then per view its name, its command count and the commands, each after its length."""
+    args: list[str | bytes | int] = []
+    _add_view_blocks(args, event, keyspace, views)
+    return args
+
+
+def _add_view_blocks(
+    args: list[str | bytes | int], event: Event, keyspace: Keyspace, views: Sequence[ViewName]
+) -> None:
+    """Append `view_blocks` to `args` (replay builds a batch's arguments in one list: copying
+    each event's blocks into it cost as much as building them)."""
+    add, extend = args.append, args.extend
+    add(_count(len(views)))
     for view in views:
         commands = PROJECTORS[view](event, keyspace)
-        args += [view, _count(len(commands)), *_flat(commands)]
-    return args
+        add(view)
+        add(_count(len(commands)))
+        for command in commands:
+            n = len(command)
+            add(_COUNTS[n] if n < 1024 else str(n))  # not _count: a call per command costs more
+            extend(command)
 
 
 def held_entry_probe(event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> tuple[str, str, str] | None:
@@ -293,8 +298,12 @@ def apply_batch_call(
     for event, event_id in logged:
         if event.thread_id != thread:
             raise InvalidInputError("a batch applies the events of one thread")
-        args += [event_id, *view_blocks(event, keyspace, views)]
-    args += view_blocks(ThreadDeleted(thread), keyspace, views) if len(logged) > 1 else [0]
+        args.append(event_id)
+        _add_view_blocks(args, event, keyspace, views)
+    if len(logged) > 1:
+        _add_view_blocks(args, ThreadDeleted(thread), keyspace, views)
+    else:
+        args.append(0)
     keys = keyspace.thread(thread)
     # The log too: the keys the batch writes take its deadline, if it has one (apply.lua).
     return APPLY.evalsha_args([keys.positions, keys.log], args)

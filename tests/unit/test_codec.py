@@ -8,7 +8,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamsaver.codec import canonical_json, escape, metadata_tags, pack, tag, unpack, unpack_head
+from streamsaver.codec import (
+    canonical_json,
+    escape,
+    metadata_tags,
+    pack,
+    tag,
+    unpack,
+    unpack_head,
+    unpack_head_1_of_3,
+    unpack_head_2_of_4,
+    unpack_none_of_2,
+)
 
 
 @given(st.lists(st.binary(max_size=64), max_size=20))
@@ -96,3 +107,18 @@ def test_metadata_tags_are_the_digest_of_the_canonical_pair_whatever_the_value(k
 @pytest.mark.parametrize("value", [{}, [], 2.0, {"b": 1, "a": 2.0}, [1.0]])
 def test_metadata_tags_of_empty_and_normalized_values_are_canonical(value: object) -> None:
     assert metadata_tags([("k", value)]) == [tag(canonical_json(["k", value]))]
+
+
+@given(st.lists(st.binary(max_size=64), min_size=2, max_size=5))
+def test_the_unrolled_heads_read_and_refuse_as_unpack_head_does(parts: list[bytes]) -> None:
+    unrolled = {(0, 2): unpack_none_of_2, (1, 3): unpack_head_1_of_3, (2, 4): unpack_head_2_of_4}
+    for (keep, count), head in unrolled.items():
+        data = pack(parts)
+        if len(parts) == count:
+            assert head(data) == {0: None, 1: parts[0], 2: tuple(parts[:2])}[keep]
+            for bad in (data[:-1], data + b"\x00", data + b"\x00\x00\x00\x00"):
+                with pytest.raises(ValueError):
+                    head(bad)
+        else:
+            with pytest.raises(ValueError):
+                head(data)

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import orjson
 
 from projectors import PROJECTORS, full, shallow
+from projectors.documents import checkpoint_document
 from streamsaver.codec import metadata_tags, tag
-from streamsaver.events import Blob, ChannelValue, CheckpointSaved, PendingWrite, ThreadDeleted, WritesSaved
+from streamsaver.events import (
+    Blob,
+    ChannelValue,
+    CheckpointSaved,
+    PendingWrite,
+    ThreadDeleted,
+    WritesSaved,
+)
 from streamsaver.keys import Keyspace
 
 KS = Keyspace("p", 1)
@@ -129,3 +138,13 @@ def test_pointer_fields_of_equal_numbers_of_different_types_stay_apart() -> None
 
     assert versioned_field("c", 1) == "c:1"
     assert versioned_field("c", 1.0) == "c:1.0"  # asked second: a shared cache entry would say c:1
+
+
+def test_a_document_is_the_json_of_its_fields_in_order_with_or_without_the_tail() -> None:
+    bare = replace(SAVED, metadata={"parents": {}}, parent_checkpoint_id=None)
+    for event, tail in ((SAVED, {"source": "loop", "step": 1, "rh": tag("r")}), (bare, {})):
+        doc = {**_doc(["@body", "x"]), "metadata": dict(event.metadata), "mt": metadata_tags(sorted(event.metadata.items()))}
+        doc = {k: v for k, v in doc.items() if k not in ("source", "step", "rh")} | tail
+        doc["parent_checkpoint_id"], doc["ph"] = event.parent_checkpoint_id, tag(event.parent_checkpoint_id or "")
+        assert checkpoint_document(event, ["@body", "x"]) == orjson.dumps(doc)
+        assert checkpoint_document(event, []) == orjson.dumps(doc | {"refs": []})

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from helpers import VARIANT_IDS, VARIANTS, SaverAdapter, config, new_checkpoint, open_adapter
 
+from streamsaver.saver import listing
+
 TIED = "1f1e7380-c3e"  # 12 characters: ids that start with it share one order key
 NEXT = "1f1e7380-c3f"
 ODD = ["1f1e7380-c3e:9", "1f1e7380-c3e.1", "1f1e7380-c3", "1f1e7380-c3e", "zz-top", "A0", "1f1e7380-c3e-0"]
@@ -62,3 +64,14 @@ async def test_ids_sharing_prefixes_list_in_exact_order_with_filters_limits_and_
             assert _ids(got) == older, (wanted, before)
             limited = await saver.list(None, filter=wanted, before={"configurable": {"checkpoint_id": before}}, limit=5)
             assert _ids(limited) == older[:5]
+
+
+async def test_the_same_listings_through_windows_of_the_newest_matches(
+    saver: SaverAdapter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same listings with the sort-all threshold at 0, so that every page of every listing
+    (two pages, `before`, limits, several primaries' windows merged, the saver's remembered
+    windows reused) goes through a window search: the suite's deployments hold fewer matches
+    than the threshold, which would otherwise sort them all."""
+    monkeypatch.setattr(listing, "SORT_ALL_BELOW", 0)
+    await test_ids_sharing_prefixes_list_in_exact_order_with_filters_limits_and_before(saver)

@@ -163,7 +163,8 @@ class SaverCore:
         With `wait_indexed`, it then polls the indexes it created until they have indexed the
         documents already there (at most `INDEXING_WAIT_S`; between two polls it yields a
         `setup.Pause` of `INDEXING_POLL_S`, which the driver sleeps): after slots moved, new
-        indexes are made on nodes that hold documents.
+        indexes are made on nodes that hold documents. During an upgrade to a new index schema
+        (an index of an older one exists) it polls every index of its views the same way.
 
         Raises:
             MissingModuleError, ConfigurationError: see `setup.read_probe`, `setup.read_created`.
@@ -175,6 +176,10 @@ class SaverCore:
         requests = setup.create_requests(keyspace, self.projections, existing, topology)
         setup.read_created((yield requests))
         infos = setup.index_infos(requests) if wait_indexed else []
+        if setup.upgrading(keyspace, self.projections, existing):
+            # The new indexes cover documents written before them: until their scan is done, a
+            # query would quietly miss some (whichever process created them).
+            infos = setup.view_index_infos(keyspace, self.projections, topology)
         deadline = time.monotonic() + INDEXING_WAIT_S
         while infos and setup.still_indexing((yield infos)):
             yield setup.Pause(INDEXING_POLL_S)  # not a busy loop of FT.INFO on the primaries

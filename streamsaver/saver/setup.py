@@ -19,7 +19,7 @@ from redisvl.schema import IndexSchema
 
 from projectors.schema import index_schema
 from streamsaver.errors import ConfigurationError, MissingModuleError
-from streamsaver.keys import DEFAULT_PARTITIONS, Keyspace, ViewName
+from streamsaver.keys import DEFAULT_PARTITIONS, INDEX_SCHEMA_VERSION, Keyspace, ViewName
 from streamsaver.scripts import ALL, Script
 from streamsaver.topology import Routed, Step, Topology, index_targets
 
@@ -35,6 +35,8 @@ __all__ = [
     "read_probe",
     "read_topology",
     "still_indexing",
+    "upgrading",
+    "view_index_infos",
 ]
 
 Command = list[str | bytes | int]
@@ -117,6 +119,18 @@ def index_names(replies: Sequence[Any]) -> list[set[str]]:
     order (one set on a single server). Per node: after slots moved, a node's new tag may be
     one another node already has an index under."""
     return [{i.decode() if isinstance(i, bytes) else str(i) for i in indexes} for indexes in replies]
+
+
+def upgrading(keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[set[str]]) -> bool:
+    """Whether an index of an older schema of one of `views` exists (on any primary): an upgrade
+    is under way, and the new indexes cover documents written before them."""
+    older = tuple(f"{keyspace.prefix}:{view}:idx:v{n}" for view in views for n in range(1, INDEX_SCHEMA_VERSION))
+    return any(name == old or name.startswith(old + ":") for names in existing for name in names for old in older)
+
+
+def view_index_infos(keyspace: Keyspace, views: Sequence[ViewName], topology: Topology | None) -> list[Step]:
+    """``FT.INFO`` of every index of `views` (one per primary on a cluster)."""
+    return [target.query(["FT.INFO", target.name]) for view in views for target in index_targets(keyspace, view, topology)]
 
 
 def create_requests(

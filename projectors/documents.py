@@ -14,6 +14,7 @@ entry of the write. ``streamsaver/scripts/_lib.lua`` follows the pointers with t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -113,7 +114,8 @@ def _indexed_fields(event: CheckpointSaved) -> tuple[Fields, Fields]:
     source, step, run_id = metadata.get("source"), metadata.get("step"), metadata.get("run_id")
     if isinstance(source, str):
         tail["source"] = source
-    if isinstance(step, (int, float)) and not isinstance(step, bool):
+    # A NaN or infinite step is null in JSON, so in the log too: the document has none either.
+    if isinstance(step, int) and not isinstance(step, bool) or isinstance(step, float) and math.isfinite(step):
         tail["step"] = step
     if isinstance(run_id, str):
         tail["rh"] = tag(run_id)

@@ -186,3 +186,36 @@ async def _walk_corrupt_history(saver: SaverAdapter, client: redis.Redis) -> Non
         with pytest.raises(PayloadDecodeError) as bad_seed:
             await history()
         assert bad_seed.value.event_id == seed_entry.decode()
+
+
+@pytest.mark.parametrize(
+    ("field", "damage"),
+    [
+        (b"body", b"\x00\x00\x00\x09short"),  # a part past the end
+        (b"body", pack([b"msgpack", b"{}"]) + b"\x00"),  # a byte after the last part
+        (b"c:n", pack([b"n", b"1", b"msgpack"])),  # 3 parts where a value has 4
+        (b"c:n", pack([b"n", b"1", b"msgpack", b"x"])[:-2]),  # the payload cut short
+        (b"w:0", pack([b"n", b"msgpack", b"x", b"y"])),  # 4 parts where a write has 3
+        (b"w:0", b"\x00\x00"),  # a truncated length prefix
+    ],
+    ids=["body-past-end", "body-extra-byte", "value-3-parts", "value-cut", "write-4-parts", "write-prefix"],
+)
+def test_verify_reading_without_payloads_still_refuses_a_corrupt_packing_naming_its_entry(
+    client: redis.Redis, prefix: str, field: bytes, damage: bytes
+) -> None:
+    from helpers import new_checkpoint
+
+    from streamsaver import StreamSaver
+
+    saver = StreamSaver(client, prefix=prefix)
+    saver.setup()
+    cp, versions = new_checkpoint({"n": 1})
+    saved = saver.put(config("sick"), cp, {}, versions)
+    saver.put_writes(saved, [("n", 2)], "task")
+    log = saver.core.keys.thread("sick").log
+    entry = next(eid for eid, f in client.xrange(log) if field in f)
+    _rewrite_entry(client, log, entry, field, damage)
+
+    with pytest.raises(EventDecodeError, match="malformed") as caught:
+        verify(client, prefix)
+    assert caught.value.event_id == entry.decode()

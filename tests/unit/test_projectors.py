@@ -7,6 +7,8 @@ import sys
 from dataclasses import replace
 
 import orjson
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from projectors import PROJECTORS, full, shallow
 from projectors.documents import checkpoint_document
@@ -18,6 +20,8 @@ from streamsaver.events import (
     PendingWrite,
     ThreadDeleted,
     WritesSaved,
+    from_fields,
+    to_fields,
 )
 from streamsaver.keys import Keyspace
 
@@ -148,3 +152,22 @@ def test_a_document_is_the_json_of_its_fields_in_order_with_or_without_the_tail(
         doc["parent_checkpoint_id"], doc["ph"] = event.parent_checkpoint_id, tag(event.parent_checkpoint_id or "")
         assert checkpoint_document(event, ["@body", "x"]) == orjson.dumps(doc)
         assert checkpoint_document(event, []) == orjson.dumps(doc | {"refs": []})
+
+
+_SCALARS = st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats() | st.text()
+_JSON = st.recursive(_SCALARS, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(), c, max_size=3), max_leaves=8)
+_INDEXED = st.fixed_dictionaries({}, optional={"source": _SCALARS, "step": st.floats() | _SCALARS, "run_id": _SCALARS, "parents": _JSON})
+_METADATA = st.builds(lambda indexed, rest: {**rest, **indexed}, _INDEXED, st.dictionaries(st.text(), _JSON, max_size=3))
+
+
+@given(_METADATA, st.lists(st.text(), max_size=3), st.none() | st.text(min_size=1))
+@example({"step": float("nan")}, [], None)  # JSON has no NaN: the log holds null
+@example({"step": float("-inf"), "source": "é\"\\", "run_id": "r"}, ["@body", ""], "c1")
+def test_a_document_is_compact_json_and_the_same_from_the_event_as_from_its_log_entry(
+    metadata: dict[str, object], refs: list[str], parent: str | None
+) -> None:
+    event = replace(SAVED, metadata=metadata, parent_checkpoint_id=parent)
+    doc = checkpoint_document(event, refs)
+    # what replay gives (another event object, so no document remembered for `event` is used)
+    assert checkpoint_document(from_fields(to_fields(event), "1-0", payloads=False), refs) == doc
+    assert orjson.dumps(orjson.loads(doc)) == doc and orjson.loads(doc)["refs"] == refs

@@ -7,6 +7,7 @@ nothing.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 from uuid import UUID
@@ -93,8 +94,14 @@ def _dump(serde: SerializerProtocol, value: Any, what: str, compress: bool) -> B
     return compression.shrink(Blob(type_, data)) if compress else compression.keep(Blob(type_, data))
 
 
-def _depth(value: Any) -> int:
-    """How many levels of lists and dicts `value` nests (iteratively: no recursion limit)."""
+def _checked_depth(value: Any) -> int:
+    """How many levels of lists and dicts the metadata `value` nests (iteratively: no recursion
+    limit).
+
+    Raises:
+        InvalidInputError: a NaN or infinite float, which JSON has no form for (orjson writes
+            null: the value would read back as None).
+    """
     deepest, todo = 0, [(value, 1)]
     while todo:
         item, level = todo.pop()
@@ -103,6 +110,8 @@ def _depth(value: Any) -> int:
         elif isinstance(item, (list, tuple)):
             children = item
         else:
+            if isinstance(item, float) and not math.isfinite(item):
+                raise InvalidInputError(f"checkpoint metadata must be JSON-serializable: {item!r} has no JSON form")
             continue
         deepest = max(deepest, level)
         todo.extend((child, level + 1) for child in children)
@@ -133,7 +142,7 @@ def checkpoint_saved(
         strict_json(md)
     except TypeError as exc:
         raise InvalidInputError(f"checkpoint metadata must be JSON-serializable: {exc}") from exc
-    if _depth(md) > MAX_METADATA_DEPTH:
+    if _checked_depth(md) > MAX_METADATA_DEPTH:
         # RedisJSON refuses documents nested past 128 levels; the log entry would be written and
         # the document refused, so the call is refused here, before any write.
         raise InvalidInputError(f"checkpoint metadata is nested deeper than {MAX_METADATA_DEPTH} levels")

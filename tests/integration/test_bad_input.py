@@ -5,7 +5,6 @@ reach another (invariant 6); a server or client that cannot work is refused at s
 from __future__ import annotations
 
 import datetime
-
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -325,6 +324,9 @@ NOT_JSON_METADATA: dict[str, Any] = {
     "non-str-key": {1: "one"},
     "nested-object": {"x": {"y": [object()]}},
     "datetime": {"x": datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)},
+    "nan-step": {"step": float("nan")},
+    "infinity": {"x": [1.5, float("inf")]},
+    "nested-minus-infinity": {"x": {"y": -float("inf")}},
 }
 
 

@@ -315,6 +315,23 @@ def moving_client(moving_url: str) -> Iterator[RedisCluster]:
     client.close()
 
 
+async def _reader(kind: str, writer: StreamSaver, aclient: AsyncRedisCluster) -> StreamSaver | AsyncStreamSaver:
+    """`writer` itself ("sync"), or an async saver of its deployment on `aclient`, set up."""
+    if kind == "sync":
+        return writer
+    saver = AsyncStreamSaver(aclient, prefix=writer.core.prefix)
+    await saver.setup()
+    return saver
+
+
+def _a_move(saver: StreamSaver | AsyncStreamSaver) -> tuple[Any, Any]:
+    """The primary whose index tag is lowest (its slot moves), and another to move it to."""
+    assert saver.core.topology is not None
+    shards = saver.core.topology.shards
+    moved = min(shards, key=lambda shard: int(shard.tag[2:-1]))
+    return moved, next(shard for shard in shards if shard != moved)
+
+
 def _move_slot(cluster: EmbeddedCluster, slot: int, to: str) -> None:
     """Give an empty slot to the node at `to` (``host:port``), telling every node."""
     nodes = {f"127.0.0.1:{node.port}": redis.Redis(port=node.port) for node in cluster.nodes}
@@ -344,15 +361,10 @@ async def test_a_listing_goes_on_when_the_slot_of_an_index_moves(
             checkpoint, versions = new_checkpoint({"i": i, "step": step})
             ids.append(writer.put(config(f"t{i}", f"s{step}"), checkpoint, {}, versions)["configurable"]["checkpoint_id"])
     aclient = AsyncRedisCluster.from_url(moving_url)
-    saver: StreamSaver | AsyncStreamSaver = writer if kind == "sync" else AsyncStreamSaver(aclient, prefix=prefix)
-    if isinstance(saver, AsyncStreamSaver):
-        await saver.setup()
-    assert saver.core.topology is not None
+    saver = await _reader(kind, writer, aclient)
     # The slot of the lowest tag moves: its new owner takes that tag, under which the old owner
     # still has an index; the old owner gets a new tag. Both nodes must index anew.
-    shards = saver.core.topology.shards
-    moved = min(shards, key=lambda shard: int(shard.tag[2:-1]))
-    to = next(shard for shard in shards if shard != moved)
+    moved, to = _a_move(saver)
     listing = saver.alist(None) if isinstance(saver, AsyncStreamSaver) else _as_async(saver.list(None))
     head = [(await anext(listing)).config["configurable"]["checkpoint_id"] for _ in range(5)]
 
@@ -390,10 +402,7 @@ def test_a_process_on_the_old_slot_map_lists_right_after_another_one_indexed_ane
     second_client = RedisCluster.from_url(moving_url)
     second = StreamSaver(second_client, prefix=prefix)
     second.setup()
-    assert first.core.topology is not None
-    shards = first.core.topology.shards
-    moved = min(shards, key=lambda shard: int(shard.tag[2:-1]))
-    to = next(shard for shard in shards if shard != moved)
+    moved, to = _a_move(first)
 
     _move_slot(moving_cluster, key_slot(moved.tag.encode()), to.node)
     try:
@@ -475,13 +484,8 @@ async def test_delete_for_runs_goes_on_when_the_slot_of_an_index_moved(
         checkpoint, versions = new_checkpoint({"i": i})
         writer.put(config(f"t{i}"), checkpoint, {"run_id": f"run-{i % 2}"}, versions)
     aclient = AsyncRedisCluster.from_url(moving_url)
-    saver: StreamSaver | AsyncStreamSaver = writer if kind == "sync" else AsyncStreamSaver(aclient, prefix=prefix)
-    if isinstance(saver, AsyncStreamSaver):
-        await saver.setup()
-    assert saver.core.topology is not None
-    shards = saver.core.topology.shards
-    moved = min(shards, key=lambda shard: int(shard.tag[2:-1]))
-    to = next(shard for shard in shards if shard != moved)
+    saver = await _reader(kind, writer, aclient)
+    moved, to = _a_move(saver)
 
     _move_slot(moving_cluster, key_slot(moved.tag.encode()), to.node)
     try:

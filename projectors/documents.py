@@ -4,7 +4,7 @@ Views hold no payloads: every value lives once, in the thread log. A checkpoint 
 (RedisJSON) holds what the index needs and `refs`, the names of its entries in the view's
 pointer hash, each pointing at the log entry holding the payload (its stream id). Body first,
 then one entry per channel of ``channel_versions``. The writes hash maps ``task:idx`` to the
-entry of the write. ``streamsaver/scripts/_lib.lua`` follows the pointers with the same naming:
+entry of the write. ``streamsaver/scripts/_read.lua`` follows the pointers with the same naming:
 
 * ``@body...`` -> stream field ``body``;
 * ``<escaped channel>:<escaped version>`` (full) or ``<escaped channel>`` (shallow) -> field

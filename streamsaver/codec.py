@@ -5,7 +5,7 @@
   serialized value's type and bytes.
 * `escape`: a key component made safe and unambiguous. Bytes outside ``[A-Za-z0-9._-]`` become
   ``%XX``, so ``:`` never appears inside a component, ``{``/``}`` never break a hash tag, and
-  ordinary ids (uuids, slugs) stay readable. ``scripts/_lib.lua`` holds the same rule.
+  ordinary ids (uuids, slugs) stay readable. ``scripts/_esc.lua`` holds the same rule.
 * `tag`: a fixed-length hex digest of a value, the only form in which user input reaches a
   RediSearch query, so no id, namespace or metadata value can change a query's meaning.
 * `canonical_json`: metadata values in one stable spelling, so equal values give equal tags.

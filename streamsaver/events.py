@@ -9,7 +9,7 @@ stay readable because the views index them.
 Stored form: a flat map of binary-safe stream fields. ``type`` and ``v`` (schema version) lead;
 `to_fields` writes the current version and `from_fields` reads any known version, lifting old
 ones through `UPCASTERS` one version at a time. Each payload has a field of its own, which the
-views point at (``streamsaver/scripts/_lib.lua`` reads them there):
+views point at (``streamsaver/scripts/_read.lua`` reads them there):
 
 * ``body``: the checkpoint body, packed ``(type, bytes)``;
 * ``c:<escaped channel>``: one new channel value, packed ``(channel, version JSON, type, bytes)``;

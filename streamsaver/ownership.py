@@ -35,8 +35,8 @@ __all__ = ["LEASE", "ROSTER", "Program", "Wait", "call", "default_name", "is_tra
            "roster_call", "share"]
 
 T = TypeVar("T")
-LEASE = Script.load("lease")
-ROSTER = Script.load("roster")
+LEASE = Script.alone("lease")
+ROSTER = Script.alone("roster")
 _TRANSIENT = (rx.OutOfMemoryError, rx.BusyLoadingError, rx.ReadOnlyError, rx.TryAgainError,
               rx.ClusterDownError, rx.MasterDownError, rx.MovedError, rx.AskError)
 

@@ -26,7 +26,7 @@ from streamsaver.subscribe import Subscriber
 
 __all__ = ["Analytics", "NodeStats", "Report", "analytics_subscriber", "node_of", "report"]
 
-COUNT = Script.load("count")
+COUNT = Script.alone("count")
 
 
 def node_of(task_path: str) -> str:

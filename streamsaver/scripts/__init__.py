@@ -1,7 +1,10 @@
 """The server-side scripts, loaded once from their ``.lua`` files.
 
-Each script is its ``.lua`` file with ``_lib.lua`` spliced in after the shebang line (but
-``list_window.lua``, which needs none of it). `Script`
+Each script is its ``.lua`` file with its preludes spliced in after the shebang line:
+``_esc.lua`` (key escaping), then ``_lib.lua`` (the write side: the op interpreter, purges, TTL
+blocks) for the scripts that write views, or ``_read.lua`` (following view pointers into the
+log) for the read scripts; a script that needs neither gets none (a prelude is evaluated on
+every call: all of ``_lib.lua`` cost ~5 µs a call). `Script`
 knows its SHA1, so a call is one EVALSHA; on NOSCRIPT (a restarted or flushed server) it loads
 the source and calls again. `enqueue` puts a call on a non-transactional pipeline, which queues
 synchronously in both redis-py clients, so one helper serves the sync and the async saver.
@@ -26,9 +29,15 @@ def _read(filename: str) -> str:
     return resources.files(__package__).joinpath(filename).read_text()
 
 
-def _source(name: str) -> str:
+WRITE_SIDE = ("_esc", "_lib")
+"""The preludes of a script that writes views."""
+READ_SIDE = ("_esc", "_read")
+"""The preludes of a read script."""
+
+
+def _source(name: str, preludes: Sequence[str]) -> str:
     shebang, _, body = _read(f"{name}.lua").partition("\n")
-    return f"{shebang}\n{_read('_lib.lua')}\n{body}"
+    return "\n".join([shebang, *(_read(f"{p}.lua") for p in preludes), body])
 
 
 @dataclass(frozen=True)
@@ -39,20 +48,20 @@ class Script:
     source: str = field(repr=False)
 
     @classmethod
-    def load(cls, name: str) -> Script:
-        """The script in ``<name>.lua``."""
-        return cls(name, _source(name))
+    def load(cls, name: str, preludes: Sequence[str] = WRITE_SIDE) -> Script:
+        """The script in ``<name>.lua`` with `preludes` (names of ``_*.lua`` files) spliced in."""
+        return cls(name, _source(name, preludes))
 
     @classmethod
     def alone(cls, name: str) -> Script:
-        """The script in ``<name>.lua`` without the shared prelude (a script that needs none
-        is spared evaluating it on every call)."""
+        """The script in ``<name>.lua`` without a prelude (a script that needs none is spared
+        evaluating one on every call)."""
         return cls(name, _read(f"{name}.lua"))
 
     @classmethod
-    def with_library(cls, name: str, body: str, shebang: str = "#!lua") -> Script:
-        """A script from inline Lua with the shared prelude spliced in (for tools and tests)."""
-        return cls(name, f"{shebang}\n{_read('_lib.lua')}\n{body}")
+    def with_library(cls, name: str, body: str, shebang: str = "#!lua", preludes: Sequence[str] = WRITE_SIDE) -> Script:
+        """A script from inline Lua with `preludes` spliced in (for tools and tests)."""
+        return cls(name, "\n".join([shebang, *(_read(f"{p}.lua") for p in preludes), body]))
 
     @cached_property
     def sha(self) -> str:
@@ -69,13 +78,13 @@ class Script:
 
 
 APPEND = Script.load("append")
-READ_FULL = Script.load("read_full")
-READ_SHALLOW = Script.load("read_shallow")
+READ_FULL = Script.load("read_full", READ_SIDE)
+READ_SHALLOW = Script.load("read_shallow", READ_SIDE)
 APPLY = Script.load("apply")
 SWAP = Script.load("swap")
-TRIM = Script.load("trim")
+TRIM = Script.alone("trim")
 REWRITE = Script.load("rewrite")
-READ_HISTORY = Script.load("read_history")
+READ_HISTORY = Script.load("read_history", READ_SIDE)
 LIST_WINDOW = Script.alone("list_window")
 TTL = Script.load("ttl")
 ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY, TTL, LIST_WINDOW)

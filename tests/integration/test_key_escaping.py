@@ -1,4 +1,4 @@
-"""The Lua copy of the key escaping rule (scripts/_lib.lua) spells keys exactly as Python does.
+"""The Lua copy of the key escaping rule (scripts/_esc.lua) spells keys exactly as Python does.
 
 Scripts rebuild per-checkpoint keys from a stem and a checkpoint id, and the purge walks
 namespaces and ids; a disagreement would leave keys behind or read the wrong ones.

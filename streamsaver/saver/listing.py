@@ -280,10 +280,12 @@ class ListPager:
         if before:
             command += ["FILTER", f"@checkpoint_id < '{before}'"]
         # Sorting by the three sortable fields returns them with each row: no document is
-        # loaded. The sort collects every match: here, the checkpoints of one thread.
+        # loaded. The sort collects every match: here, the checkpoints of one thread. TIMEOUT 0:
+        # at RediSearch's own timeout (500 ms by default) a sort cut short returns the rows it
+        # reached as if whole (ON_TIMEOUT return, no error in RESP2): a wrong page.
         return command + [
             "SORTBY", 6, "@checkpoint_id", "DESC", "@tk", "ASC", "@nk", "ASC",
-            "LIMIT", self._offsets[n], self._want, "DIALECT", 2,
+            "LIMIT", self._offsets[n], self._want, "DIALECT", 2, "TIMEOUT", 0,
         ]
 
     def feed(self, replies: Sequence[Any]) -> list[CheckpointTuple]:

@@ -215,7 +215,7 @@ def _threads_request(targets: Sequence[IndexTarget], run_ids: Sequence[str]) -> 
     query = "@rh:{" + "|".join(tag(r) for r in run_ids) + "}"
     return [
         target.query([
-            "FT.AGGREGATE", target.name, query, "GROUPBY", 1, "@tk", "LIMIT", 0, THREADS_PER_QUERY, "DIALECT", 2,
+            "FT.AGGREGATE", target.name, query, "GROUPBY", 1, "@tk", "LIMIT", 0, THREADS_PER_QUERY, "DIALECT", 2, "TIMEOUT", 0,
         ])
         for target in targets
     ]

@@ -6,6 +6,8 @@
 -- ARGV[6] the order key a window hangs from without `before` (a guess of the newest id's),
 -- ARGV[7] the first window's width (a previous page's, or a small guess),
 -- ARGV[8] below how many matches to sort them all without a window
+-- Every query says TIMEOUT 0: cut short at RediSearch's own timeout, a count or a sort would
+-- answer with what it reached as if whole.
 -- Returns: {'missing'} when a match has no `ck` (written before index schema v3), else
 --          {width of the window used (2^53: the whole index), FT.AGGREGATE reply (RESP2)}.
 --
@@ -30,7 +32,7 @@ local function num(x) return string.format('%.0f', x) end
 
 -- matches of the query not yet given a `ck`: listing would miss them silently
 local function missing()
-  local reply = redis.call('FT.AGGREGATE', idx, filter .. 'ismissing(@ck)', 'LIMIT', 0, 1, 'DIALECT', 2)
+  local reply = redis.call('FT.AGGREGATE', idx, filter .. 'ismissing(@ck)', 'LIMIT', 0, 1, 'DIALECT', 2, 'TIMEOUT', 0)
   return #reply > 1
 end
 
@@ -47,7 +49,7 @@ end
 
 -- min(matches of q, cap), from rows need..cap of an unsorted, lazily stopped query
 local function capped(q)
-  local reply = redis.call('FT.AGGREGATE', idx, q, 'LIMIT', need - 1, cap - need + 1, 'DIALECT', 2)
+  local reply = redis.call('FT.AGGREGATE', idx, q, 'LIMIT', need - 1, cap - need + 1, 'DIALECT', 2, 'TIMEOUT', 0)
   if #reply == 1 then return 0 end
   return need - 1 + #reply - 1
 end
@@ -66,7 +68,7 @@ local few = math.max(cap, tonumber(ARGV[8]))
 -- them all is as cheap). Invariant of the bisection: [wide, top] holds at least `need`
 -- matches, [narrow, top] fewer.
 local function window()
-  local probe = redis.call('FT.AGGREGATE', idx, query, 'LIMIT', few - 1, 1, 'DIALECT', 2)
+  local probe = redis.call('FT.AGGREGATE', idx, query, 'LIMIT', few - 1, 1, 'DIALECT', 2, 'TIMEOUT', 0)
   if #probe == 1 then return nil end
   local width = math.max(tonumber(ARGV[7]), 1)
   local lo = math.max(base - width, 0)
@@ -121,7 +123,7 @@ if before ~= '' then
   table.insert(command, "@checkpoint_id < '" .. before .. "'")
 end
 for _, arg in ipairs({'SORTBY', 6, '@checkpoint_id', 'DESC', '@tk', 'ASC', '@nk', 'ASC',
-                      'LIMIT', offset, size, 'DIALECT', 2}) do
+                      'LIMIT', offset, size, 'DIALECT', 2, 'TIMEOUT', 0}) do
   table.insert(command, arg)
 end
 return {used, redis.call(unpack(command))}

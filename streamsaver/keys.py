@@ -179,10 +179,11 @@ class Keyspace:
         """The keys of one thread."""
         return _thread_keys(self.prefix, self.partitions, thread_id)
 
-    def index(self, view: ViewName, tag: str = "") -> str:
-        """The RediSearch index name of a view, versioned by its schema; on Redis Cluster one
-        per primary, named with a hash `tag` that primary owns (see `streamsaver.topology`)."""
-        name = f"{self.prefix}:{view}:idx:v{INDEX_SCHEMA_VERSION}"
+    def index(self, view: ViewName, tag: str = "", version: int = INDEX_SCHEMA_VERSION) -> str:
+        """The RediSearch index name of a view, versioned by its schema (an older `version`:
+        the name an earlier release gave it); on Redis Cluster one per primary, named with a
+        hash `tag` that primary owns (see `streamsaver.topology`)."""
+        name = f"{self.prefix}:{view}:idx:v{version}"
         return f"{name}:{tag}" if tag else name
 
     def document_prefix(self, view: ViewName) -> str:

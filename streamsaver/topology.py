@@ -259,10 +259,11 @@ def cluster_enabled(url: str) -> bool:
         client.close()
 
 
-def connect(url: str, **options: Any) -> redis.Redis:
+def connect(url: str, *, cluster: bool | None = None, **options: Any) -> redis.Redis:
     """A client for `url`: a ``RedisCluster`` (typed as the ``redis.Redis`` whose commands it
-    offers) when the server runs in cluster mode, else a ``redis.Redis``."""
-    if cluster_enabled(url):
+    offers) when the server runs in cluster mode, else a ``redis.Redis``. `cluster` True or
+    False skips asking the server (``INFO cluster``); `options` go to ``from_url``."""
+    if cluster if cluster is not None else cluster_enabled(url):
         return cast(redis.Redis, RedisCluster.from_url(url, **options))
     return redis.Redis.from_url(url, **options)
 

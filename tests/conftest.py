@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 import redis
 import redis.asyncio
-from helpers import CLUSTER_URLS, async_client, sync_client
+from helpers import async_client, cluster_of_three, sync_client
 
 from streamsaver import AsyncStreamSaver, StreamSaver
 
@@ -44,12 +44,8 @@ def redis_url() -> Iterator[str]:
 def embedded_cluster() -> Iterator[EmbeddedCluster]:
     """A Redis Cluster of three embedded primaries (each with the modules), started once per
     session, on first use."""
-    from streamsaver.embedded_cluster import EmbeddedCluster
-
-    with EmbeddedCluster(3) as cluster:
-        CLUSTER_URLS.add(cluster.url)
+    with cluster_of_three() as cluster:
         yield cluster
-        CLUSTER_URLS.discard(cluster.url)
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,8 @@ The contract and conformance suites also run on a Redis Cluster (tests/contract/
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import redis
@@ -38,6 +38,20 @@ VARIANT_IDS = [f"{kind}-{view}" for kind, view in VARIANTS]
 
 CLUSTER_URLS: set[str] = set()
 """URLs of the embedded Redis Clusters the session started (a node each)."""
+
+
+@contextmanager
+def cluster_of_three() -> Iterator[Any]:
+    """A new embedded Redis Cluster of three primaries, its URL in `CLUSTER_URLS` while it runs."""
+    from streamsaver.embedded_cluster import EmbeddedCluster
+
+    with EmbeddedCluster(3) as cluster:
+        CLUSTER_URLS.add(cluster.url)
+        try:
+            yield cluster
+        finally:
+            CLUSTER_URLS.discard(cluster.url)
+
 
 def sync_client(url: str, **options: Any) -> Any:
     """A sync client for `url`: a ``RedisCluster`` when it is a test cluster's node."""

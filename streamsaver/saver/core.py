@@ -69,9 +69,10 @@ def enqueue(pipe: Any, commands: Sequence[Command]) -> None:
 LOAD_SCRIPTS: list[Command] = [["SCRIPT", "LOAD", s.source] for s in ALL]
 
 INDEXING_WAIT_S = 30.0
+"""How long a setup after moved slots (or during an index schema upgrade) waits for new indexes
+to index what their nodes hold."""
 INDEXING_POLL_S = 0.05
 """The pause between two reads of the new indexes' state (`SaverCore.setup_program`)."""
-"""How long a setup after moved slots waits for new indexes to index what their nodes hold."""
 
 SetupProgram = Generator[list[Step] | setup.Pause, Any, None]
 """`setup()`: each yield is one round trip, answered with its raw replies (errors as values)."""

@@ -124,7 +124,7 @@ def index_names(replies: Sequence[Any]) -> list[set[str]]:
 def upgrading(keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[set[str]]) -> bool:
     """Whether an index of an older schema of one of `views` exists (on any primary): an upgrade
     is under way, and the new indexes cover documents written before them."""
-    older = tuple(f"{keyspace.prefix}:{view}:idx:v{n}" for view in views for n in range(1, INDEX_SCHEMA_VERSION))
+    older = tuple(keyspace.index(view, version=n) for view in views for n in range(1, INDEX_SCHEMA_VERSION))
     return any(name == old or name.startswith(old + ":") for names in existing for name in names for old in older)
 
 

@@ -39,7 +39,7 @@ from streamsaver.saver.core import (
     retry_backoff,
 )
 from streamsaver.saver.maintenance import Program
-from streamsaver.topology import Step, cluster_enabled, enqueue, execute, is_cluster, node_name
+from streamsaver.topology import Step, connect, enqueue, execute, is_cluster, node_name
 
 __all__ = ["StreamSaver", "round_trip", "send_raw"]
 
@@ -148,9 +148,7 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
                 (``INFO cluster``).
         """
         retry = Retry(retry_backoff(), CONNECTION_RETRIES)
-        if cluster is None:
-            cluster = cluster_enabled(url)
-        client: Redis | RedisCluster = RedisCluster.from_url(url, retry=retry) if cluster else Redis.from_url(url, retry=retry)
+        client = connect(url, cluster=cluster, retry=retry)
         try:
             yield cls(client, **options)
         finally:

@@ -19,8 +19,22 @@ from functools import cached_property
 from importlib import resources
 from typing import Any
 
-__all__ = ["ALL", "APPEND", "APPLY", "LIST_WINDOW", "READ_FULL", "READ_HISTORY", "READ_SHALLOW", "REWRITE", "SWAP", "TRIM", "TTL",
-           "Script"]
+__all__ = [
+    "ALL",
+    "APPEND",
+    "APPLY",
+    "LIST_WINDOW",
+    "READ_FULL",
+    "READ_HISTORY",
+    "READ_SHALLOW",
+    "READ_SIDE",
+    "REWRITE",
+    "SWAP",
+    "TRIM",
+    "TTL",
+    "WRITE_SIDE",
+    "Script",
+]
 
 Arg = str | bytes | int
 
@@ -35,8 +49,7 @@ READ_SIDE = ("_esc", "_read")
 """The preludes of a read script."""
 
 
-def _source(name: str, preludes: Sequence[str]) -> str:
-    shebang, _, body = _read(f"{name}.lua").partition("\n")
+def _spliced(shebang: str, preludes: Sequence[str], body: str) -> str:
     return "\n".join([shebang, *(_read(f"{p}.lua") for p in preludes), body])
 
 
@@ -50,18 +63,19 @@ class Script:
     @classmethod
     def load(cls, name: str, preludes: Sequence[str] = WRITE_SIDE) -> Script:
         """The script in ``<name>.lua`` with `preludes` (names of ``_*.lua`` files) spliced in."""
-        return cls(name, _source(name, preludes))
+        shebang, _, body = _read(f"{name}.lua").partition("\n")
+        return cls(name, _spliced(shebang, preludes, body))
 
     @classmethod
     def alone(cls, name: str) -> Script:
         """The script in ``<name>.lua`` without a prelude (a script that needs none is spared
         evaluating one on every call)."""
-        return cls(name, _read(f"{name}.lua"))
+        return cls.load(name, ())
 
     @classmethod
     def with_library(cls, name: str, body: str, shebang: str = "#!lua", preludes: Sequence[str] = WRITE_SIDE) -> Script:
         """A script from inline Lua with `preludes` spliced in (for tools and tests)."""
-        return cls(name, "\n".join([shebang, *(_read(f"{p}.lua") for p in preludes), body]))
+        return cls(name, _spliced(shebang, preludes, body))
 
     @cached_property
     def sha(self) -> str:

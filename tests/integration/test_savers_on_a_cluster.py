@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio
-from helpers import CLUSTER_URLS, config, new_checkpoint, node_clients, snapshot, sync_client
+from helpers import cluster_of_three, config, new_checkpoint, node_clients, snapshot, sync_client
 from langgraph.checkpoint.base import CheckpointTuple
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
@@ -297,10 +297,8 @@ def moving_cluster() -> Iterator[EmbeddedCluster]:
     indexes to scan their node's keys; on the session's cluster those scans queue behind the
     scans of every index earlier tests created (RediSearch 2.10 seems to scan for one new index
     at a time, each over the whole keyspace), which outlasted setup's 30 s limit under load."""
-    with EmbeddedCluster(3) as cluster:
-        CLUSTER_URLS.add(cluster.url)
+    with cluster_of_three() as cluster:
         yield cluster
-        CLUSTER_URLS.discard(cluster.url)
 
 
 @pytest.fixture(scope="module")

@@ -41,7 +41,7 @@ def test_a_new_index_over_existing_documents_answers_whole_right_after_setup(own
     keyspace = Keyspace(prefix)
     for view in ("full", "shallow"):
         client.execute_command("FT.DROPINDEX", keyspace.index(view))
-        older = keyspace.index(view).rsplit(":v", 1)[0] + ":v1"
+        older = keyspace.index(view, version=1)
         client.execute_command("FT.CREATE", older, "ON", "JSON", "PREFIX", 1, keyspace.document_prefix(view), "SCHEMA", "$.th", "AS", "th", "TAG")
     pipe = client.pipeline(transaction=False)
     for n in range(OTHER_DOCUMENTS):

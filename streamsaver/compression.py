@@ -15,27 +15,23 @@ read back unchanged.
 Why zstd: on LangGraph message lists (JsonPlusSerializer's msgpack) level 3 shrinks ~5-6x at
 ~2 µs per KiB to compress and ~1 µs per KiB to expand, against zlib's ~4.6x at 4.5 µs per KiB
 (level 1); the log, which holds every version of every large channel, is where a deployment's
-memory goes.
+memory goes. Why python-zstandard rather than the stdlib's `compression.zstd` (3.14, and its
+backport): its contexts are reused call after call, where the stdlib's one-shot calls make a
+context each (~8-10 µs, more than expanding a step's payload: reading a checkpoint expands
+three).
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Any
 
+import zstandard
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from streamsaver.events import Blob
 
-if sys.version_info >= (3, 14):
-    from compression import zstd
-    from compression.zstd import CompressionParameter
-else:
-    from backports import zstd
-    from backports.zstd import CompressionParameter
-
-__all__ = ["LEVEL", "LOAD_ERRORS", "MIN_BYTES", "expand", "keep", "load", "shrink"]
+__all__ = ["LEVEL", "LOAD_ERRORS", "MIN_BYTES", "expand", "keep", "load", "load_stored", "shrink"]
 
 MIN_BYTES = 512
 """Smaller payloads are stored as they are: below this, compression saves little and costs a call.
@@ -52,34 +48,52 @@ JsonPlusSerializer raises NotImplementedError for a type it does not know)."""
 
 _ZSTD = "zstd:"
 _RAW = "raw:"
-_OPTIONS: dict[int, int] = {CompressionParameter.compression_level: LEVEL, CompressionParameter.checksum_flag: 1}
-"""Each frame carries a checksum of its content (4 bytes): without one, a damaged frame often
-decompresses to other, wrong bytes instead of failing."""
-
 
 _local = threading.local()
+_SIZE_UNKNOWN = -1
+"""What `zstandard.frame_content_size` says of a frame whose header leaves the size out."""
 
 
-_REUSED_BELOW = 8192
-"""Payloads smaller than this share a compressor: a context reused for inputs of very different
-sizes is resized at each switch, which made a step's large messages list slower to compress."""
+class _Codec:
+    """One thread's zstd contexts, reused call after call: a new context costs ~8 µs, more than
+    compressing or expanding a KiB with one (python-zstandard's one-shot calls reset the
+    context's session, so no frame carries another's bytes). Frames carry their content size
+    (read in one call) and a checksum of the content (4 bytes): without one, a damaged frame
+    often decompresses to other, wrong bytes instead of failing."""
+
+    def __init__(self) -> None:
+        self.compressor = zstandard.ZstdCompressor(level=LEVEL, write_checksum=True, write_content_size=True)
+        self.decompressor = zstandard.ZstdDecompressor()
+
+
+def _codec() -> _Codec:
+    codec: _Codec | None = getattr(_local, "codec", None)
+    if codec is None:
+        codec = _local.codec = _Codec()
+    return codec
 
 
 def _compress(data: bytes) -> bytes:
-    """One zstd frame of `data`. A small payload takes this thread's compressor, reused frame
-    after frame: making one costs ~8 µs, more than compressing 1 KiB with it (~2.5 µs)."""
-    if len(data) >= _REUSED_BELOW:
-        fresh: bytes = zstd.compress(data, options=_OPTIONS)
-        return fresh
-    compressor = getattr(_local, "compressor", None)
-    if compressor is None:
-        compressor = _local.compressor = zstd.ZstdCompressor(options=_OPTIONS)
+    """One zstd frame of `data`, with its size and a checksum."""
+    return _codec().compressor.compress(data)
+
+
+def _decompress(data: bytes) -> bytes:
+    """The content of one zstd frame; bytes after it, a truncated frame or a checksum that does
+    not match raise `zstandard.ZstdError`."""
+    decompressor = _codec().decompressor
     try:
-        packed: bytes = compressor.compress(data, mode=zstd.ZstdCompressor.FLUSH_FRAME)
-    except BaseException:
-        _local.compressor = None  # a frame left half-written must not begin the next one
-        raise
-    return packed
+        return decompressor.decompress(data, allow_extra_data=False)
+    except zstandard.ZstdError:
+        # A frame without its size in the header (not one this package writes) is read as a
+        # stream; anything else is damage.
+        if zstandard.frame_content_size(data) != _SIZE_UNKNOWN:
+            raise
+        stream = decompressor.decompressobj()
+        content = stream.decompress(data)
+        if not stream.eof or stream.unused_data:
+            raise zstandard.ZstdError("a frame without its size that is truncated or followed by other bytes") from None
+        return content
 
 
 def shrink(blob: Blob) -> Blob:
@@ -107,8 +121,8 @@ def expand(blob: Blob) -> Blob:
     """
     if blob.type.startswith(_ZSTD):
         try:
-            return Blob(blob.type[len(_ZSTD):], zstd.decompress(blob.data))
-        except zstd.ZstdError as exc:
+            return Blob(blob.type[len(_ZSTD):], _decompress(blob.data))
+        except zstandard.ZstdError as exc:
             raise ValueError(f"a compressed payload is corrupt: {exc}") from exc
     if blob.type.startswith(_RAW):
         return Blob(blob.type[len(_RAW):], blob.data)
@@ -121,5 +135,19 @@ def load(serde: SerializerProtocol, blob: Blob) -> Any:
     Raises:
         ValueError: a corrupt compressed payload; and whatever `serde.loads_typed` raises.
     """
-    plain = expand(blob)
-    return serde.loads_typed((plain.type, plain.data))
+    return load_stored(serde, blob.type, blob.data)
+
+
+def load_stored(serde: SerializerProtocol, type_name: str, data: bytes) -> Any:
+    """`load` of a stored blob given by its parts, as the read path has them (no `Blob` made).
+
+    Raises:
+        ValueError: a corrupt compressed payload; and whatever `serde.loads_typed` raises.
+    """
+    if type_name.startswith(_ZSTD):
+        try:
+            data = _decompress(data)
+        except zstandard.ZstdError as exc:
+            raise ValueError(f"a compressed payload is corrupt: {exc}") from exc
+        return serde.loads_typed((type_name[len(_ZSTD):], data))
+    return serde.loads_typed((type_name.removeprefix(_RAW), data))

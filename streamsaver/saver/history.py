@@ -60,9 +60,11 @@ def read_history(
                 collected[write[1]].append(write)
         for i in range(0, len(flat_seeds), 3):
             name = flat_seeds[i].decode("utf-8", "surrogatepass")
-            with reading.entry(flat_seeds[i + 2], f"the value of channel {name!r}"):
+            try:
                 cv = decode_channel_value(flat_seeds[i + 1])
                 seeds[name] = compression.load(serde, cv.blob)
+            except compression.LOAD_ERRORS as exc:
+                raise reading.failed(flat_seeds[i + 2], f"the value of channel {name!r}", exc) from exc
             remaining.discard(name)
     result: dict[str, DeltaChannelHistory] = {}
     for ch in channels:

@@ -4,19 +4,15 @@ and no serde type name mistaken for a marker."""
 from __future__ import annotations
 
 import os
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
 from streamsaver.compression import MIN_BYTES, expand, keep, shrink
 from streamsaver.events import Blob
-
-if sys.version_info >= (3, 14):
-    from compression import zstd
-else:
-    from backports import zstd
 
 type_names = st.one_of(
     st.sampled_from(["msgpack", "json", "bytes", "null", "empty", "msgpack+aes", "zstd:", "raw:", "zstd:msgpack", "raw:raw:x"]),
@@ -61,5 +57,28 @@ def test_each_stored_payload_is_one_whole_frame_from_any_thread() -> None:
         for _ in range(4):
             for blob, stored in zip(blobs, pool.map(shrink, blobs)):
                 assert stored.type == "zstd:msgpack"
-                assert zstd.get_frame_size(stored.data) == len(stored.data)
+                assert zstandard.frame_content_size(stored.data) == len(blob.data)
                 assert expand(stored) == blob
+
+
+def test_a_frame_with_bytes_after_it_or_cut_short_is_refused_as_damage() -> None:
+    """A stored payload is one whole frame: trailing bytes (another frame too), a frame cut
+    short or one whose checksum fails raise ValueError (readers name the entry), never a
+    quietly different value."""
+    stored = shrink(Blob("msgpack", b"agent tool call result " * 200))
+    frame = stored.data
+    flipped = frame[:20] + bytes([frame[20] ^ 1]) + frame[21:]
+    for damaged in (frame + b"xy", frame + frame, frame[:-3], flipped):
+        with pytest.raises(ValueError, match="corrupt"):
+            expand(Blob(stored.type, damaged))
+
+
+def test_a_frame_without_its_size_in_the_header_still_reads() -> None:
+    """Frames written by another zstd writer may leave the content size out (streaming mode)."""
+    data = b"agent tool call result " * 200
+    stream = zstandard.ZstdCompressor(write_content_size=False).compressobj()
+    frame = stream.compress(data) + stream.flush()
+    assert zstandard.frame_content_size(frame) == -1  # unknown
+    assert expand(Blob("zstd:msgpack", frame)) == Blob("msgpack", data)
+    with pytest.raises(ValueError, match="corrupt"):
+        expand(Blob("zstd:msgpack", frame[:-2]))

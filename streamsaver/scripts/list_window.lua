@@ -68,12 +68,15 @@ local few = math.max(cap, tonumber(ARGV[8]))
 -- them all is as cheap). Invariant of the bisection: [wide, top] holds at least `need`
 -- matches, [narrow, top] fewer.
 local function window()
-  local probe = redis.call('FT.AGGREGATE', idx, query, 'LIMIT', few - 1, 1, 'DIALECT', 2, 'TIMEOUT', 0)
-  if #probe == 1 then return nil end
   local width = math.max(tonumber(ARGV[7]), 1)
   local lo = math.max(base - width, 0)
   local n = count(lo)
+  -- A first window that holds the page (a remembered one, usually) is exact whatever the
+  -- matches count: the probe below, which walks `few` matches, is only needed to choose
+  -- between searching further and sorting them all.
   if good(n) then return lo end
+  local probe = redis.call('FT.AGGREGATE', idx, query, 'LIMIT', few - 1, 1, 'DIALECT', 2, 'TIMEOUT', 0)
+  if #probe == 1 then return nil end
   local wide, narrow
   if n < need then
     if lo == 0 then return nil end

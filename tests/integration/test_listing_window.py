@@ -166,3 +166,21 @@ def test_fewer_matches_than_the_sort_all_threshold_are_sorted_without_a_window(
 
     assert len(rows) < SORT_ALL_BELOW and width == WHOLE
     assert found == _expected(rows, {}, "", 0, 3)
+
+
+def test_a_first_window_that_holds_the_page_is_used_without_walking_the_matches(
+    stored: tuple[redis.Redis, str, list[tuple[str, str, str, int]]],
+) -> None:
+    """A remembered window that holds the page answers at once, even where the matches are few
+    enough to sort whole: the probe that walks up to `SORT_ALL_BELOW` of them only decides what
+    to do when the first window does not hold the page."""
+    client, prefix, rows = stored
+    keys = sorted((order_key(cid) for cid, _, _, group in rows if group == 1), reverse=True)
+    # a lowest key whose window [low, +inf] holds the page of 3 and fewer than the 12 matches
+    # a window may hold (ids sharing their first 12 characters share a key)
+    low = next(k for k in keys if 3 <= sum(x >= k for x in keys) < 12)
+    width = keys[0] - low
+    used, found = _page(client, prefix, {"group": 1}, "", 0, 3, keys[0], width, SORT_ALL_BELOW)
+
+    assert len(rows) < SORT_ALL_BELOW and used == width
+    assert found == _expected(rows, {"group": 1}, "", 0, 3)

@@ -13,8 +13,7 @@ __all__ = ["FIELDS", "index_schema"]
 FIELDS: list[dict[str, Any]] = [
     {"name": "th", "type": "tag", "path": "$.th"},
     {"name": "nh", "type": "tag", "path": "$.nh"},
-    {"name": "checkpoint_id", "type": "tag", "path": "$.checkpoint_id", "attrs": {"sortable": True, "case_sensitive": True}},
-    {"name": "ph", "type": "tag", "path": "$.ph"},
+    {"name": "checkpoint_id", "type": "tag", "path": "$.checkpoint_id", "attrs": {"sortable": True, "case_sensitive": True, "no_index": True}},
     {"name": "source", "type": "tag", "path": "$.source"},
     {"name": "step", "type": "numeric", "path": "$.step"},
     {"name": "rh", "type": "tag", "path": "$.rh"},
@@ -23,7 +22,10 @@ FIELDS: list[dict[str, Any]] = [
     {"name": "nk", "type": "text", "path": "$.nk", "attrs": {"sortable": True, "no_index": True, "unf": True}},
     {"name": "ck", "type": "numeric", "path": "$.ck", "attrs": {"index_missing": True}},
 ]
-"""``th``/``nh``/``ph``/``rh``: digests of thread id, namespace, parent id, run id;
+"""``th``/``nh``/``rh``: digests of thread id, namespace, run id;
+``checkpoint_id``: sorted on and compared in ``FILTER``, never searched, so not indexed (schema
+v4): a value unique to each document costs the index a tag entry of its own (~400 bytes a
+checkpoint, as much as the parent digest ``ph`` the documents still carry, which no query used);
 ``mt``: one digest per metadata ``(key, value)`` pair (see `projectors.documents`);
 ``tk``/``nk``: thread id and namespace as keys spell them (`streamsaver.codec.escape`: ASCII, no
 NUL, which a sorting vector would cut at), not searchable, kept verbatim (UNF) in the sorting

@@ -47,7 +47,7 @@ __all__ = ["DEFAULT_PARTITIONS", "DEFAULT_PREFIX", "Keyspace", "ThreadKeys", "Vi
 
 DEFAULT_PREFIX = "streamsaver"
 DEFAULT_PARTITIONS = 16
-INDEX_SCHEMA_VERSION = 3
+INDEX_SCHEMA_VERSION = 4
 
 ViewName = Literal["full", "shallow"]
 _PREFIX_RULE = re.compile(r"^[A-Za-z0-9._-]+(:[A-Za-z0-9._-]+)*$")

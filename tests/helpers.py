@@ -29,6 +29,7 @@ from langgraph.checkpoint.base import (
 )
 
 from streamsaver import AsyncStreamSaver, StreamSaver
+from streamsaver.keys import Keyspace
 from streamsaver.saver.core import SaverCore
 
 KINDS = ("sync", "async")
@@ -79,7 +80,7 @@ def index_hits(client: Any, prefix: str, view: str, query: str) -> int:
     total = 0
     for node in node_clients(client):
         for name in node.execute_command("FT._LIST"):
-            if name.decode().startswith(f"{prefix}:{view}:idx:v3"):
+            if name.decode().startswith(Keyspace(prefix).index(view)):
                 found = node.execute_command("FT.SEARCH", name, query, "LIMIT", 0, 0)
                 total += int(found[0] if isinstance(found, list) else found[b"total_results"])
     return total

@@ -15,6 +15,7 @@ from helpers import snapshot
 
 from streamsaver import AsyncStreamSaver
 from streamsaver.codec import escape, tag
+from streamsaver.keys import Keyspace
 
 POINTER_FIELDS = {b"id", b"type", b"thread", b"ns", b"cid"}
 
@@ -23,7 +24,7 @@ def indexed(client: redis.Redis, prefix: str, thread_id: str) -> int:
     """How many documents of `thread_id` the two views' indexes hold."""
     total = 0
     for view in ("full", "shallow"):
-        found = client.execute_command("FT.SEARCH", f"{prefix}:{view}:idx:v3", f"@th:{{{tag(thread_id)}}}", "LIMIT", 0, 0)
+        found = client.execute_command("FT.SEARCH", Keyspace(prefix).index(view), f"@th:{{{tag(thread_id)}}}", "LIMIT", 0, 0)
         total += int(found[0] if isinstance(found, list) else found.get(b"total_results", found.get("total_results")))
     return total
 

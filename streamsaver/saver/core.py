@@ -7,6 +7,7 @@ one pipelined round trip) and hand the replies back to it.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import random
 import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
@@ -39,6 +40,8 @@ __all__ = [
     "CONNECTION_RETRIES", "Command", "CoreBinding", "SaverCore", "SetupProgram", "check_client", "enqueue", "failed_reply",
     "retry_backoff",
 ]
+
+log = logging.getLogger("streamsaver.setup")
 
 Command = list[str | bytes | int]
 
@@ -177,7 +180,8 @@ class SaverCore:
         requests = setup.create_requests(keyspace, self.projections, existing, topology)
         setup.read_created((yield requests))
         infos = setup.index_infos(requests) if wait_indexed else []
-        if setup.upgrading(keyspace, self.projections, existing):
+        older = setup.older_indexes(keyspace, self.projections, existing)
+        if older:
             # The new indexes cover documents written before them: until their scan is done, a
             # query would quietly miss some (whichever process created them).
             infos = setup.view_index_infos(keyspace, self.projections, topology)
@@ -190,6 +194,13 @@ class SaverCore:
                     f"new indexes were still indexing after {INDEXING_WAIT_S:.0f} s; call again when "
                     "`FT.INFO` shows indexing 0 on every primary"
                 )
+        if older:
+            # Both schemas' indexes are kept current until an operator drops the older: the
+            # server pays for both (docs/operations.md, upgrading the index schema).
+            log.warning(
+                "indexes of an older schema remain: %s; drop them (FT.DROPINDEX, without DD) once no "
+                "process of an older release uses them (docs/operations.md)", ", ".join(older),
+            )
         self.keyspace, self.topology = keyspace, topology
 
     def index_moved(self, error: Exception) -> bool:

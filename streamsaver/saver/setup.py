@@ -30,6 +30,7 @@ __all__ = [
     "index_names",
     "list_indexes",
     "load_scripts",
+    "older_indexes",
     "probe_request",
     "read_created",
     "read_probe",
@@ -121,11 +122,16 @@ def index_names(replies: Sequence[Any]) -> list[set[str]]:
     return [{i.decode() if isinstance(i, bytes) else str(i) for i in indexes} for indexes in replies]
 
 
-def upgrading(keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[set[str]]) -> bool:
-    """Whether an index of an older schema of one of `views` exists (on any primary): an upgrade
-    is under way, and the new indexes cover documents written before them."""
+def older_indexes(keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[set[str]]) -> list[str]:
+    """The indexes of an older schema of `views` (on any primary), sorted: while one exists an
+    upgrade is under way, and the new indexes cover documents written before them."""
     older = tuple(keyspace.index(view, version=n) for view in views for n in range(1, INDEX_SCHEMA_VERSION))
-    return any(name == old or name.startswith(old + ":") for names in existing for name in names for old in older)
+    return sorted({name for names in existing for name in names for old in older if name == old or name.startswith(old + ":")})
+
+
+def upgrading(keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[set[str]]) -> bool:
+    """Whether an index of an older schema of one of `views` exists (`older_indexes`)."""
+    return bool(older_indexes(keyspace, views, existing))
 
 
 def view_index_infos(keyspace: Keyspace, views: Sequence[ViewName], topology: Topology | None) -> list[Step]:

@@ -55,3 +55,25 @@ def test_a_new_index_over_existing_documents_answers_whole_right_after_setup(own
     upgraded.delete_for_runs(["run-1"])
     assert [upgraded.get_tuple(config(f"t{i}")) for i in range(3)] == [None, None, None]
     client.close()
+
+
+def test_setup_warns_while_an_older_index_remains_and_not_after_it_is_dropped(
+    redis_url: str, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Until an operator drops it, the older schema's index is kept current beside the new one:
+    the server pays for both, so every setup says which remain (docs/operations.md)."""
+    client = redis.Redis.from_url(redis_url)
+    keyspace = Keyspace(prefix)
+    older = keyspace.index("full", version=3)
+    client.execute_command("FT.CREATE", older, "ON", "JSON", "PREFIX", 1, keyspace.document_prefix("full"), "SCHEMA", "$.th", "AS", "th", "TAG")
+
+    with caplog.at_level("WARNING", logger="streamsaver.setup"):
+        StreamSaver(client, prefix=prefix).setup()
+    assert [r.getMessage() for r in caplog.records if older in r.getMessage()]
+
+    client.execute_command("FT.DROPINDEX", older)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="streamsaver.setup"):
+        StreamSaver(client, prefix=prefix).setup()
+    assert not caplog.records
+    client.close()

@@ -73,8 +73,17 @@ def _codec() -> _Codec:
     return codec
 
 
+_REUSED_BELOW = 1 << 20
+"""Payloads of 1 MiB or more get a context of their own, freed after: a context keeps the
+tables its largest input needed (~1.3 MiB more per thread after a 2 MiB payload, against
+~0.25 after the benchmark's 40 KiB messages list), and making one costs ~20 µs, nothing beside
+compressing a MiB (~1.5 ms)."""
+
+
 def _compress(data: bytes) -> bytes:
     """One zstd frame of `data`, with its size and a checksum."""
+    if len(data) >= _REUSED_BELOW:
+        return zstandard.ZstdCompressor(level=LEVEL, write_checksum=True, write_content_size=True).compress(data)
     return _codec().compressor.compress(data)
 
 

@@ -50,8 +50,9 @@ _ZSTD = "zstd:"
 _RAW = "raw:"
 
 _local = threading.local()
-_SIZE_UNKNOWN = -1
-"""What `zstandard.frame_content_size` says of a frame whose header leaves the size out."""
+_RATIO_BITS = 15
+"""A frame of n bytes holds at most n << 15 bytes of content: every block of up to 128 KiB
+takes at least 4 bytes (an RLE block); 100 MiB of zeros at any level take ~3.2 KiB."""
 
 
 class _Codec:
@@ -88,21 +89,22 @@ def _compress(data: bytes) -> bytes:
 
 
 def _decompress(data: bytes) -> bytes:
-    """The content of one zstd frame; bytes after it, a truncated frame or a checksum that does
-    not match raise `zstandard.ZstdError`."""
-    decompressor = _codec().decompressor
-    try:
-        return decompressor.decompress(data, allow_extra_data=False)
-    except zstandard.ZstdError:
-        # A frame without its size in the header (not one this package writes) is read as a
-        # stream; anything else is damage.
-        if zstandard.frame_content_size(data) != _SIZE_UNKNOWN:
-            raise
-        stream = decompressor.decompressobj()
-        content = stream.decompress(data)
-        if not stream.eof or stream.unused_data:
-            raise zstandard.ZstdError("a frame without its size that is truncated or followed by other bytes") from None
-        return content
+    """The content of one zstd frame; bytes after it, a truncated frame, a checksum that does
+    not match or a header whose content size the frame cannot hold raise `zstandard.ZstdError`."""
+    size = zstandard.frame_content_size(data)
+    if size > len(data) << _RATIO_BITS:
+        # The header's size is not covered by the checksum, and the one-shot call allocates it.
+        raise zstandard.ZstdError(f"the header claims {size} bytes of content, more than a frame of {len(data)} bytes holds")
+    if size > 0:
+        return _codec().decompressor.decompress(data, allow_extra_data=False)
+    # A header without the size (not one this package writes) or claiming none (damage: the
+    # one-shot call answers b"" unread, checksum unchecked) is read as a stream, which checks
+    # both; with a context of its own, so that a window a damaged header asks for is not kept.
+    stream = zstandard.ZstdDecompressor().decompressobj()
+    content = stream.decompress(data)
+    if not stream.eof or stream.unused_data:
+        raise zstandard.ZstdError("a frame without its size that is truncated or followed by other bytes")
+    return content
 
 
 def shrink(blob: Blob) -> Blob:

@@ -316,3 +316,36 @@ def test_a_subscriber_reading_a_damaged_compressed_payload_gets_an_error_naming_
     event.set_entry(fields)
     payload = event.payload()
     assert payload is not None and payload["checkpoint"]["channel_values"] == {"messages": _conversation(20)}
+
+
+def _claiming(frame: bytes, size: int) -> bytes:
+    """`frame` with a header that claims `size` bytes of content (rewritten as an 8-byte size
+    field): what a damaged header looks like, the frame's blocks and checksum left as they are."""
+    descriptor = frame[4]
+    single_segment = descriptor & 0x20
+    width = {0: 1 if single_segment else 0, 1: 2, 2: 4, 3: 8}[descriptor >> 6]
+    start = 5 if single_segment else 6  # after the window descriptor, when there is one
+    return frame[:4] + bytes([descriptor | 0xC0]) + frame[5:start] + size.to_bytes(8, "little") + frame[start + width:]
+
+
+@pytest.mark.parametrize("claimed", [0, 1 << 40], ids=["empty", "a-terabyte"])
+def test_a_frame_whose_header_misstates_its_content_size_is_reported_with_its_log_entry(
+    client: redis.Redis, saver: StreamSaver, claimed: int
+) -> None:
+    """The header's content size is not covered by the checksum: a header claiming no content
+    must not read as empty bytes (the checksum never checked), and one claiming more than a frame
+    of its length can hold must not be allocated (a MemoryError, not a `PayloadDecodeError`)."""
+    value = b"tool output: " + b"0123456789abcdef" * 8192  # `bytes`: the serde stores them as they are
+    _put(saver, "t", {"blob": value})
+    log = saver.core.keys.thread("t").log
+    [(entry_id, fields)] = _log_entries(client, saver, "t")
+    channel, version, type_, data = unpack(fields[b"c:blob"])
+    assert type_ == b"zstd:bytes"
+    _rewrite_field(client, log, entry_id, b"c:blob", pack([channel, version, type_, _claiming(data, len(value))]))
+    got = saver.get_tuple(config("t"))
+    assert got is not None and got.checkpoint["channel_values"] == {"blob": value}  # the rewrite alone reads
+
+    _rewrite_field(client, log, entry_id, b"c:blob", pack([channel, version, type_, _claiming(data, claimed)]))
+    with pytest.raises(PayloadDecodeError, match="compressed payload is corrupt") as caught:
+        saver.get_tuple(config("t"))
+    assert caught.value.event_id == entry_id.decode()

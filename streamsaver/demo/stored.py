@@ -189,8 +189,9 @@ def _excerpt(client: Redis, saver: StreamSaver, show: Show, thread_id: str, view
     doc = {k: _trim(v) for k, v in orjson.loads(command(client, "JSON.GET", key)).items()}
     show.say(f"\nJSON.GET {key}  (lists cut to 2 items):")
     show.block(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
-    show.say("th / nh / ph / mt are digests of thread id, namespace, parent id and metadata pairs:")
-    show.say("the index queries those, so no user input ever reaches query syntax.")
+    show.say("th / nh / rh / mt are digests of thread id, namespace, run id (if any) and metadata pairs:")
+    show.say("the index queries those, so no user input ever reaches query syntax (ph, the parent")
+    show.say("id's digest, is kept in the document but not indexed).")
     ptrs = keys.in_ns(view, "ptrs", "")
     entries = command(client, "HLEN", ptrs)
     body_ref = doc["refs"][0] if doc.get("refs") else None

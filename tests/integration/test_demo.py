@@ -20,6 +20,7 @@ import pytest
 import redis
 from langchain_core.runnables import RunnableConfig
 
+from projectors.schema import FIELDS
 from streamsaver import StreamSaver
 from streamsaver.cli import build_parser, main
 from streamsaver.demo import DemoReport, run_demo
@@ -222,3 +223,12 @@ def test_the_pointer_the_demo_shows_names_an_entry_of_the_thread_log(demo: Demo)
     assert demo.client.hget(ptrs, field).decode() == entry_id
     log = demo.saver.core.keys.thread("trip").log
     assert demo.client.xrange(log, entry_id, entry_id), "the pointer names a real log entry"
+
+
+def test_the_digests_the_demo_says_the_index_queries_are_the_ones_it_indexes(demo: Demo) -> None:
+    """The stored-document excerpt names the digest fields the index queries: exactly the
+    indexed tag fields that hold digests (schema v4 keeps `ph` in documents, unindexed)."""
+    line = next(line for line in demo.output.splitlines() if " are digests of " in line)
+    named = set(line.split(" are digests of ")[0].split(" / "))
+    indexed = {f["name"] for f in FIELDS if f["type"] == "tag" and not f.get("attrs", {}).get("no_index")}
+    assert named == indexed - {"source"}  # `source` holds LangGraph's own word, not a digest

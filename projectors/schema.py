@@ -25,7 +25,8 @@ FIELDS: list[dict[str, Any]] = [
 """``th``/``nh``/``rh``: digests of thread id, namespace, run id;
 ``checkpoint_id``: sorted on and compared in ``FILTER``, never searched, so not indexed (schema
 v4): a value unique to each document costs the index a tag entry of its own (~400 bytes a
-checkpoint, as much as the parent digest ``ph`` the documents still carry, which no query used);
+checkpoint; ~600 with the parent digest ``ph``, which the documents still carry and no query
+used);
 ``mt``: one digest per metadata ``(key, value)`` pair (see `projectors.documents`);
 ``tk``/``nk``: thread id and namespace as keys spell them (`streamsaver.codec.escape`: ASCII, no
 NUL, which a sorting vector would cut at), not searchable, kept verbatim (UNF) in the sorting

@@ -1,7 +1,7 @@
 """What the views' indexes hold (projectors/schema.py, schema v4): every field a query searches,
 and no entry per checkpoint for a field no query searches. A value unique to each document (the
-checkpoint id, the parent's digest) costs the index a tag entry of its own, ~400 bytes a
-checkpoint each, which is what `checkpoint_id` (sorted on and compared in FILTER only) and `ph`
+checkpoint id, the parent's digest) costs the index a tag entry of its own (~400 bytes a
+checkpoint either, ~600 both), which is what `checkpoint_id` (sorted on and compared in FILTER only) and `ph`
 (never queried) cost until schema v3."""
 
 from __future__ import annotations

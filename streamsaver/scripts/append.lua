@@ -19,9 +19,9 @@ if err then return err end
 -- Where the blocks start.
 local nf = tonumber(ARGV[1])
 local pointer = 2 + nf
-local np = tonumber(ARGV[pointer])
+local np = counts[ARGV[pointer]] or count_of(ARGV[pointer])
 local erase = ARGV[pointer + 1 + np] == '1'
-local nv = tonumber(ARGV[pointer + 2 + np])
+local nv = counts[ARGV[pointer + 2 + np]] or count_of(ARGV[pointer + 2 + np])
 local blocks = pointer + 3 + np
 local last = #ARGV
 if KEYS[4] then last = last - 2 end
@@ -56,7 +56,7 @@ local i = blocks
 local positions = {false, false, false, false}  -- sized for two views: no rehash as it fills
 for v = 1, nv do
   positions[2 * v - 1], positions[2 * v] = ARGV[i], id
-  i = apply_ops(i + 2, tonumber(ARGV[i + 1]), id)
+  i = apply_ops(i + 2, counts[ARGV[i + 1]] or count_of(ARGV[i + 1]), id)
 end
 if nv > 0 then redis.call('HSET', KEYS[3], unpack(positions, 1, 2 * nv)) end  -- one call for all views
 if erase then

@@ -170,7 +170,12 @@ local function apply_ops(i, count, id)
   return i
 end
 
+-- An error naming `key` when it exists with another type than `allowed`, else nil. A stream or
+-- a hash is probed with XLEN or HLEN, which fail only on another type: their integer reply
+-- costs less than TYPE's status reply, which becomes a Lua table; TYPE then names the type.
 local function expect_type(key, allowed)
+  local length = (allowed == 'stream' and 'XLEN') or (allowed == 'hash' and 'HLEN')
+  if length and type(redis.pcall(length, key)) == 'number' then return nil end
   local t = redis.call('TYPE', key)['ok']
   if t ~= 'none' and t ~= allowed then
     return redis.error_reply('WRONGTYPE streamsaver key ' .. key .. ' holds a ' .. t .. ', not a ' .. allowed)

@@ -103,7 +103,9 @@ def _renamed(ops: Sequence[tuple[str, ...]], stem: str) -> list[tuple[str, ...]]
     return [tuple(a.replace("STEM", stem) for a in op) for op in ops]
 
 
-def _compare(client: redis.Redis, prefix: str, setup: Sequence[Sequence[tuple[str, ...]]], block: Sequence[tuple[str, ...]]) -> None:
+def _compare(
+    client: redis.Redis, prefix: str, setup: Sequence[Sequence[tuple[str, ...]]], block: Sequence[tuple[str, ...]]
+) -> None:
     """Bring two copies of the keys to the state `setup` leaves, then apply `block` to one with
     apply_ops and to the other with the reference."""
     results = []
@@ -147,6 +149,15 @@ def test_the_projectors_blocks_match(scripts: redis.Redis, prefix: str) -> None:
     blocks = [([], full_put), ([old], full_put), ([old], shallow_put), ([old], writes), ([], writes), ([old], held_first)]
     for n, (setup, block) in enumerate(blocks):
         _compare(scripts, f"{prefix}{n}", setup, block)
+
+
+def test_a_field_read_once_is_read_again_after_an_op_wrote_its_hash(scripts: redis.Redis, prefix: str) -> None:
+    rewritten = [("SS.IFNEWER", "STEM:h0", "@cid", "c2"), ("HSET", "STEM:h0", "@cid", "c3"), ("SS.IFEQ", "STEM:h0", "@cid", "c3"), ("SS.PTR", "STEM:h0", "x")]
+    pointed = [("SS.FOLLOW", "STEM:h1", "@cid", "c2"), ("SS.PTR", "STEM:h1", "@cid"), ("SS.IFEQ", "STEM:h1", "@cid", "9-9"), ("HSET", "STEM:h1", "y", "1")]
+    elsewhere = [("SS.FOLLOW", "STEM:h1", "@cid", "c2"), ("SS.PTRNX", "STEM:h0", "@cid", "b"), ("SS.IFNEWER", "STEM:h0", "@cid", "c3"), ("HSET", "STEM:h0", "z", "1")]
+    old = [("HSET", "STEM:h0", "@cid", "c1"), ("HSET", "STEM:h1", "@cid", "c1")]
+    for n, block in enumerate([rewritten, pointed, elsewhere]):
+        _compare(scripts, f"{prefix}{n}", [old], block)
 
 
 def test_ops_too_wide_to_hold_together_go_out_apart(scripts: redis.Redis, prefix: str) -> None:

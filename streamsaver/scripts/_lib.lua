@@ -85,9 +85,10 @@ end
 -- the block. A batch holds its writes instead (apply_deferred, _defer.lua).
 -- Fewer redis.calls, same result as a command per op: hash writes to one key that follow each
 -- other (HSET, SS.PTR, the new fields of SS.PTRNX) go out as one HSET, fields in op order;
--- SS.PTRNX of several fields reads them with one HMGET instead of an HSETNX each (none after
--- SS.FOLLOW emptied the hash); a guard reading the field SS.FOLLOW or the previous guard just
--- read, no op having run since, reuses it. Written for few Lua instructions: each costs.
+-- SS.PTRNX of four fields or more reads them with one HMGET instead of an HSETNX each (none
+-- after SS.FOLLOW emptied the hash; with fewer, HSETNXs cost less than HMGET's reply table);
+-- a guard reading the field SS.FOLLOW or the previous guard just read, no op having run
+-- since, reuses it. Written for few Lua instructions: each costs.
 local function apply_ops(i, count, id)
   local live = true
   local hkey, hn, hfresh = nil, 0, false  -- hash writes held for one HSET on hkey (in hargs)
@@ -108,7 +109,7 @@ local function apply_ops(i, count, id)
     elseif live then
       known_key = nil
       local n = argc - 2  -- fields (SS.PTR, SS.PTRNX) or field/value arguments (HSET)
-      local ptrnx = op == 'SS.PTRNX' and (n > 1 or (n == 1 and hkey == key)) and 2 * n <= HELD_MAX
+      local ptrnx = op == 'SS.PTRNX' and n > 3 and 2 * n <= HELD_MAX
       if ptrnx or op == 'SS.PTR' or (op == 'HSET' and n % 2 == 0 and n > 0) then
         if hkey ~= key or hn + 2 * n > HELD_MAX or (ptrnx and hn > 16) then
           if hkey then rcall('HSET', hkey, unpack(hargs, 1, hn)) end

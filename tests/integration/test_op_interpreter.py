@@ -65,7 +65,7 @@ def _random_op(rng: random.Random, stem: str) -> tuple[str, ...]:
         return ("HSET", key, *pairs)
     if kind in ("SS.PTR", "SS.PTRNX"):
         wide = rng.random() < 0.1  # past the 16 held arguments a PTRNX scans
-        fields = [rng.choice(FIELDS) if not wide else f"w{rng.randrange(40)}" for _ in range(rng.randint(1, 20 if wide else 4))]
+        fields = [rng.choice(FIELDS) if not wide else f"w{rng.randrange(40)}" for _ in range(rng.randint(1, 20 if wide else 6))]
         return (kind, key, *fields)
     if kind in ("SS.FOLLOW", "SS.IFNEWER", "SS.IFEQ"):
         return (kind, key, rng.choice(("@cid", "@cid", "a")), rng.choice(IDS))
@@ -145,7 +145,7 @@ def test_the_projectors_blocks_match(scripts: redis.Redis, prefix: str) -> None:
     ]
     writes = [("SS.FOLLOW", "STEM:h1", "@cid", "c3"), ("SS.IFEQ", "STEM:h1", "@cid", "c3"), ("SS.PTRNX", "STEM:h1", "t:0", "t:1"), ("SS.PTR", "STEM:h1", "t:-1")]
     old = [("HSET", "STEM:h0", "@cid", "c1", "a", "0-1"), ("HSET", "STEM:h1", "@cid", "c2", "t:0", "0-1")]
-    held_first = [("HSET", "STEM:h0", "b", "c1"), ("SS.PTRNX", "STEM:h0", "a", "b", "c")]  # b is set, though not yet stored
+    held_first = [("HSET", "STEM:h0", "b", "c1"), ("SS.PTRNX", "STEM:h0", "a", "b", "c", "d")]  # b is set, not yet stored
     blocks = [([], full_put), ([old], full_put), ([old], shallow_put), ([old], writes), ([], writes), ([old], held_first)]
     for n, (setup, block) in enumerate(blocks):
         _compare(scripts, f"{prefix}{n}", setup, block)

@@ -89,6 +89,46 @@ end
 -- after SS.FOLLOW emptied the hash; with fewer, HSETNXs cost less than HMGET's reply table);
 -- a guard reading the field SS.FOLLOW or the previous guard just read, no op having run
 -- since, reuses it. Written for few Lua instructions: each costs.
+-- Adds the writes of hash op ARGV[i .. i + argc] (HSET pairs, SS.PTR fields, the fields an
+-- SS.PTRNX finds missing) to the HSET held for key `hkey` (`hn` arguments in hargs; `hfresh`:
+-- the stored hash is empty), writing what was held first when the op names another key or
+-- would make it too long. Returns the new held key, count and freshness.
+local function hold_hash_op(op, key, i, argc, id, hkey, hn, hfresh)
+  local n = argc - 2
+  if hkey ~= key or hn + 2 * n > HELD_MAX or (op == 'SS.PTRNX' and hn > 16) then
+    if hkey then rcall('HSET', hkey, unpack(hargs, 1, hn)) end
+    hkey, hn, hfresh = key, 0, false
+  end
+  if op == 'HSET' then
+    for k = i + 3, i + argc do
+      hn = hn + 1
+      hargs[hn] = ARGV[k]
+    end
+  elseif op == 'SS.PTR' then
+    for k = i + 3, i + argc do
+      hargs[hn + 1], hargs[hn + 2] = ARGV[k], id
+      hn = hn + 2
+    end
+  else  -- SS.PTRNX: a field already held, or stored, keeps its value
+    local stored = (not hfresh) and rcall('HMGET', key, unpack(ARGV, i + 3, i + argc))
+    local before = hn
+    for k = i + 3, i + argc do
+      local f = ARGV[k]
+      if not (stored and stored[k - i - 2]) then
+        for h = 1, before, 2 do
+          if hargs[h] == f then f = nil break end
+        end
+        if f then
+          hargs[hn + 1], hargs[hn + 2] = f, id
+          hn = hn + 2
+        end
+      end
+    end
+    if hn == 0 then hkey = nil end
+  end
+  return hkey, hn, hfresh
+end
+
 local function apply_ops(i, count, id)
   local live = true
   local hkey, hn, hfresh = nil, 0, false  -- hash writes held for one HSET on hkey (in hargs)
@@ -109,39 +149,9 @@ local function apply_ops(i, count, id)
     elseif live then
       known_key = nil
       local n = argc - 2  -- fields (SS.PTR, SS.PTRNX) or field/value arguments (HSET)
-      local ptrnx = op == 'SS.PTRNX' and n > 3 and 2 * n <= HELD_MAX
-      if ptrnx or op == 'SS.PTR' or (op == 'HSET' and n % 2 == 0 and n > 0) then
-        if hkey ~= key or hn + 2 * n > HELD_MAX or (ptrnx and hn > 16) then
-          if hkey then rcall('HSET', hkey, unpack(hargs, 1, hn)) end
-          hkey, hn, hfresh = key, 0, false
-        end
-        if op == 'HSET' then
-          for k = i + 3, i + argc do
-            hn = hn + 1
-            hargs[hn] = ARGV[k]
-          end
-        elseif op == 'SS.PTR' then
-          for k = i + 3, i + argc do
-            hargs[hn + 1], hargs[hn + 2] = ARGV[k], id
-            hn = hn + 2
-          end
-        else  -- a field already held, or stored, keeps its value
-          local stored = (not hfresh) and rcall('HMGET', key, unpack(ARGV, i + 3, i + argc))
-          local before = hn
-          for k = i + 3, i + argc do
-            local f = ARGV[k]
-            if not (stored and stored[k - i - 2]) then
-              for h = 1, before, 2 do
-                if hargs[h] == f then f = nil break end
-              end
-              if f then
-                hargs[hn + 1], hargs[hn + 2] = f, id
-                hn = hn + 2
-              end
-            end
-          end
-          if hn == 0 then hkey = nil end
-        end
+      if op == 'SS.PTR' or (op == 'HSET' and n % 2 == 0 and n > 0)
+          or (op == 'SS.PTRNX' and n > 3 and 2 * n <= HELD_MAX) then
+        hkey, hn, hfresh = hold_hash_op(op, key, i, argc, id, hkey, hn, hfresh)
       else
         if hkey then
           rcall('HSET', hkey, unpack(hargs, 1, hn))

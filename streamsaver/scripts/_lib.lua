@@ -67,7 +67,7 @@ end
 -- beyond it ops go out separately, each whole, as before they were held together.
 local HELD_MAX = 2000
 -- Their arguments, reused by every apply_ops of a call: a table built up from empty is rehashed
--- as it grows (each rehash costs more than the HSETNX it saves), one sized up front is not.
+-- at each power of two (a rehash costs about what a merged HSET saves), one made sized is not.
 local hargs = {false, false, false, false, false, false, false, false, false, false, false, false}
 
 -- Op lengths recur in every op; tonumber goes through strtod (~1,000 instructions), a table
@@ -79,16 +79,6 @@ local function count_of(s)
   return n
 end
 
--- Applies `count` ops encoded in ARGV from index `i` (each op: argc, then argc arguments) for
--- the event `id`, in order. A guard (SS.IFNEWER, SS.IFEQ) gates the ops after it up to the next
--- guard; every guard is evaluated, whatever the previous one decided. Returns the index after
--- the block. A batch holds its writes instead (apply_deferred, _defer.lua).
--- Fewer redis.calls, same result as a command per op: hash writes to one key that follow each
--- other (HSET, SS.PTR, the new fields of SS.PTRNX) go out as one HSET, fields in op order;
--- SS.PTRNX of four fields or more reads them with one HMGET instead of an HSETNX each (none
--- after SS.FOLLOW emptied the hash; with fewer, HSETNXs cost less than HMGET's reply table);
--- a guard reading the field SS.FOLLOW or the previous guard just read, no op having run
--- since, reuses it. Written for few Lua instructions: each costs.
 -- Adds the writes of hash op ARGV[i .. i + argc] (HSET pairs, SS.PTR fields, the fields an
 -- SS.PTRNX finds missing) to the HSET held for key `hkey` (`hn` arguments in hargs; `hfresh`:
 -- the stored hash is empty), writing what was held first when the op names another key or
@@ -129,6 +119,16 @@ local function hold_hash_op(op, key, i, argc, id, hkey, hn, hfresh)
   return hkey, hn, hfresh
 end
 
+-- Applies `count` ops encoded in ARGV from index `i` (each op: argc, then argc arguments) for
+-- the event `id`, in order. A guard (SS.IFNEWER, SS.IFEQ) gates the ops after it up to the next
+-- guard; every guard is evaluated, whatever the previous one decided. Returns the index after
+-- the block. A batch holds its writes instead (apply_deferred, _defer.lua).
+-- Fewer redis.calls, same result as a command per op: hash writes to one key that follow each
+-- other (HSET, SS.PTR, the new fields of SS.PTRNX) go out as one HSET, fields in op order;
+-- SS.PTRNX of four fields or more reads them with one HMGET instead of an HSETNX each (none
+-- after SS.FOLLOW emptied the hash; with fewer, HSETNXs cost less than HMGET's reply table);
+-- a guard reading the field SS.FOLLOW or the previous guard just read, no op having run
+-- since, reuses it. Written for few Lua instructions: each costs.
 local function apply_ops(i, count, id)
   local live = true
   local hkey, hn, hfresh = nil, 0, false  -- hash writes held for one HSET on hkey (in hargs)

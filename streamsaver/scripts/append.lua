@@ -45,7 +45,9 @@ if KEYS[4] then
   local held = logged_entry(KEYS[1], KEYS[4], ARGV[#ARGV - 1], ARGV[#ARGV], 2, nf)
   if held then
     local ttl_at = walk_blocks(nil)
-    if not erase and ttl_at <= last then keep_alive(KEYS[1], KEYS[3], tonumber(ARGV[ttl_at]), ttl_at + 1, {}) end
+    if not erase and ttl_at <= last then
+      keep_alive(KEYS[1], KEYS[3], tonumber(ARGV[ttl_at]), ttl_at + 1, {})
+    end
     return held
   end
 end

@@ -2,9 +2,10 @@
 
 Each script is its ``.lua`` file with its preludes spliced in after the shebang line:
 ``_esc.lua`` (key escaping), then ``_lib.lua`` (the write side: the op interpreter, purges, TTL
-blocks) for the scripts that write views, or ``_read.lua`` (following view pointers into the
-log) for the read scripts; a script that needs neither gets none (a prelude is evaluated on
-every call: all of ``_lib.lua`` cost ~5 µs a call). `Script`
+blocks) for the scripts that write views, and ``_defer.lua`` (a batch's held writes) for
+``apply.lua`` alone, or ``_read.lua`` (following view pointers into the log) for the read
+scripts; a script that needs neither gets none (a prelude is evaluated on every call: each
+local function it defines is a closure made per call). `Script`
 knows its SHA1, so a call is one EVALSHA; on NOSCRIPT (a restarted or flushed server) it loads
 the source and calls again. `enqueue` puts a call on a non-transactional pipeline, which queues
 synchronously in both redis-py clients, so one helper serves the sync and the async saver.
@@ -23,6 +24,7 @@ __all__ = [
     "ALL",
     "APPEND",
     "APPLY",
+    "BATCH_SIDE",
     "LIST_WINDOW",
     "READ_FULL",
     "READ_HISTORY",
@@ -45,6 +47,8 @@ def _read(filename: str) -> str:
 
 WRITE_SIDE = ("_esc", "_lib")
 """The preludes of a script that writes views."""
+BATCH_SIDE = (*WRITE_SIDE, "_defer")
+"""The preludes of a script that applies batches of logged events (holding their writes)."""
 READ_SIDE = ("_esc", "_read")
 """The preludes of a read script."""
 
@@ -94,7 +98,7 @@ class Script:
 APPEND = Script.load("append")
 READ_FULL = Script.load("read_full", READ_SIDE)
 READ_SHALLOW = Script.load("read_shallow", READ_SIDE)
-APPLY = Script.load("apply")
+APPLY = Script.load("apply", BATCH_SIDE)
 SWAP = Script.load("swap")
 TRIM = Script.alone("trim")
 REWRITE = Script.load("rewrite")

@@ -1,5 +1,7 @@
 -- The write side's prelude, spliced after `_esc.lua` into the scripts that write views: the op
 -- interpreter for projector commands (see projectors/commands.py), view purges and TTL blocks.
+-- A batch's deferral is in `_defer.lua`, spliced only into apply.lua: every script evaluates
+-- its preludes on each call, and an append has no use for it.
 
 -- Locals, not globals, in the op interpreter's loops: a global is a table lookup per use.
 local ARGV = ARGV
@@ -61,252 +63,130 @@ local function keep_alive(log, positions, ttl, s, touched)
   for _, key in ipairs(keys) do redis.call('PEXPIRE', key, ttl) end
 end
 
--- A batch's deferral (apply.lua, several events): what the batch writes is held in Lua and
--- written once at the end (or earlier, see below), with the same final content as running each
--- op in order: root JSON.SETs (the last document per key), and hashes, sets and sorted sets
--- (one HSET, SADD, ZADD per key). A hash field set "if new" (SS.PTRNX) on a key whose stored
--- fields are unknown is resolved with one HMGET when written; guards read through the held
--- state. New hash fields are written in the order they were first set, as in order.
-local function new_deferral()
-  return {docs = {}, keys = {}, held = {}, heldkeys = {}}
-end
+-- Most arguments of one HSET that holds several ops' writes (Lua's unpack has a stack limit):
+-- beyond it ops go out separately, each whole, as before they were held together.
+local HELD_MAX = 2000
+-- Their arguments, reused by every apply_ops of a call: a table built up from empty is rehashed
+-- at each power of two (a rehash costs about what a merged HSET saves), one made sized is not.
+local hargs = {false, false, false, false, false, false, false, false, false, false, false, false}
 
--- Arguments per HSET/HMGET/SADD/ZADD sent at flush (Lua's unpack has a stack limit).
-local CHUNK = 1000
-
-local function call_chunked(head, key, args)
-  for first = 1, #args, CHUNK do
-    rcall(head, key, unpack(args, first, math.min(first + CHUNK - 1, #args)))
-  end
-end
-
--- A held hash: `val[f]` the field's value as the ops in order would leave it (false: missing,
--- nil: not known), `st[f]` what the flush does with it (WRITE; PENDING: `val[f]` is an "if new"
--- value, written only if the stored hash lacks the field; KEEP: nothing), `order` the fields
--- in the order they were first set, `cleared` whether the stored hash was deleted first.
-local WRITE, PENDING, KEEP = 1, 2, 3
-
-local function flush_hash(key, h)
-  if h.cleared then rcall('DEL', key) end
-  local order, st, val = h.order, h.st, h.val
-  local pending = {}
-  for _, f in ipairs(order) do
-    if st[f] == PENDING then pending[#pending + 1] = f end
-  end
-  for first = 1, #pending, CHUNK do
-    local last = math.min(first + CHUNK - 1, #pending)
-    local got = rcall('HMGET', key, unpack(pending, first, last))
-    for k = first, last do
-      st[pending[k]] = got[k - first + 1] and KEEP or WRITE
-    end
-  end
-  local args = {}
-  for _, f in ipairs(order) do
-    if st[f] == WRITE then
-      args[#args + 1] = f
-      args[#args + 1] = val[f]
-    end
-  end
-  call_chunked('HSET', key, args)
-end
-
-local function flush_deferred(defer)
-  for _, key in ipairs(defer.keys) do
-    rcall('JSON.SET', key, '$', defer.docs[key])
-  end
-  for _, key in ipairs(defer.heldkeys) do
-    local held = defer.held[key]
-    if held.kind == 'hash' then flush_hash(key, held)
-    elseif held.kind == 'set' then call_chunked('SADD', key, held.members)
-    else call_chunked('ZADD', key, held.pairs) end
-  end
-  defer.docs, defer.keys, defer.held, defer.heldkeys = {}, {}, {}, {}
-end
-
--- The held state of `key` as `kind` ('hash', 'set', 'zset'), created empty; nil when the key
--- is held as another kind or as a document (the caller writes everything held and runs the op).
-local function held_as(defer, key, kind)
-  local held = defer.held[key]
-  if held == nil then
-    if defer.docs[key] then return nil end
-    if kind == 'hash' then
-      held = {kind = kind, val = {}, st = {}, order = {}, cleared = false}
-    elseif kind == 'set' then
-      held = {kind = kind, members = {}, seen = {}}
-    else
-      held = {kind = kind, pairs = {}}
-    end
-    defer.held[key] = held
-    defer.heldkeys[#defer.heldkeys + 1] = key
-  elseif held.kind ~= kind then
-    return nil
-  end
-  return held
-end
-
-local function hash_set(h, f, v)
-  if h.st[f] == nil then h.order[#h.order + 1] = f end
-  h.val[f], h.st[f] = v, WRITE
-end
-
--- The value of field `f` of held hash `h` (key `key`) as running the ops in order would leave
--- it (false when missing); reads the stored field at most once.
-local function hash_get(key, h, f)
-  local s = h.st[f]
-  if s == PENDING then
-    local stored = rcall('HGET', key, f)
-    if stored then
-      h.val[f], h.st[f] = stored, KEEP
-    else
-      h.st[f] = WRITE
-    end
-    return h.val[f]
-  end
-  local v = h.val[f]
-  if v ~= nil then return v end
-  if h.cleared then return false end
-  v = rcall('HGET', key, f)
-  h.val[f] = v
-  return v
-end
-
--- Whether an op (ARGV i .. i + argc) names a key whose writes are held.
-local function touches_deferred(defer, i, argc)
-  for k = i + 2, i + argc do
-    if defer.docs[ARGV[k]] or defer.held[ARGV[k]] then return true end
-  end
-  return false
-end
-
--- Holds op ARGV i .. i + argc (live: not gated off by a guard) when it is one the deferral
--- holds; returns false (holding nothing) otherwise.
-local function hold(defer, i, argc, op, id)
-  local key = ARGV[i + 2]
-  if op == 'SS.PTRNX' or op == 'SS.PTR' or (op == 'HSET' and argc % 2 == 0) then
-    local h = held_as(defer, key, 'hash')
-    if not h then return false end
-    local val, st, order = h.val, h.st, h.order  -- loops inlined: a Lua call per field costs more
-    if op == 'SS.PTRNX' then
-      local unknown = h.cleared and WRITE or PENDING
-      for k = i + 3, i + argc do
-        local f = ARGV[k]
-        local cur = val[f]
-        if st[f] == nil and not cur then  -- set or pending already: the first value stands
-          order[#order + 1] = f
-          val[f], st[f] = id, (cur == false) and WRITE or unknown
-        end
-      end
-    elseif op == 'SS.PTR' then
-      for k = i + 3, i + argc do
-        local f = ARGV[k]
-        if st[f] == nil then order[#order + 1] = f end
-        val[f], st[f] = id, WRITE
-      end
-    else
-      for k = i + 3, i + argc, 2 do
-        local f = ARGV[k]
-        if st[f] == nil then order[#order + 1] = f end
-        val[f], st[f] = ARGV[k + 1], WRITE
-      end
-    end
-  elseif op == 'DEL' and argc == 2 then
-    local h = held_as(defer, key, 'hash')
-    if not h then return false end
-    h.val, h.st, h.order, h.cleared = {}, {}, {}, true
-  elseif op == 'SS.FOLLOW' then
-    local h = held_as(defer, key, 'hash')
-    if not h then return false end
-    local cur, newest = hash_get(key, h, ARGV[i + 3]), ARGV[i + 4]
-    if (not cur) or cur < newest then
-      h.val, h.st, h.order, h.cleared = {}, {}, {}, true
-      hash_set(h, ARGV[i + 3], newest)
-    end
-  elseif op == 'SADD' and argc >= 3 then
-    local s = held_as(defer, key, 'set')
-    if not s then return false end
-    for k = i + 3, i + argc do
-      local m = ARGV[k]
-      if not s.seen[m] then
-        s.seen[m] = true
-        s.members[#s.members + 1] = m
-      end
-    end
-  elseif op == 'ZADD' and argc == 4 and tonumber(ARGV[i + 3]) then
-    local z = held_as(defer, key, 'zset')
-    if not z then return false end
-    z.pairs[#z.pairs + 1] = ARGV[i + 3]
-    z.pairs[#z.pairs + 1] = ARGV[i + 4]
-  elseif op == 'JSON.SET' and argc == 4 and ARGV[i + 3] == '$' and not defer.held[key] then
-    if not defer.docs[key] then defer.keys[#defer.keys + 1] = key end
-    defer.docs[key] = ARGV[i + 4]
-  else
-    return false
-  end
-  return true
-end
-
--- A guard's read of hash field ARGV[i + 3] of key ARGV[i + 2], through the deferral if any.
-local function guard_read(defer, i)
-  if defer then
-    local h = held_as(defer, ARGV[i + 2], 'hash')
-    if h then return hash_get(ARGV[i + 2], h, ARGV[i + 3]) end
-    flush_deferred(defer)
-  end
-  return rcall('HGET', ARGV[i + 2], ARGV[i + 3])
-end
-
--- Op lengths recur in every op; tonumber goes through strtod, a table lookup does not.
-local counts = {}
+-- Op lengths recur in every op; tonumber goes through strtod (~1,000 instructions), a table
+-- lookup does not. The usual ones are filled in: a table made sized costs less than strtod.
+local counts = {['1'] = 1, ['2'] = 2, ['3'] = 3, ['4'] = 4, ['5'] = 5, ['6'] = 6, ['7'] = 7, ['8'] = 8}
 local function count_of(s)
   local n = tonumber(s)
   counts[s] = n
   return n
 end
 
+-- Adds the writes of hash op ARGV[i .. i + argc] (HSET pairs, SS.PTR fields, the fields an
+-- SS.PTRNX finds missing) to the HSET held for key `hkey` (`hn` arguments in hargs; `hfresh`:
+-- the stored hash is empty), writing what was held first when the op names another key or
+-- would make it too long. Returns the new held key, count and freshness.
+local function hold_hash_op(op, key, i, argc, id, hkey, hn, hfresh)
+  local n = argc - 2
+  if hkey ~= key or hn + 2 * n > HELD_MAX or (op == 'SS.PTRNX' and hn > 16) then
+    if hkey then rcall('HSET', hkey, unpack(hargs, 1, hn)) end
+    hkey, hn, hfresh = key, 0, false
+  end
+  if op == 'HSET' then
+    for k = i + 3, i + argc do
+      hn = hn + 1
+      hargs[hn] = ARGV[k]
+    end
+  elseif op == 'SS.PTR' then
+    for k = i + 3, i + argc do
+      hargs[hn + 1], hargs[hn + 2] = ARGV[k], id
+      hn = hn + 2
+    end
+  else  -- SS.PTRNX: a field already held, or stored, keeps its value
+    local stored = (not hfresh) and rcall('HMGET', key, unpack(ARGV, i + 3, i + argc))
+    local before = hn
+    for k = i + 3, i + argc do
+      local f = ARGV[k]
+      if not (stored and stored[k - i - 2]) then
+        for h = 1, before, 2 do
+          if hargs[h] == f then f = nil break end
+        end
+        if f then
+          hargs[hn + 1], hargs[hn + 2] = f, id
+          hn = hn + 2
+        end
+      end
+    end
+    if hn == 0 then hkey = nil end
+  end
+  return hkey, hn, hfresh
+end
+
 -- Applies `count` ops encoded in ARGV from index `i` (each op: argc, then argc arguments) for
--- the event `id`. A guard (SS.IFNEWER, SS.IFEQ) gates the ops after it up to the next guard;
--- every guard is evaluated, whatever the previous one decided. Returns the index after the block.
--- With `defer`, writes are held (see new_deferral); any other op that names a held key, and
--- every SS.PURGE, first writes everything held, so the result equals running each op in order.
-local function apply_ops(i, count, id, defer)
+-- the event `id`, in order. A guard (SS.IFNEWER, SS.IFEQ) gates the ops after it up to the next
+-- guard; every guard is evaluated, whatever the previous one decided. Returns the index after
+-- the block. A batch holds its writes instead (apply_deferred, _defer.lua).
+-- Fewer redis.calls, same result as a command per op: hash writes to one key that follow each
+-- other (HSET, SS.PTR, the new fields of SS.PTRNX) go out as one HSET, fields in op order;
+-- SS.PTRNX of four fields or more reads them with one HMGET instead of an HSETNX each (none
+-- after SS.FOLLOW emptied the hash; with fewer, HSETNXs cost less than HMGET's reply table);
+-- a guard reading the field SS.FOLLOW or the previous guard just read, no op having run
+-- since, reuses it. Written for few Lua instructions: each costs.
+local function apply_ops(i, count, id)
   local live = true
+  local hkey, hn, hfresh = nil, 0, false  -- hash writes held for one HSET on hkey (in hargs)
+  local known_key, known_field, known  -- the last value a guard or SS.FOLLOW saw
   for _ = 1, count do
     local argc = counts[ARGV[i]] or count_of(ARGV[i])
-    local op = ARGV[i + 1]
-    if op == 'SS.IFNEWER' then
-      local cur = guard_read(defer, i)
-      live = (not cur) or cur < ARGV[i + 4]
-    elseif op == 'SS.IFEQ' then
-      live = guard_read(defer, i) == ARGV[i + 4]
-    elseif live and not (defer and hold(defer, i, argc, op, id)) then
-      if defer and (op == 'SS.PURGE' or touches_deferred(defer, i, argc)) then flush_deferred(defer) end
-      if op == 'SS.PTR' then
-        local cmd = {'HSET', ARGV[i + 2]}
-        for k = i + 3, i + argc do
-          cmd[#cmd + 1] = ARGV[k]
-          cmd[#cmd + 1] = id
+    local op, key = ARGV[i + 1], ARGV[i + 2]
+    if op == 'SS.IFNEWER' or op == 'SS.IFEQ' then
+      local f = ARGV[i + 3]
+      if known_key ~= key or known_field ~= f then
+        if hkey == key then
+          rcall('HSET', hkey, unpack(hargs, 1, hn))
+          hkey = nil
         end
-        rcall(unpack(cmd))
-      elseif op == 'SS.PTRNX' then
-        for k = i + 3, i + argc do rcall('HSETNX', ARGV[i + 2], ARGV[k], id) end
-      elseif op == 'SS.FOLLOW' then
-        local cur = rcall('HGET', ARGV[i + 2], ARGV[i + 3])
-        if (not cur) or cur < ARGV[i + 4] then
-          rcall('DEL', ARGV[i + 2])
-          rcall('HSET', ARGV[i + 2], ARGV[i + 3], ARGV[i + 4])
-        end
-      elseif op == 'SS.PURGE' then
-        purge(ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])
+        known_key, known_field, known = key, f, rcall('HGET', key, f)
+      end
+      if op == 'SS.IFEQ' then live = known == ARGV[i + 4] else live = (not known) or known < ARGV[i + 4] end
+    elseif live then
+      known_key = nil
+      local n = argc - 2  -- fields (SS.PTR, SS.PTRNX) or field/value arguments (HSET)
+      if op == 'SS.PTR' or (op == 'HSET' and n % 2 == 0 and n > 0)
+          or (op == 'SS.PTRNX' and n > 3 and 2 * n <= HELD_MAX) then
+        hkey, hn, hfresh = hold_hash_op(op, key, i, argc, id, hkey, hn, hfresh)
       else
-        rcall(unpack(ARGV, i + 1, i + argc))
+        if hkey then
+          rcall('HSET', hkey, unpack(hargs, 1, hn))
+          hkey = nil
+        end
+        if op == 'SS.PTRNX' then
+          for k = i + 3, i + argc do rcall('HSETNX', key, ARGV[k], id) end
+        elseif op == 'SS.FOLLOW' then
+          local f, newest = ARGV[i + 3], ARGV[i + 4]
+          local cur = rcall('HGET', key, f)
+          if (not cur) or cur < newest then
+            rcall('DEL', key)
+            hkey, hn, hfresh = key, 2, true
+            hargs[1], hargs[2], cur = f, newest, newest
+          end
+          known_key, known_field, known = key, f, cur
+        elseif op == 'SS.PURGE' then
+          purge(key, ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])
+        else
+          rcall(unpack(ARGV, i + 1, i + argc))
+        end
       end
     end
     i = i + 1 + argc
   end
+  if hkey then rcall('HSET', hkey, unpack(hargs, 1, hn)) end
   return i
 end
 
+-- An error naming `key` when it exists with another type than `allowed`, else nil. A stream or
+-- a hash is probed with XLEN or HLEN, which fail only on another type: their integer reply
+-- costs less than TYPE's status reply, which becomes a Lua table; TYPE then names the type.
 local function expect_type(key, allowed)
+  local length = (allowed == 'stream' and 'XLEN') or (allowed == 'hash' and 'HLEN')
+  if length and type(redis.pcall(length, key)) == 'number' then return nil end
   local t = redis.call('TYPE', key)['ok']
   if t ~= 'none' and t ~= allowed then
     return redis.error_reply('WRONGTYPE streamsaver key ' .. key .. ' holds a ' .. t .. ', not a ' .. allowed)
@@ -317,13 +197,19 @@ end
 -- if the hash's '@cid' is `cid`), provided its fields equal ARGV[first .. first + n - 1] in
 -- order; false otherwise. Lets an append recognise an event it already logged.
 local function logged_entry(log, probe, field, cid, first, n)
-  local held = redis.call('HMGET', probe, field, '@cid')
-  if not held[1] or (cid ~= '' and held[2] ~= cid) then return false end
-  local found = redis.call('XRANGE', log, held[1], held[1])[1]
+  local entry
+  if cid == '' then
+    entry = redis.call('HGET', probe, field)  -- a bulk reply: no table made, as for HMGET's
+  else
+    local held = redis.call('HMGET', probe, field, '@cid')
+    entry = held[2] == cid and held[1]
+  end
+  if not entry then return false end
+  local found = redis.call('XRANGE', log, entry, entry)[1]
   if not found or #found[2] ~= n then return false end
   local kv = found[2]
   for k = 1, n do
     if kv[k] ~= ARGV[first + k - 1] then return false end
   end
-  return held[1]
+  return entry
 end

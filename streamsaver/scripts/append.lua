@@ -16,47 +16,56 @@
 local err = expect_type(KEYS[1], 'stream') or expect_type(KEYS[2], 'stream') or expect_type(KEYS[3], 'hash')
 if err then return err end
 
--- Where the blocks start, and the keys the view ops name (they get the log's deadline).
+-- Where the blocks start.
 local nf = tonumber(ARGV[1])
 local pointer = 2 + nf
-local np = tonumber(ARGV[pointer])
-local i = pointer + 1 + np
-local erase = ARGV[i] == '1'
-local nv = tonumber(ARGV[i + 1])
-local blocks = i + 2
-i = blocks
-local touched = {}
-for _ = 1, nv do
-  local j = i + 2
-  for _ = 1, tonumber(ARGV[i + 1]) do
-    touched[#touched + 1] = ARGV[j + 2]
-    j = j + 1 + tonumber(ARGV[j])
-  end
-  i = j
-end
+local np = counts[ARGV[pointer]] or count_of(ARGV[pointer])
+local erase = ARGV[pointer + 1 + np] == '1'
+local nv = counts[ARGV[pointer + 2 + np]] or count_of(ARGV[pointer + 2 + np])
+local blocks = pointer + 3 + np
 local last = #ARGV
 if KEYS[4] then last = last - 2 end
-local ttl_at = (not erase and i <= last) and i or nil
+
+-- The index after the view blocks (where the TTL block is, if any); when `keys` is given, the
+-- keys the view ops name are added to it (they get the log's deadline). Walked only with a TTL.
+local function walk_blocks(keys)
+  local i = blocks
+  for _ = 1, nv do
+    local j = i + 2
+    for _ = 1, tonumber(ARGV[i + 1]) do
+      if keys then keys[#keys + 1] = ARGV[j + 2] end
+      j = j + 1 + tonumber(ARGV[j])
+    end
+    i = j
+  end
+  return i
+end
 
 if KEYS[4] then
   local held = logged_entry(KEYS[1], KEYS[4], ARGV[#ARGV - 1], ARGV[#ARGV], 2, nf)
   if held then
-    if ttl_at then keep_alive(KEYS[1], KEYS[3], tonumber(ARGV[ttl_at]), ttl_at + 1, {}) end
+    local ttl_at = walk_blocks(nil)
+    if not erase and ttl_at <= last then
+      keep_alive(KEYS[1], KEYS[3], tonumber(ARGV[ttl_at]), ttl_at + 1, {})
+    end
     return held
   end
 end
 
 local id = redis.call('XADD', KEYS[1], '*', unpack(ARGV, 2, 1 + nf))
 redis.call('XADD', KEYS[2], '*', 'id', id, unpack(ARGV, pointer + 1, pointer + np))
-i = blocks
-for _ = 1, nv do
-  local view = ARGV[i]
-  i = apply_ops(i + 2, tonumber(ARGV[i + 1]), id)
-  redis.call('HSET', KEYS[3], view, id)
+local i = blocks
+local positions = {false, false, false, false}  -- sized for two views: no rehash as it fills
+for v = 1, nv do
+  positions[2 * v - 1], positions[2 * v] = ARGV[i], id
+  i = apply_ops(i + 2, counts[ARGV[i + 1]] or count_of(ARGV[i + 1]), id)
 end
+if nv > 0 then redis.call('HSET', KEYS[3], unpack(positions, 1, 2 * nv)) end  -- one call for all views
 if erase then
   redis.call('DEL', KEYS[1], KEYS[3])
-elseif ttl_at then
-  keep_alive(KEYS[1], KEYS[3], tonumber(ARGV[ttl_at]), ttl_at + 1, touched)
+elseif i <= last then
+  local touched = {}
+  walk_blocks(touched)
+  keep_alive(KEYS[1], KEYS[3], tonumber(ARGV[i]), i + 1, touched)
 end
 return id

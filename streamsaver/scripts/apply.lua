@@ -48,7 +48,7 @@ local function apply_events()
         i = i + 2
         for _ = 1, count do i = i + 1 + (counts[ARGV[i]] or count_of(ARGV[i])) end
       else
-        i = apply_ops(i + 2, count, id, defer)
+        i = defer and apply_deferred(i + 2, count, id, defer) or apply_ops(i + 2, count, id)
         done[view], at_ms[view], at_seq[view], moved[view] = id, ms, seq, true
         applied = applied + 1
       end
@@ -84,7 +84,7 @@ if not ok then
   j = j + 1
   for _ = 1, nr do
     local view, count = ARGV[j], tonumber(ARGV[j + 1])
-    j = apply_ops(j + 2, count, '0-0', nil)
+    j = apply_ops(j + 2, count, '0-0')
     redis.call('HDEL', KEYS[1], view)
   end
   local message = type(failure) == 'table' and (failure.err or failure.message) or tostring(failure)

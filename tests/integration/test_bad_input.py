@@ -27,6 +27,7 @@ from redis.exceptions import NoPermissionError
 from streamsaver import AsyncStreamSaver, StreamSaver
 from streamsaver.embedded import EmbeddedRedis
 from streamsaver.errors import ConfigurationError, InvalidInputError, MissingModuleError
+from streamsaver.keys import Keyspace
 
 
 @pytest.fixture(params=VARIANTS, ids=VARIANT_IDS)
@@ -509,3 +510,20 @@ def test_a_user_limited_to_the_deployments_keys_can_set_up_and_use_it(
     finally:
         limited.close()
         client.execute_command("ACL", "DELUSER", name)
+
+
+# -- a key of another type in the way ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key", "kind"), [("log", "stream"), ("feed", "stream"), ("positions", "hash")])
+def test_a_thread_key_of_another_type_refuses_the_append_before_any_write(
+    sync_saver: StreamSaver, client: redis.Redis, prefix: str, key: str, kind: str
+) -> None:
+    keys = Keyspace(prefix).thread("clash")
+    in_the_way = getattr(keys, key)
+    client.set(in_the_way, "not mine")
+    before = snapshot(client, prefix)
+    checkpoint, versions = new_checkpoint({"messages": ["a"]})
+    with pytest.raises(redis.ResponseError, match=f"WRONGTYPE streamsaver key .* holds a string, not a {kind}"):
+        sync_saver.put(config("clash"), checkpoint, {"source": "input", "step": -1}, versions)
+    assert snapshot(client, prefix) == before

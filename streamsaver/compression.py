@@ -23,7 +23,6 @@ three).
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import zstandard
@@ -48,30 +47,19 @@ JsonPlusSerializer raises NotImplementedError for a type it does not know)."""
 
 _ZSTD = "zstd:"
 _RAW = "raw:"
-
-_local = threading.local()
 _RATIO_BITS = 15
 """A frame of n bytes holds at most n << 15 bytes of content: every block of up to 128 KiB
 takes at least 4 bytes (an RLE block); 100 MiB of zeros at any level take ~3.2 KiB."""
 
+_IDLE_MAX = 64
+"""How many idle contexts of each kind are kept for later calls (more are dropped)."""
 
-class _Codec:
-    """One thread's zstd contexts, reused call after call: a new context costs ~8 µs, more than
-    compressing or expanding a KiB with one (python-zstandard's one-shot calls reset the
-    context's session, so no frame carries another's bytes). Frames carry their content size
-    (read in one call) and a checksum of the content (4 bytes): without one, a damaged frame
-    often decompresses to other, wrong bytes instead of failing."""
-
-    def __init__(self) -> None:
-        self.compressor = zstandard.ZstdCompressor(level=LEVEL, write_checksum=True, write_content_size=True)
-        self.decompressor = zstandard.ZstdDecompressor()
+_idle_compressors: list[zstandard.ZstdCompressor] = []
+_idle_decompressors: list[zstandard.ZstdDecompressor] = []
 
 
-def _codec() -> _Codec:
-    codec: _Codec | None = getattr(_local, "codec", None)
-    if codec is None:
-        codec = _local.codec = _Codec()
-    return codec
+def _new_compressor() -> zstandard.ZstdCompressor:
+    return zstandard.ZstdCompressor(level=LEVEL, write_checksum=True, write_content_size=True)
 
 
 _REUSED_BELOW = 1 << 20
@@ -82,29 +70,55 @@ compressing a MiB (~1.5 ms)."""
 
 
 def _compress(data: bytes) -> bytes:
-    """One zstd frame of `data`, with its size and a checksum."""
+    """One zstd frame of `data`, with its size and a checksum.
+
+    Contexts are reused call after call from a process-wide free list, not one per thread:
+    LangGraph runs each `invoke`'s checkpointer calls on a new thread pool, so a context per
+    thread was made anew (and sized anew on its first frame: ~80 us for a 5 KiB frame, against
+    ~20 us on a reused one) several times per invoke. ``list.pop`` and ``append`` are atomic,
+    so a context is used by one call at a time. Frames carry their content size (read in one
+    call) and a checksum of the content (4 bytes): without one, a damaged frame often
+    decompresses to other, wrong bytes instead of failing. One-shot calls reset the context's
+    session, so no frame carries another's bytes."""
     if len(data) >= _REUSED_BELOW:
-        return zstandard.ZstdCompressor(level=LEVEL, write_checksum=True, write_content_size=True).compress(data)
-    return _codec().compressor.compress(data)
+        return _new_compressor().compress(data)
+    try:
+        compressor = _idle_compressors.pop()
+    except IndexError:
+        compressor = _new_compressor()
+    try:
+        return compressor.compress(data)
+    finally:
+        if len(_idle_compressors) < _IDLE_MAX:
+            _idle_compressors.append(compressor)
 
 
 def _decompress(data: bytes) -> bytes:
     """The content of one zstd frame; bytes after it, a truncated frame, a checksum that does
-    not match or a header whose content size the frame cannot hold raise `zstandard.ZstdError`."""
+    not match or a header whose content size the frame cannot hold raise `zstandard.ZstdError`.
+    Contexts come from a free list, as in `_compress`."""
     size = zstandard.frame_content_size(data)
     if size > len(data) << _RATIO_BITS:
         # The header's size is not covered by the checksum, and the one-shot call allocates it.
         raise zstandard.ZstdError(f"the header claims {size} bytes of content, more than a frame of {len(data)} bytes holds")
-    if size > 0:
-        return _codec().decompressor.decompress(data, allow_extra_data=False)
-    # A header without the size (not one this package writes) or claiming none (damage: the
-    # one-shot call answers b"" unread, checksum unchecked) is read as a stream, which checks
-    # both; with a context of its own, so that a window a damaged header asks for is not kept.
-    stream = zstandard.ZstdDecompressor().decompressobj()
-    content = stream.decompress(data)
-    if not stream.eof or stream.unused_data:
-        raise zstandard.ZstdError("a frame without its size that is truncated or followed by other bytes")
-    return content
+    if size <= 0:
+        # A header without the size (not one this package writes) or claiming none (damage: the
+        # one-shot call answers b"" unread, checksum unchecked) is read as a stream, which checks
+        # both; with a context of its own, so that a window a damaged header asks for is not kept.
+        stream = zstandard.ZstdDecompressor().decompressobj()
+        content = stream.decompress(data)
+        if not stream.eof or stream.unused_data:
+            raise zstandard.ZstdError("a frame without its size that is truncated or followed by other bytes")
+        return content
+    try:
+        decompressor = _idle_decompressors.pop()
+    except IndexError:
+        decompressor = zstandard.ZstdDecompressor()
+    try:
+        return decompressor.decompress(data, allow_extra_data=False)
+    finally:
+        if len(_idle_decompressors) < _IDLE_MAX:
+            _idle_decompressors.append(decompressor)
 
 
 def shrink(blob: Blob) -> Blob:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -38,8 +38,9 @@ from streamsaver.saver.core import (
     failed_reply,
     retry_backoff,
 )
+from streamsaver.saver.lane import Lane
 from streamsaver.saver.maintenance import Program
-from streamsaver.topology import Step, connect, enqueue, execute, is_cluster, node_name
+from streamsaver.topology import Routed, Step, connect, enqueue, execute, is_cluster, node_name
 
 __all__ = ["StreamSaver", "round_trip", "send_raw"]
 
@@ -53,29 +54,38 @@ def send_raw(client: Redis | RedisCluster, commands: Sequence[Step]) -> list[Any
     return replies
 
 
-def _send_once(client: Redis | RedisCluster, commands: Sequence[Step]) -> list[Any]:
-    if len(commands) == 1:
+def _send_once(client: Redis | RedisCluster, commands: Sequence[Step], lane: Lane | None = None) -> list[Any]:
+    if lane is not None and lane.open():
+        # A plain client's steps need no routing: a `Routed` step is its command.
+        replies = lane.send([step.command if isinstance(step, Routed) else step for step in commands])
+    elif len(commands) == 1:
         return [execute(client, commands[0])]
-    replies = send_raw(client, commands)
+    else:
+        replies = send_raw(client, commands)
     if (error := failed_reply(replies)) is not None:
         raise error
     return replies
 
 
 def round_trip(
-    client: Redis | RedisCluster, commands: Sequence[Step], reload: Sequence[Step] = LOAD_SCRIPTS
+    client: Redis | RedisCluster,
+    commands: Sequence[Step],
+    reload: Sequence[Step] | Callable[[], Sequence[Step]] = LOAD_SCRIPTS,
+    lane: Lane | None = None,
 ) -> list[Any]:
-    """One round trip (a pipeline when there are several commands); on NOSCRIPT (a flushed or
-    restarted server) send `reload` (the scripts) and send again: a refused script ran nothing.
+    """One round trip (a pipeline when there are several commands; on `lane`, while it is
+    open, one write of them all); on NOSCRIPT (a flushed or restarted server) send `reload`
+    (the scripts, or what makes them: only built then) and send again: a refused script ran
+    nothing.
 
     Raises:
         RedisError: the first error among the replies.
     """
     try:
-        return _send_once(client, commands)
+        return _send_once(client, commands, lane)
     except NoScriptError:
-        send_raw(client, reload)
-        return _send_once(client, commands)
+        send_raw(client, reload() if callable(reload) else reload)
+        return _send_once(client, commands, lane)
 
 
 class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
@@ -123,6 +133,7 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         check_client(redis_client)
         self.redis = redis_client
+        self._lane = Lane.of(redis_client)
         self.core = SaverCore.configure(
             self.serde,
             view=view,
@@ -155,7 +166,7 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
             client.close()
 
     def _send(self, commands: Sequence[Step]) -> builtins.list[Any]:
-        return round_trip(self.redis, commands, self.core.load_scripts())
+        return round_trip(self.redis, commands, self.core.load_scripts, self._lane)
 
     def _send_raw(self, commands: Sequence[Step]) -> builtins.list[Any]:
         return send_raw(self.redis, commands)

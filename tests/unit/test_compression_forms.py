@@ -11,6 +11,7 @@ import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
+from streamsaver import compression
 from streamsaver.compression import MIN_BYTES, expand, keep, shrink
 from streamsaver.events import Blob
 
@@ -50,8 +51,8 @@ def test_ordinary_type_names_are_stored_unchanged_so_old_logs_read_the_same() ->
 
 
 def test_each_stored_payload_is_one_whole_frame_from_any_thread() -> None:
-    """Compressors are reused frame after frame, one per thread: no frame may carry another's
-    bytes, however the threads interleave."""
+    """Compressors are reused frame after frame, shared by every thread (one call at a time): no
+    frame may carry another's bytes, however the threads interleave."""
     blobs = [Blob("msgpack", os.urandom(48) * (k + 12)) for k in range(60)]
     with ThreadPoolExecutor(4) as pool:
         for _ in range(4):
@@ -59,6 +60,20 @@ def test_each_stored_payload_is_one_whole_frame_from_any_thread() -> None:
                 assert stored.type == "zstd:msgpack"
                 assert zstandard.frame_content_size(stored.data) == len(blob.data)
                 assert expand(stored) == blob
+
+
+def test_threads_that_come_and_go_reuse_the_same_contexts() -> None:
+    """LangGraph runs each invoke's saver calls on a new thread pool: a thread started after
+    another has ended takes the context that one left, instead of making (and sizing) its own."""
+    large = Blob("msgpack", b"agent tool call result " * 200)
+    stored = shrink(large)
+    compressors, decompressors = len(compression._idle_compressors), len(compression._idle_decompressors)
+    for _ in range(8):
+        with ThreadPoolExecutor(1) as pool:  # a new thread each time, the previous one ended
+            assert pool.submit(shrink, large).result() == stored
+            assert pool.submit(expand, stored).result() == large
+    assert len(compression._idle_compressors) == compressors
+    assert len(compression._idle_decompressors) == max(decompressors, 1)
 
 
 def test_a_frame_with_bytes_after_it_or_cut_short_is_refused_as_damage() -> None:

@@ -27,7 +27,8 @@ Only a client whose command path holds nothing else gets a lane (`Lane.of`); any
 patched ``execute_command`` (tracing instrumentations wrap it, and must see every command);
 a single-connection client; a pool that is not a plain ``ConnectionPool`` (a blocking pool's
 connections are few, a sentinel pool picks the primary when it hands one out); client-side
-caching, RESP3 (push messages), or redis-py's metrics enabled.
+caching (RESP3 push messages: with no client tracking, a connection gets none, and RESP2 and
+RESP3 replies read alike), or redis-py's metrics enabled.
 """
 
 from __future__ import annotations
@@ -89,11 +90,9 @@ class Lane:
         if type(client) is not redis.Redis or client.connection is not None:
             return None
         pool = client.connection_pool
-        kwargs = pool.connection_kwargs
         if (
             type(pool) is not redis.ConnectionPool
             or getattr(pool, "cache", None) is not None
-            or str(kwargs.get("protocol") or 2) != "2"
             or _metrics_enabled()
         ):
             return None

@@ -144,3 +144,17 @@ def test_a_connection_the_server_closed_while_idle_is_replaced_without_retries(
         _busy(saver, "after", 3)
     finally:
         no_retries.close()
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_clients_of_either_protocol_get_a_lane_and_read_alike(redis_url: str, prefix: str, protocol: int) -> None:
+    """redis-py 8 speaks RESP3 unless told otherwise: a lane serves both, replies of either kind."""
+    client = redis.Redis.from_url(redis_url, protocol=protocol)
+    assert lane.Lane.of(client) is not None
+    saver = StreamSaver(client, prefix=f"{prefix}-{protocol}")
+    saver.setup()
+    _steps(saver, "t", steps=3)
+    found = list(saver.list(None, filter={"source": "loop"}))
+    assert [t.metadata["step"] for t in found] == [2, 1, 0]
+    assert found[0].pending_writes == [("task-2", "step", 3)]
+    client.close()

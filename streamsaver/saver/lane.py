@@ -24,7 +24,8 @@ so a client made without retries still gets through the first call after a serve
 
 Only a client whose command path holds nothing else gets a lane (`Lane.of`); any other keeps
 ``execute_command`` and pipelines: a cluster client; a subclass of ``redis.Redis`` or a
-patched ``execute_command`` (tracing instrumentations wrap it, and must see every command);
+patched ``execute_command`` (tracing instrumentations wrap it, before this module is imported
+or after, and must see every command);
 a single-connection client; a pool that is not a plain ``ConnectionPool`` (a blocking pool's
 connections are few, a sentinel pool picks the primary when it hands one out); client-side
 caching (RESP3 push messages: with no client tracking, a connection gets none, and RESP2 and
@@ -33,6 +34,7 @@ RESP3 replies read alike), or redis-py's metrics enabled.
 
 from __future__ import annotations
 
+import inspect
 import os
 import threading
 import time
@@ -42,6 +44,7 @@ from typing import Any
 
 import hiredis
 import redis
+import redis.client
 from redis.exceptions import DataError, ResponseError
 
 try:
@@ -67,7 +70,19 @@ STALE_S = 1.0
 """How long a connection may wait in the lane before it is checked for a closed socket (the
 pool checks every connection it hands out: a ``poll``, a system call releasing the GIL)."""
 
-_PLAIN_EXECUTE = redis.Redis.execute_command
+
+def _redis_own_execute() -> Callable[..., Any] | None:
+    """redis-py's own ``Redis.execute_command``, or None when what is installed does not lead
+    back to it: a tracer that patched it before this module was imported (``opentelemetry-instrument``,
+    ``sentry_sdk.init`` at start-up) must not be taken for redis-py's and skipped."""
+    function: Callable[..., Any] = inspect.unwrap(redis.Redis.__dict__["execute_command"])
+    code = getattr(function, "__code__", None)
+    if code is None or os.path.normcase(code.co_filename) != os.path.normcase(redis.client.__file__):
+        return None
+    return function
+
+
+_PLAIN_EXECUTE = _redis_own_execute()
 # hiredis's stub types the argument as a one-element tuple; it takes any number of arguments.
 _pack_command: Callable[[tuple[Any, ...]], bytes] = hiredis.pack_command
 _lanes: weakref.WeakKeyDictionary[redis.ConnectionPool, Lane] = weakref.WeakKeyDictionary()
@@ -104,8 +119,8 @@ class Lane:
 
     @staticmethod
     def open() -> bool:
-        """Whether ``redis.Redis.execute_command`` is still redis-py's own (not wrapped since)."""
-        return redis.Redis.execute_command is _PLAIN_EXECUTE
+        """Whether ``redis.Redis.execute_command`` is redis-py's own (not wrapped, then or since)."""
+        return _PLAIN_EXECUTE is not None and redis.Redis.execute_command is _PLAIN_EXECUTE
 
     def send(self, commands: Sequence[Sequence[str | bytes | int]]) -> list[Any]:
         """The replies to `commands`, sent together in one write; an error reply is returned as

@@ -8,6 +8,8 @@ from __future__ import annotations
 import functools
 import multiprocessing
 import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -158,3 +160,46 @@ def test_clients_of_either_protocol_get_a_lane_and_read_alike(redis_url: str, pr
     assert [t.metadata["step"] for t in found] == [2, 1, 0]
     assert found[0].pending_writes == [("task-2", "step", 3)]
     client.close()
+
+
+_PATCHED_AT_START_UP = """
+import functools, sys
+import redis
+seen = []
+plain = redis.Redis.execute_command
+
+def traced(self, *args, **options):
+    seen.append(args[0])
+    return plain(self, *args, **options)
+
+# As opentelemetry-instrument (wrapt: __wrapped__) or sentry_sdk.init (a bare replacement) do,
+# before the application imports anything else.
+redis.Redis.execute_command = functools.wraps(plain)(traced) if sys.argv[3] == "wraps" else traced
+sys.path.insert(0, "tests")
+from helpers import config, new_checkpoint
+from streamsaver import StreamSaver
+
+saver = StreamSaver(redis.Redis.from_url(sys.argv[1]), prefix=sys.argv[2])
+saver.setup()
+seen.clear()
+checkpoint, versions = new_checkpoint({"step": 0}, None)
+saver.put(config("t"), checkpoint, {}, versions)
+saver.get_tuple(config("t"))
+print(seen)
+raise SystemExit(0 if seen.count("EVALSHA") == 2 else 1)
+"""
+
+
+@pytest.mark.parametrize("style", ["wraps", "bare"])
+def test_an_execute_command_patched_before_the_saver_was_imported_sees_every_command(
+    redis_url: str, prefix: str, style: str
+) -> None:
+    """Instrumentations usually patch at start-up, before the application imports the saver."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PATCHED_AT_START_UP, redis_url, prefix, style],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

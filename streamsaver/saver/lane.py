@@ -21,6 +21,9 @@ was cut short (the next call connects it again), so it goes back to the lane eit
 connection that waited in the lane for more than `STALE_S` is checked as the pool checks the ones
 it hands out (readable means closed by the server, or holding stray bytes: it is reconnected),
 so a client made without retries still gets through the first call after a server timeout.
+What the pool does to connections it gets back is done before a lane's connection is used again:
+re-authenticating with a token a streaming credential provider handed the pool meanwhile, and
+reconnecting one the pool marked on a maintenance notice (the endpoint moves).
 
 Only a client whose command path holds nothing else gets a lane (`Lane.of`); any other keeps
 ``execute_command`` and pipelines: a cluster client; a subclass of ``redis.Redis`` or a
@@ -153,6 +156,10 @@ class Lane:
             return self._alive_pool().get_connection()
         if time.monotonic() - since > STALE_S:
             _check(connection)
+        elif connection.should_reconnect():
+            # Marked by the pool on a maintenance notice (the endpoint moves), as the pool
+            # and execute_command reconnect a connection after its command.
+            connection.disconnect()
         return connection
 
     def _give_back(self, connection: Any) -> None:
@@ -184,7 +191,7 @@ def _check(connection: Any) -> None:
     bytes no call asked for), as ``ConnectionPool.get_connection`` does: the next send connects
     it again."""
     try:
-        stale = connection.can_read()  # connects a disconnected one first
+        stale = connection.can_read() or connection.should_reconnect()  # connects a disconnected one first
     except (redis.ConnectionError, OSError):
         stale = True
     if stale:
@@ -192,6 +199,9 @@ def _check(connection: Any) -> None:
 
 
 def _exchange(connection: Any, packed: list[bytes], count: int) -> list[Any]:
+    # A token the pool was given while the lane held `connection` (the pool re-authenticates
+    # the connections it gets back); nothing to send otherwise.
+    connection.re_auth()
     connection.send_packed_command(packed)
     replies: list[Any] = []
     for _ in range(count):

@@ -10,13 +10,16 @@ import multiprocessing
 import os
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 import redis
 from helpers import config, new_checkpoint
+from redis.auth.token import SimpleToken
 from redis.backoff import NoBackoff
+from redis.credentials import CredentialProvider
 from redis.retry import Retry
 
 from streamsaver import StreamSaver
@@ -203,3 +206,54 @@ def test_an_execute_command_patched_before_the_saver_was_imported_sees_every_com
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+class _Rotating(CredentialProvider):
+    def __init__(self, user: str, secret: str) -> None:
+        self.current = (user, secret)
+
+    def get_credentials(self) -> tuple[str, str]:
+        return self.current
+
+
+def test_a_rotated_token_authenticates_the_lanes_connections(redis_url: str, client: redis.Redis, prefix: str) -> None:
+    """A streaming credential provider (Entra ID, ...) hands the pool each new token; the pool
+    re-authenticates the connections it holds at once and those in use when they come back.
+    The lane's connections must not go on under the old one (it expires: the server drops them)."""
+    users = {f"{prefix}-old": "old-secret", f"{prefix}-new": "new-secret"}
+    for user, secret in users.items():
+        client.acl_setuser(user, enabled=True, passwords=[f"+{secret}"], keys=["*"], channels=["*"], commands=["+@all"])
+    old, new = users
+    credentials = _Rotating(old, users[old])
+    rotated = redis.Redis.from_url(redis_url, credential_provider=credentials)
+    try:
+        saver = StreamSaver(rotated, prefix=prefix)
+        _busy(saver, "before", 3)  # the lane now holds connections logged in as `old`
+        credentials.current = (new, users[new])  # what new connections log in with
+        token = SimpleToken(users[new], time.time() * 1000 + 60_000, time.time() * 1000, {"oid": new})
+        rotated.connection_pool.re_auth_callback(token)  # what the provider calls on a new token
+        assert rotated.execute_command("ACL", "WHOAMI") == new.encode()
+        assert saver._lane is not None
+        assert saver._lane.send([["ACL", "WHOAMI"]]) == [new.encode()]
+        _busy(saver, "after", 3)
+    finally:
+        rotated.close()
+        client.acl_deluser(*users)
+
+
+def test_a_connection_marked_for_reconnection_is_reconnected(redis_url: str, prefix: str) -> None:
+    """On a maintenance notice (MOVING: the endpoint moves), the pool marks the connections in
+    use for reconnection; execute_command and the pool reconnect them after their command. So does the lane."""
+    moved = redis.Redis.from_url(redis_url)
+    try:
+        saver = StreamSaver(moved, prefix=prefix)
+        _steps(saver, "before")
+        assert saver._lane is not None
+        [before] = saver._lane.send([["CLIENT", "ID"]])
+        for connection, _ in saver._lane._idle:
+            connection.mark_for_reconnect()  # what MaintNotificationsPoolHandler does to connections in use
+        [after] = saver._lane.send([["CLIENT", "ID"]])
+        assert after != before
+        _steps(saver, "after")
+    finally:
+        moved.close()

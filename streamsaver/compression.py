@@ -51,8 +51,11 @@ _RATIO_BITS = 15
 """A frame of n bytes holds at most n << 15 bytes of content: every block of up to 128 KiB
 takes at least 4 bytes (an RLE block); 100 MiB of zeros at any level take ~3.2 KiB."""
 
-_IDLE_MAX = 64
-"""How many idle contexts of each kind are kept for later calls (more are dropped)."""
+_IDLE_MAX = 16
+"""How many idle contexts of each kind are kept for later calls (more are dropped): a context
+keeps the tables of the largest input it compressed, up to ~1.3 MB below `_REUSED_BELOW`, and
+the list never gives one back to the allocator, so it holds ~21 MB at worst (LangGraph's sync
+loop makes up to six calls at once)."""
 
 _idle_compressors: list[zstandard.ZstdCompressor] = []
 _idle_decompressors: list[zstandard.ZstdDecompressor] = []
@@ -62,11 +65,10 @@ def _new_compressor() -> zstandard.ZstdCompressor:
     return zstandard.ZstdCompressor(level=LEVEL, write_checksum=True, write_content_size=True)
 
 
-_REUSED_BELOW = 1 << 20
-"""Payloads of 1 MiB or more get a context of their own, freed after: a context keeps the
-tables its largest input needed (~1.3 MiB more per thread after a 2 MiB payload, against
-~0.25 after the benchmark's 40 KiB messages list), and making one costs ~20 µs, nothing beside
-compressing a MiB (~1.5 ms)."""
+_REUSED_BELOW = 128 << 10
+"""Payloads of 128 KiB or more get a context of their own, freed after: a context keeps the
+tables its largest input needed (~0.33 MB after 16 KiB, ~1.3 MB after 128 KiB, ~2.6 MB after
+1 MiB), and making one costs ~20-80 µs, little beside compressing 128 KiB (~0.3 ms)."""
 
 
 def _compress(data: bytes) -> bytes:

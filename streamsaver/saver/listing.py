@@ -163,6 +163,7 @@ class ListPager:
     _widths: list[int] = field(default_factory=list)
     _emitted: int = 0
     _offsets: list[int] = field(default_factory=list)
+    _bounds: list[str] = field(default_factory=list)
     _buffers: list[list[Row]] = field(default_factory=list)
     _exhausted: list[bool] = field(default_factory=list)
     _asked: list[int] = field(default_factory=list)
@@ -174,6 +175,7 @@ class ListPager:
     def __post_init__(self) -> None:
         n = len(self.targets)
         self._offsets, self._buffers, self._exhausted = [0] * n, [[] for _ in range(n)], [False] * n
+        self._bounds = [self.before] * n
         self._widths = [FIRST_WIDTH] * n
         if self.hints is not None and self._across and not self.before:
             lows = [self.hints.get(target.name, self._query()) for target in self.targets]
@@ -277,8 +279,9 @@ class ListPager:
                  self.top, self._widths[n], SORT_ALL_BELOW],
             )
         command: Command = ["FT.AGGREGATE", self.targets[n].name, self._query()]
-        if before:
-            command += ["FILTER", f"@checkpoint_id < '{before}'"]
+        bound = self._bounds[n]  # `before` (checked above), then a fetched id (`_advance`)
+        if bound:
+            command += ["FILTER", f"@checkpoint_id < '{bound}'"]
         # Sorting by the three sortable fields returns them with each row: no document is
         # loaded. The sort collects every match: here, the checkpoints of one thread. TIMEOUT 0:
         # at RediSearch's own timeout (500 ms by default) a sort cut short returns the rows it
@@ -306,11 +309,23 @@ class ListPager:
                 self._remember(n)
             else:
                 rows = _search_rows(reply)
-            self._buffers[n], self._offsets[n] = rows, self._offsets[n] + len(rows)
+            self._buffers[n] = rows
             self._exhausted[n] = len(rows) < self._want
+            self._advance(n, rows)
         self._found = self._merge()
         self._done = not self._found
         return []
+
+    def _advance(self, n: int, rows: Sequence[Row]) -> None:
+        """Where index `n`'s next page starts: below the last id fetched (`_bounds`, at offset
+        0) where ids are unique, that is within one thread and namespace, so that checkpoints
+        deleted meanwhile shift nothing past the page; otherwise `_offsets` rows further (an id
+        a FILTER cannot quote keeps the bound where it was and counts on from it)."""
+        last = rows[-1][2] if rows else ""
+        if not self._across and self.checkpoint_ns is not None and last and _SAFE_ID.match(last):
+            self._bounds[n], self._offsets[n] = last, 0
+        else:
+            self._offsets[n] += len(rows)
 
     def _merge(self) -> list[Row]:
         """Up to a page of buffered rows, newest first, while no index that may hold more has

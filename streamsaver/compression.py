@@ -146,14 +146,8 @@ def expand(blob: Blob) -> Blob:
         ValueError: a compressed payload that does not decompress (readers report it as a
             `PayloadDecodeError` naming its log entry, like any payload the serde refuses).
     """
-    if blob.type.startswith(_ZSTD):
-        try:
-            return Blob(blob.type[len(_ZSTD):], _decompress(blob.data))
-        except zstandard.ZstdError as exc:
-            raise ValueError(f"a compressed payload is corrupt: {exc}") from exc
-    if blob.type.startswith(_RAW):
-        return Blob(blob.type[len(_RAW):], blob.data)
-    return blob
+    type_name, data = _serde_form(blob.type, blob.data)
+    return Blob(type_name, data)
 
 
 def load(serde: SerializerProtocol, blob: Blob) -> Any:
@@ -162,7 +156,7 @@ def load(serde: SerializerProtocol, blob: Blob) -> Any:
     Raises:
         ValueError: a corrupt compressed payload; and whatever `serde.loads_typed` raises.
     """
-    return load_stored(serde, blob.type, blob.data)
+    return serde.loads_typed(_serde_form(blob.type, blob.data))
 
 
 def load_stored(serde: SerializerProtocol, type_name: str, data: bytes) -> Any:
@@ -171,10 +165,18 @@ def load_stored(serde: SerializerProtocol, type_name: str, data: bytes) -> Any:
     Raises:
         ValueError: a corrupt compressed payload; and whatever `serde.loads_typed` raises.
     """
+    return serde.loads_typed(_serde_form(type_name, data))
+
+
+def _serde_form(type_name: str, data: bytes) -> tuple[str, bytes]:
+    """The type name and bytes the serde wrote, from a stored payload's.
+
+    Raises:
+        ValueError: a compressed payload that does not decompress.
+    """
     if type_name.startswith(_ZSTD):
         try:
-            data = _decompress(data)
+            return type_name[len(_ZSTD):], _decompress(data)
         except zstandard.ZstdError as exc:
             raise ValueError(f"a compressed payload is corrupt: {exc}") from exc
-        return serde.loads_typed((type_name[len(_ZSTD):], data))
-    return serde.loads_typed((type_name.removeprefix(_RAW), data))
+    return type_name.removeprefix(_RAW), data

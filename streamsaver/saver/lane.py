@@ -154,12 +154,12 @@ class Lane:
             connection, since = self._idle.pop()
         except IndexError:
             return self._alive_pool().get_connection()
-        if time.monotonic() - since > STALE_S:
-            _check(connection)
-        elif connection.should_reconnect():
+        if connection.should_reconnect():
             # Marked by the pool on a maintenance notice (the endpoint moves), as the pool
             # and execute_command reconnect a connection after its command.
             connection.disconnect()
+        elif time.monotonic() - since > STALE_S:
+            _check(connection)
         return connection
 
     def _give_back(self, connection: Any) -> None:
@@ -191,7 +191,7 @@ def _check(connection: Any) -> None:
     bytes no call asked for), as ``ConnectionPool.get_connection`` does: the next send connects
     it again."""
     try:
-        stale = connection.can_read() or connection.should_reconnect()  # connects a disconnected one first
+        stale = connection.can_read()  # connects a disconnected one first
     except (redis.ConnectionError, OSError):
         stale = True
     if stale:

@@ -28,9 +28,12 @@ from typing import Any
 import zstandard
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from streamsaver import deltas
 from streamsaver.events import Blob
 
-__all__ = ["LEVEL", "LOAD_ERRORS", "MIN_BYTES", "expand", "keep", "load", "load_stored", "shrink"]
+__all__ = [
+    "LEVEL", "LOAD_ERRORS", "MIN_BYTES", "expand", "joined", "keep", "load", "load_linked", "load_stored", "shrink",
+]
 
 MIN_BYTES = 512
 """Smaller payloads are stored as they are: below this, compression saves little and costs a call.
@@ -134,7 +137,7 @@ def shrink(blob: Blob) -> Blob:
 
 def keep(blob: Blob) -> Blob:
     """`blob` as it is stored uncompressed (its type escaped when it collides with a marker)."""
-    if blob.type.startswith((_ZSTD, _RAW)):
+    if blob.type.startswith((_ZSTD, _RAW, deltas.MARK)):
         return Blob(_RAW + blob.type, blob.data)
     return blob
 
@@ -168,12 +171,36 @@ def load_stored(serde: SerializerProtocol, type_name: str, data: bytes) -> Any:
     return serde.loads_typed(_serde_form(type_name, data))
 
 
+def load_linked(serde: SerializerProtocol, type_name: str, data: bytes, links: deltas.Lookup) -> Any:
+    """`load_stored` of a channel value that may be a delta (`streamsaver.deltas`), whose links
+    `links` finds: the one place every reader joins a delta.
+
+    Raises:
+        ValueError: a corrupt payload or a broken chain; and whatever `serde.loads_typed` raises.
+    """
+    return serde.loads_typed(deltas.join(type_name, data, links, _serde_form))
+
+
+def joined(blob: Blob, links: deltas.Lookup) -> Blob:
+    """The serde form of a stored channel value that may be a delta (for a rewrite that stores
+    it whole: `shrink` or `keep` it again).
+
+    Raises:
+        ValueError: a corrupt payload or a broken chain.
+    """
+    return Blob(*deltas.join(blob.type, blob.data, links, _serde_form))
+
+
+
 def _serde_form(type_name: str, data: bytes) -> tuple[str, bytes]:
     """The type name and bytes the serde wrote, from a stored payload's.
 
     Raises:
-        ValueError: a compressed payload that does not decompress.
+        ValueError: a compressed payload that does not decompress, or a delta (which needs
+            its links: `load_linked`).
     """
+    if type_name.startswith(deltas.MARK):
+        raise ValueError("a delta read without the values it extends")
     if type_name.startswith(_ZSTD):
         try:
             return type_name[len(_ZSTD):], _decompress(data)

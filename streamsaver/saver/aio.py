@@ -82,6 +82,7 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         default_ttl: float | None = None,
         refresh_on_read: bool = False,
         compression: str | None = "zstd",
+        deltas: bool = True,
     ) -> None:
         super().__init__(serde=serde)
         check_client(redis_client)
@@ -98,6 +99,7 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
             refresh_on_read=refresh_on_read,
             compression=compression,
             cluster=is_cluster(redis_client),
+            deltas=deltas,
         )
         self._setup_lock = asyncio.Lock()
         # A plain redis.asyncio pool raises MaxConnectionsError past its size instead of
@@ -149,7 +151,7 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         enqueue(pipe, self.redis, commands)
         return await pipe.execute(raise_on_error=False)
 
-    async def _send_durable(self, core: SaverCore, command: Command) -> None:
+    async def _send_durable(self, core: SaverCore, command: Command) -> Any:
         """An append and its durability wait in one round trip (the wait again, on the node the
         append ran on, when a cluster redirected it)."""
         steps = core.durable(command)
@@ -159,6 +161,7 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         if key and (again := core.wait_again(steps, sent_to, node_name(self.redis, key))):
             replies = [replies[0], *(await self._send(again))]
         core.read_durable(replies)
+        return replies[0]
 
     async def setup(self) -> None:
         """Check the modules, fix the partition count, create indexes (on a cluster: read the
@@ -221,9 +224,14 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         core = await self._ready()
-        command, saved = core.put_request(config, checkpoint, metadata, new_versions)
-        await self._send_durable(core, command)
-        return saved
+        call = core.put_call(config, checkpoint, metadata, new_versions)
+        try:
+            entry_id = await self._send_durable(core, call.command)
+        except ResponseError as exc:
+            # A delta whose link is not what this saver remembered: the full values (rare).
+            entry_id = await self._send_durable(core, core.put_refused(call, exc))
+        core.put_logged(call, entry_id)
+        return call.saved
 
     async def aput_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""

@@ -39,6 +39,7 @@ from streamsaver.events import (
     to_fields,
 )
 from streamsaver.keys import Keyspace, ViewName
+from streamsaver.saver.delta_plan import PutPlan
 from streamsaver.scripts import APPEND, APPLY
 
 __all__ = [
@@ -86,12 +87,24 @@ def namespace_of(config: RunnableConfig) -> str:
     return _as_id(config["configurable"].get("checkpoint_ns") or "", "checkpoint_ns")
 
 
-def _dump(serde: SerializerProtocol, value: Any, what: str, compress: bool) -> Blob:
+def _serialized(serde: SerializerProtocol, value: Any, what: str) -> tuple[str, bytes]:
     try:
-        type_, data = serde.dumps_typed(value)
+        return serde.dumps_typed(value)
     except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise InvalidInputError(f"cannot serialize {what}: {exc}") from exc
+
+
+def _dump(serde: SerializerProtocol, value: Any, what: str, compress: bool) -> Blob:
+    type_, data = _serialized(serde, value, what)
     return compression.shrink(Blob(type_, data)) if compress else compression.keep(Blob(type_, data))
+
+
+def _channel_blob(
+    serde: SerializerProtocol, channel: str, version: Any, value: Any, compress: bool, plan: PutPlan | None
+) -> Blob:
+    if plan is None:
+        return _dump(serde, value, f"channel {channel!r}", compress)
+    return plan.blob(channel, version, *_serialized(serde, value, f"channel {channel!r}"))
 
 
 def _checked_depth(value: Any) -> int:
@@ -125,9 +138,11 @@ def checkpoint_saved(
     metadata: CheckpointMetadata,
     new_versions: ChannelVersions,
     compress: bool = False,
+    plan: PutPlan | None = None,
 ) -> CheckpointSaved:
     """The event of a `put`; with `compress`, large payloads are stored compressed
-    (`streamsaver.compression`).
+    (`streamsaver.compression`); with `plan`, a channel value that extends the one the plan
+    remembers is stored as a delta (`streamsaver.saver.delta_plan`; `compress` is the plan's).
 
     Raises:
         InvalidInputError: no thread id, an id that is not valid Unicode, an unserializable
@@ -160,7 +175,7 @@ def checkpoint_saved(
         channel_versions=channel_versions,
         body=_dump(serde, body, "the checkpoint", compress),
         values=tuple(
-            ChannelValue(ch, v, _dump(serde, values[ch], f"channel {ch!r}", compress) if ch in values else EMPTY)
+            ChannelValue(ch, v, _channel_blob(serde, ch, v, values[ch], compress, plan) if ch in values else EMPTY)
             for ch, v in new_versions.items()
         ),
     )

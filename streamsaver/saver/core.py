@@ -30,14 +30,16 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import NoScriptError
 
 from streamsaver.errors import ConfigurationError, InvalidInputError
+from streamsaver.events import CheckpointSaved
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
 from streamsaver.saver import append, history, listing, maintenance, reads, setup, ttl
 from streamsaver.saver import durability as durability_
+from streamsaver.saver.delta_plan import BASE_REFUSED, DeltaMemory, PutPlan
 from streamsaver.scripts import ALL
 from streamsaver.topology import IndexTarget, Routed, Step, Topology, index_moved, index_targets
 
 __all__ = [
-    "CONNECTION_RETRIES", "Command", "CoreBinding", "SaverCore", "SetupProgram", "check_client", "enqueue", "failed_reply",
+    "CONNECTION_RETRIES", "Command", "CoreBinding", "PutCall", "SaverCore", "SetupProgram", "check_client", "enqueue", "failed_reply",
     "retry_backoff",
 ]
 
@@ -90,6 +92,26 @@ def retry_backoff() -> ExponentialBackoff:
     return ExponentialBackoff(cap=0.5, base=0.01)
 
 
+def _saved_config(event: CheckpointSaved) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": event.thread_id,
+            "checkpoint_ns": event.checkpoint_ns,
+            "checkpoint_id": event.checkpoint_id,
+        }
+    }
+
+
+@dataclass
+class PutCall:
+    """One `put` in flight: its append, the config it returns, its event and delta plan."""
+
+    command: Command
+    saved: RunnableConfig
+    event: CheckpointSaved
+    plan: PutPlan | None
+
+
 @dataclass
 class SaverCore:
     """Options of one saver and the pure logic behind each of its methods."""
@@ -105,9 +127,11 @@ class SaverCore:
     ttl_ms: int = 0
     refresh_on_read: bool = False
     compression: str | None = "zstd"
+    deltas: bool = True
     cluster: bool = False
     topology: Topology | None = None
     window_hints: listing.WindowHints = field(default_factory=listing.WindowHints)
+    memory: DeltaMemory = field(default_factory=DeltaMemory, repr=False, compare=False)
 
     @classmethod
     def configure(
@@ -124,6 +148,7 @@ class SaverCore:
         refresh_on_read: bool = False,
         compression: str | None = "zstd",
         cluster: bool = False,
+        deltas: bool = True,
     ) -> SaverCore:
         """Validate saver options.
 
@@ -142,7 +167,7 @@ class SaverCore:
             serde, read_view, views, prefix, partitions, None,
             durability=level, durability_timeout_ms=durability_timeout_ms,
             ttl_ms=ttl.ttl_ms(default_ttl), refresh_on_read=bool(refresh_on_read), cluster=cluster,
-            compression=compression,
+            compression=compression, deltas=bool(deltas),
         )
 
     @property
@@ -226,14 +251,38 @@ class SaverCore:
     ) -> tuple[Command, RunnableConfig]:
         """The append of a `put`, and the config `put` returns."""
         event = append.checkpoint_saved(self.serde, config, checkpoint, metadata, new_versions, self.compress)
-        saved: RunnableConfig = {
-            "configurable": {
-                "thread_id": event.thread_id,
-                "checkpoint_ns": event.checkpoint_ns,
-                "checkpoint_id": event.checkpoint_id,
-            }
-        }
-        return append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id)), saved
+        return append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id)), _saved_config(event)
+
+    def put_call(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> PutCall:
+        """The append of a `put`, storing values that extend what this saver last stored of
+        them as deltas (with `deltas`); `put_logged` or `put_refused` follows its reply."""
+        plan = None
+        if self.deltas:
+            plan = self.memory.plan(append.thread_id_of(config), append.namespace_of(config), self.compress)
+        event = append.checkpoint_saved(self.serde, config, checkpoint, metadata, new_versions, self.compress, plan)
+        command = append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id))
+        return PutCall(command, _saved_config(event), event, plan)
+
+    def put_logged(self, call: PutCall, entry_id: Any) -> None:
+        """Remember what the put `call` stored, logged as `entry_id` (its reply)."""
+        if call.plan is not None:
+            self.memory.commit(call.plan, entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id))
+
+    def put_refused(self, call: PutCall, error: Exception) -> Command:
+        """The append to send instead when `append.lua` refused a delta whose link is not what
+        this saver remembered (``SSBASE``): the full values. Any other error is raised."""
+        if call.plan is None or not str(error).startswith(BASE_REFUSED) or not call.plan.full:
+            raise error
+        self.memory.forget(call.event.thread_id)
+        event = call.plan.fallback(call.event)
+        call.event = event
+        return append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id))
 
     def put_writes_request(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
@@ -270,6 +319,7 @@ class SaverCore:
 
     def delete_request(self, thread_id: str) -> Command:
         """The append of a `delete_thread`: a tombstone on the feed, nothing left of the thread."""
+        self.memory.forget(str(thread_id))
         return append.append_call(append.thread_deleted(thread_id), self.keys, self.projections)
 
     # reads -------------------------------------------------------------------------------

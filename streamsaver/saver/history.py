@@ -21,7 +21,7 @@ from streamsaver import compression
 from streamsaver.events import decode_channel_value
 from streamsaver.keys import Keyspace
 from streamsaver.saver.append import namespace_of, thread_id_of
-from streamsaver.saver.reads import Reading, pending_writes
+from streamsaver.saver.reads import Reading, links_of, load_value, pending_writes
 from streamsaver.scripts import READ_HISTORY
 
 __all__ = ["history_request", "read_history"]
@@ -53,7 +53,9 @@ def read_history(
     collected: dict[str, list[PendingWrite]] = {c: [] for c in channels}
     seeds: dict[str, Any] = {}
     remaining = set(channels)
-    for raw_doc, flat_seeds, flat_writes in reply:
+    for row in reply:
+        raw_doc, flat_seeds, flat_writes = row[:3]
+        links = links_of(row[3] if len(row) > 3 else None)
         reading = Reading(orjson.loads(raw_doc))
         for write in reversed(pending_writes(serde, reading, flat_writes)):
             if write[1] in remaining:
@@ -62,7 +64,7 @@ def read_history(
             name = flat_seeds[i].decode("utf-8", "surrogatepass")
             try:
                 cv = decode_channel_value(flat_seeds[i + 1])
-                seeds[name] = compression.load(serde, cv.blob)
+                seeds[name] = load_value(serde, cv.channel, cv.blob.type.encode(), cv.blob.data, links)
             except compression.LOAD_ERRORS as exc:
                 raise reading.failed(flat_seeds[i + 2], f"the value of channel {name!r}", exc) from exc
             remaining.discard(name)

@@ -20,12 +20,16 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from streamsaver import compression
 from streamsaver.codec import unpack
 from streamsaver.errors import PayloadDecodeError
+from streamsaver.events import channel_field
 from streamsaver.keys import Keyspace, ViewName
 from streamsaver.saver.append import namespace_of, thread_id_of
 from streamsaver.scripts import READ_FULL, READ_SHALLOW
 from streamsaver.topology import Step
 
-__all__ = ["Reading", "Request", "decode_rows", "get_request", "pending_writes", "read_one", "read_page"]
+__all__ = [
+    "Links", "Reading", "Request", "decode_rows", "get_request", "links_of", "load_value", "pending_writes", "read_one",
+    "read_page",
+]
 
 Command = list[str | bytes | int]
 Request = list[Step]
@@ -105,12 +109,38 @@ def pending_writes(serde: SerializerProtocol, reading: Reading, flat: Sequence[b
     return [write for _, write in keyed]
 
 
+Links = dict[tuple[bytes, bytes], bytes]
+"""The values deltas extend, by (log entry id, log field), from a read script's flat
+``entry id, field, payload`` groups."""
+
+
+def links_of(flat: Sequence[bytes] | None) -> Links:
+    """`Links` from a read script's flat groups (none from a script older than deltas)."""
+    if not flat:
+        return {}
+    return {(flat[i], flat[i + 1]): flat[i + 2] for i in range(0, len(flat), 3)}
+
+
+def load_value(serde: SerializerProtocol, channel: str, type_: bytes, data: bytes, links: Links) -> Any:
+    """A stored channel value loaded by `serde`, joined when it is a delta (`links` holds its
+    chain): what every reader of channel values calls.
+
+    Raises:
+        ValueError: a corrupt payload or a broken chain; and whatever `serde.loads_typed` raises.
+    """
+    if not type_.startswith(b"delta:"):
+        return _load(serde, type_.decode(), data)
+    field = channel_field(channel)
+    return compression.load_linked(serde, type_.decode(), data, lambda link: links.get((link.encode(), field)))
+
+
 def _channel_values(
     serde: SerializerProtocol,
     reading: Reading,
     versions: Mapping[str, Any],
     payloads: Sequence[bytes | None],
     entry_ids: Sequence[bytes],
+    links: Links,
 ) -> dict[str, Any]:
     """Channel values from the payloads the refs point at (`events.encode_channel_value`
     packings); a payload of another version than the checkpoint names (possible only in the
@@ -123,14 +153,14 @@ def _channel_values(
             channel_bytes, version, type_, data = unpack(payload)
             channel = channel_bytes.decode("utf-8", "surrogatepass")
             if channel in versions and versions[channel] == orjson.loads(version) and type_ != b"empty":
-                values[channel] = _load(serde, type_.decode(), data)
+                values[channel] = load_value(serde, channel, type_, data, links)
         except _DECODE_ERRORS as exc:
             raise reading.failed(entry_id, "a channel value", exc) from exc
     return values
 
 
 def _decode_row(serde: SerializerProtocol, row: Sequence[Any]) -> CheckpointTuple:
-    raw_doc, payloads, writes, entry_ids = row
+    raw_doc, payloads, writes, entry_ids = row[:4]
     doc = orjson.loads(raw_doc)
     reading = Reading(doc)
     try:
@@ -140,7 +170,10 @@ def _decode_row(serde: SerializerProtocol, row: Sequence[Any]) -> CheckpointTupl
         body = _load(serde, body_type.decode(), body_data)
     except _DECODE_ERRORS as exc:
         raise reading.failed(entry_ids[0] if entry_ids else None, "the checkpoint body", exc) from exc
-    body["channel_values"] = _channel_values(serde, reading, body.get("channel_versions", {}), payloads[1:], entry_ids[1:])
+    links = links_of(row[4] if len(row) > 4 else None)
+    body["channel_values"] = _channel_values(
+        serde, reading, body.get("channel_versions", {}), payloads[1:], entry_ids[1:], links
+    )
     identity = {"thread_id": doc["thread_id"], "checkpoint_ns": doc["checkpoint_ns"]}
     parent = doc.get("parent_checkpoint_id")
     return CheckpointTuple(

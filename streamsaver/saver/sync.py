@@ -109,6 +109,10 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         compression: ``"zstd"`` stores payloads of 512 bytes or more zstd-compressed when that saves
             an eighth or more (not with an `EncryptedSerializer`); None stores them as the serde
             wrote them. Either saver reads both forms.
+        deltas: store a ``msgpack`` list that extends the value this saver last stored of its
+            channel (LangGraph's ``messages``) as the elements added, with a full value every
+            8 versions (`streamsaver.deltas`); False stores full values. Reading always
+            understands deltas (readers older than this option do not: upgrade them first).
 
     `put`, `put_writes` and `get_tuple` make one round trip each; `list` makes one per page of
     a thread's history, or one query and one fetch per page across threads or with a filter.
@@ -129,6 +133,7 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         default_ttl: float | None = None,
         refresh_on_read: bool = False,
         compression: str | None = "zstd",
+        deltas: bool = True,
     ) -> None:
         super().__init__(serde=serde)
         check_client(redis_client)
@@ -146,6 +151,7 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
             refresh_on_read=refresh_on_read,
             compression=compression,
             cluster=is_cluster(redis_client),
+            deltas=deltas,
         )
 
     @classmethod
@@ -171,7 +177,7 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     def _send_raw(self, commands: Sequence[Step]) -> builtins.list[Any]:
         return send_raw(self.redis, commands)
 
-    def _send_durable(self, core: SaverCore, command: Command) -> None:
+    def _send_durable(self, core: SaverCore, command: Command) -> Any:
         """An append and its durability wait in one round trip (the wait again, on the node the
         append ran on, when a cluster redirected it)."""
         steps = core.durable(command)
@@ -181,6 +187,7 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         if key and (again := core.wait_again(steps, sent_to, node_name(self.redis, key))):
             replies = [replies[0], *self._send(again)]
         core.read_durable(replies)
+        return replies[0]
 
     def setup(self) -> None:
         """Check the modules, fix the partition count, create indexes (on a cluster: read the
@@ -238,9 +245,14 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         core = self._ready()
-        command, saved = core.put_request(config, checkpoint, metadata, new_versions)
-        self._send_durable(core, command)
-        return saved
+        call = core.put_call(config, checkpoint, metadata, new_versions)
+        try:
+            entry_id = self._send_durable(core, call.command)
+        except ResponseError as exc:
+            # A delta whose link is not what this saver remembered: the full values (rare).
+            entry_id = self._send_durable(core, core.put_refused(call, exc))
+        core.put_logged(call, entry_id)
+        return call.saved
 
     def put_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""

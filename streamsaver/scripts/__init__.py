@@ -49,7 +49,7 @@ WRITE_SIDE = ("_esc", "_lib")
 """The preludes of a script that writes views."""
 BATCH_SIDE = (*WRITE_SIDE, "_defer")
 """The preludes of a script that applies batches of logged events (holding their writes)."""
-READ_SIDE = ("_esc", "_read")
+READ_SIDE = ("_esc", "_delta", "_read")
 """The preludes of a read script."""
 
 
@@ -95,7 +95,7 @@ class Script:
         pipe.execute_command(*self.evalsha_args(keys, args))
 
 
-APPEND = Script.load("append")
+APPEND = Script.load("append", (*WRITE_SIDE, "_delta"))
 READ_FULL = Script.load("read_full", READ_SIDE)
 READ_SHALLOW = Script.load("read_shallow", READ_SIDE)
 APPLY = Script.load("apply", BATCH_SIDE)

@@ -27,17 +27,37 @@ local function ref_field(ref)
   return 'c:' .. ref
 end
 
--- The payloads a document's refs point at, in refs order (false where missing), and the ids
--- of the log entries they come from (so a reader can name an entry it cannot decode).
+-- Adds to `chain` what the delta `payload` (stored in log field `field`) extends: flat {entry
+-- id, field, payload} for each link followed, at most 64 (writers start a new chain every 8).
+local function follow_links(read, field, payload, chain)
+  local link = delta_link(payload)
+  local hops = 0
+  while link and hops < 64 do
+    local held = read(link, field)
+    if not held then return end
+    chain[#chain + 1] = link
+    chain[#chain + 1] = field
+    chain[#chain + 1] = held
+    link = delta_link(held)
+    hops = hops + 1
+  end
+end
+
+-- The payloads a document's refs point at, in refs order (false where missing), the ids of the
+-- log entries they come from (so a reader can name an entry it cannot decode), and the links
+-- of those that are deltas (see follow_links).
 local function resolve_refs(read, ptrs, refs)
-  local values, ids = {}, {}
-  if #refs == 0 then return values, ids end
+  local values, ids, chain = {}, {}, {}
+  if #refs == 0 then return values, ids, chain end
   local found = redis.call('HMGET', ptrs, unpack(refs))
   for k, ref in ipairs(refs) do
     ids[k] = found[k] or ''
-    values[k] = (found[k] and read(found[k], ref_field(ref))) or false
+    local field = ref_field(ref)
+    local value = (found[k] and read(found[k], field)) or false
+    values[k] = value
+    if value then follow_links(read, field, value, chain) end
   end
-  return values, ids
+  return values, ids, chain
 end
 
 -- The writes a writes hash points at: flat {field, task id, task path, write, entry id, ...}.
@@ -61,10 +81,10 @@ local function resolve_writes(read, key)
 end
 
 -- Reads one checkpoint of the full view: {document, payloads of its refs, writes, entry ids
--- of the payloads} or false.
+-- of the payloads, delta links} or false.
 local function read_full_checkpoint(read, cp_prefix, ptrs, writes_prefix, cid)
   local doc = redis.call('JSON.GET', cp_prefix .. esc(cid))
   if not doc then return false end
-  local values, ids = resolve_refs(read, ptrs, cjson.decode(doc)['refs'])
-  return {doc, values, resolve_writes(read, writes_prefix .. esc(cid)), ids}
+  local values, ids, chain = resolve_refs(read, ptrs, cjson.decode(doc)['refs'])
+  return {doc, values, resolve_writes(read, writes_prefix .. esc(cid)), ids, chain}
 end

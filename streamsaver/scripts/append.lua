@@ -10,7 +10,8 @@
 --       id its '@cid' field must hold. When that entry equals the event field for field, the
 --       call is a repeat (a retry after a lost reply): nothing is logged, projected or fed; only
 --       the thread's TTL is refreshed as an append would (a no-op when the first call did it).
--- Returns: the id of the appended (or already logged) log entry.
+-- Returns: the id of the appended (or already logged) log entry; error SSBASE (nothing written)
+--          when a delta's link entry does not hold the value it extends (see below).
 -- Validates key types before the first write; the #!lua shebang makes Redis refuse the whole
 -- script up front when out of memory, so it writes all or nothing.
 local err = expect_type(KEYS[1], 'stream') or expect_type(KEYS[2], 'stream') or expect_type(KEYS[3], 'hash')
@@ -49,6 +50,30 @@ if KEYS[4] then
       keep_alive(KEYS[1], KEYS[3], tonumber(ARGV[ttl_at]), ttl_at + 1, {})
     end
     return held
+  end
+end
+
+-- A delta must extend a value this log holds (streamsaver/deltas.py): refuse before the first
+-- write when its link entry does not hold that version at that size (what the saver remembered
+-- is stale: another writer, a deletion, a prune, a copy or restore, retention), so the saver
+-- sends the full value instead and no delta ever points at nothing.
+for k = 2, 1 + nf, 2 do
+  local name = ARGV[k]
+  if string.byte(name, 1) == 99 and string.byte(name, 2) == 58 then  -- 'c:'
+    local link, version, size = delta_link(ARGV[k + 1])
+    if link then
+      local found = redis.call('XRANGE', KEYS[1], link, link)
+      local held = false
+      if found[1] then
+        local kv = found[1][2]
+        for j = 1, #kv, 2 do
+          if kv[j] == name then held = kv[j + 1] end
+        end
+      end
+      if not held or tostring(#held) ~= size or stored_version(held) ~= version then
+        return redis.error_reply('SSBASE the log entry ' .. link .. ' does not hold the value a delta of ' .. name .. ' extends')
+      end
+    end
   end
 end
 

@@ -5,7 +5,7 @@
 -- ARGV[3] mode: "id" (the checkpoint ARGV[4]) or "page" (newest first, ids before ARGV[4]
 --         when not empty, at most ARGV[5])
 -- Returns: a list of {document JSON, payloads in `refs` order, flat {field, task, path, write,
---          entry id}, entry ids of the payloads}.
+--          entry id}, entry ids of the payloads, delta links: flat {entry id, field, payload}}.
 local read = log_reader(KEYS[3])
 local out = {}
 if ARGV[3] == 'id' then

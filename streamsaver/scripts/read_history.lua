@@ -5,7 +5,8 @@
 -- ARGV[3] the checkpoint to start from ("" for the latest); ARGV[4..] the channels walked for
 -- Returns: one row per ancestor visited, parent first: {document JSON, flat {channel, payload,
 --          entry id} of the walked channels whose value is stored there, flat {field, task, path,
---          write, entry id}} (entry ids name the log entries, for a reader that cannot decode one).
+--          write, entry id}, delta links of the seeds: flat {entry id, field, payload}} (entry ids
+--          name the log entries, for a reader that cannot decode one).
 -- Like the base class walk, it follows parent_checkpoint_id and stops for a channel at the
 -- first ancestor holding a value for it (a stored payload that is not of serde type "empty").
 local function value_type(payload)
@@ -36,7 +37,7 @@ while type(parent) == 'string' and left > 0 do
   doc = redis.call('JSON.GET', ARGV[1] .. esc(parent))
   if not doc then break end
   local decoded = cjson.decode(doc)
-  local seeds = {}
+  local seeds, chain = {}, {}
   for _, ref in ipairs(decoded['refs']) do
     local colon = string.find(ref, ':', 1, true)
     if colon and string.sub(ref, 1, 1) ~= '@' then
@@ -51,6 +52,7 @@ while type(parent) == 'string' and left > 0 do
             seeds[#seeds + 1] = name
             seeds[#seeds + 1] = payload
             seeds[#seeds + 1] = id
+            follow_links(read, 'c:' .. channel, payload, chain)
             remaining[name] = nil
             left = left - 1
           end
@@ -58,7 +60,7 @@ while type(parent) == 'string' and left > 0 do
       end
     end
   end
-  out[#out + 1] = {doc, seeds, resolve_writes(read, ARGV[2] .. esc(parent))}
+  out[#out + 1] = {doc, seeds, resolve_writes(read, ARGV[2] .. esc(parent)), chain}
   parent = decoded['parent_checkpoint_id']
 end
 return out

@@ -19,10 +19,10 @@ from typing import Any, Protocol
 import orjson
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from streamsaver import compression
-from streamsaver.codec import escape
+from streamsaver import compression, deltas
+from streamsaver.codec import escape, unpack
 from streamsaver.errors import ConfigurationError, EventDecodeError, PayloadDecodeError
-from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, WritesSaved, from_fields
+from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, WritesSaved, channel_field, from_fields
 
 __all__ = ["EntrySource", "EventFilter", "FeedEvent", "decode_payload"]
 
@@ -80,8 +80,14 @@ class EventFilter:
         return all(k in md and _comparable(md[k]) == _comparable(v) for k, v in self.metadata.items())
 
 
-def decode_payload(event: Event, serde: SerializerProtocol) -> dict[str, Any]:
-    """The values of a logged event, decoded with `serde`.
+Links = Mapping[tuple[str, str], bytes | None]
+"""The values deltas extend: (log entry id, channel) -> that entry's stored channel value (None:
+the entry or its value is gone)."""
+
+
+def decode_payload(event: Event, serde: SerializerProtocol, links: Links | None = None) -> dict[str, Any]:
+    """The values of a logged event, decoded with `serde`; a channel value stored as a delta
+    (`streamsaver.deltas`) is joined with the values of its chain in `links`.
 
     Returns:
         For a checkpoint: ``checkpoint`` (the body, with ``channel_values`` holding the
@@ -91,14 +97,20 @@ def decode_payload(event: Event, serde: SerializerProtocol) -> dict[str, Any]:
     """
     if isinstance(event, CheckpointSaved):
         body = dict(compression.load(serde, event.body))
-        body["channel_values"] = {cv.channel: compression.load(serde, cv.blob)
-                                  for cv in event.values if cv.blob.type != "empty"}
+        body["channel_values"] = {
+            cv.channel: compression.load_linked(serde, cv.blob.type, cv.blob.data, _lookup(links or {}, cv.channel))
+            for cv in event.values if cv.blob.type != "empty"
+        }
         return {"checkpoint": body, "metadata": dict(event.metadata),
                 "parent_checkpoint_id": event.parent_checkpoint_id}
     if isinstance(event, WritesSaved):
         return {"task_id": event.task_id, "task_path": event.task_path,
                 "writes": [(w.channel, compression.load(serde, w.blob)) for w in event.writes]}
     return {}
+
+
+def _lookup(links: Links, channel: str) -> deltas.Lookup:
+    return lambda link: links.get((link, channel))
 
 
 class FeedEvent:
@@ -208,18 +220,57 @@ class FeedEvent:
                 names the log entry.
         """
         event = self.record()
-        return None if event is None else self._decoded(event)
+        if event is None:
+            return None
+        links: dict[tuple[str, str], bytes | None] = {}
+        while (wanted := missing_link(event, links)) is not None:  # one log read per link
+            links[wanted] = _held(self._source_or_fail().fetch_entry(self.log_key, wanted[0]), wanted[1])
+        return self._decoded(event, links)
 
     async def apayload(self) -> dict[str, Any] | None:
         """`payload` with the async client."""
         event = await self.arecord()
-        return None if event is None else self._decoded(event)
+        if event is None:
+            return None
+        links: dict[tuple[str, str], bytes | None] = {}
+        while (wanted := missing_link(event, links)) is not None:
+            links[wanted] = _held(await self._source_or_fail().afetch_entry(self.log_key, wanted[0]), wanted[1])
+        return self._decoded(event, links)
 
-    def _decoded(self, event: Event) -> dict[str, Any]:
+    def _decoded(self, event: Event, links: Links) -> dict[str, Any]:
         try:
-            return decode_payload(event, self._serde)
+            return decode_payload(event, self._serde, links)
         except compression.LOAD_ERRORS as exc:
             raise PayloadDecodeError(f"cannot decode the payload of {event.TYPE}: {exc}", event_id=self.log_id) from exc
+
+
+def missing_link(event: Event, links: Links) -> tuple[str, str] | None:
+    """The next (log entry id, channel) a delta of `event` extends that `links` lacks; None
+    when every chain is there (or broken: joining it then reports the break)."""
+    if not isinstance(event, CheckpointSaved):
+        return None
+    for cv in event.values:
+        type_name, data, hops = cv.blob.type, cv.blob.data, 0
+        while deltas.is_delta(type_name) and hops < deltas.READ_LIMIT:
+            try:
+                link = deltas.split(type_name, data).link
+            except ValueError:
+                break
+            if (link, cv.channel) not in links:
+                return link, cv.channel
+            held = links[(link, cv.channel)]
+            if held is None:
+                break
+            try:
+                type_bytes, data = unpack(held)[2:4]
+            except ValueError:
+                break
+            type_name, hops = type_bytes.decode(), hops + 1
+    return None
+
+
+def _held(entry: Entry | None, channel: str) -> bytes | None:
+    return entry.get(channel_field(channel)) if entry else None
 
 
 def metadata_of(raw: bytes | None) -> Mapping[str, Any] | None:

@@ -38,6 +38,7 @@ from redis.exceptions import WatchError
 from projectors import PROJECTORS
 from streamsaver.errors import InvalidInputError
 from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, from_fields
+from streamsaver.saver.compaction import whole_values
 from streamsaver.inspection import deployment_keyspace
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ThreadKeys, ViewName
 from streamsaver.saver.append import append_call, thread_id_of, view_of
@@ -113,7 +114,10 @@ def restore_thread(
         _claim(pipe, new, into)
         source = keyspace.thread(thread_id)
         views = _views(client, source.positions, projections, default_views)
-        events = [(entry_id, dataclasses.replace(e, thread_id=into)) for entry_id, e in _read(client, source.log, bound)]
+        logged = _read(client, source.log, bound)
+        # Appended under new ids: deltas are stored whole (their links name the source's ids).
+        whole = whole_values(logged, [("*", e) for _, e in logged])
+        events = [(entry_id, dataclasses.replace(e, thread_id=into)) for (entry_id, _), (_, e) in zip(logged, whole)]
         if not events:
             raise InvalidInputError(f"thread {thread_id!r} has no events up to {bound}")
         last_entry = _append_all(pipe, [append_call(event, keyspace, views) for _, event in events], into)

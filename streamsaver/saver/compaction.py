@@ -19,10 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
+from streamsaver import compression, deltas
+from streamsaver.errors import PayloadDecodeError
 from streamsaver.events import (
     ChannelValue,
     CheckpointSaved,
@@ -30,6 +32,7 @@ from streamsaver.events import (
     ThreadDeleted,
     ValuesRetained,
     WritesSaved,
+    encode_channel_value,
     from_fields,
     to_fields,
 )
@@ -49,6 +52,7 @@ __all__ = [
     "removed_for_runs",
     "retarget",
     "rewrite_call",
+    "whole_values",
 ]
 
 Entry = tuple[str, Event]
@@ -205,14 +209,61 @@ def compact(entries: Sequence[Entry], removed: Collection[CheckpointKey]) -> lis
                 out.append((entry_id, ValuesRetained(event.thread_id, ns, event.checkpoint_id, values)))
         elif not isinstance(event, ThreadDeleted):
             out.append((entry_id, event))
-    return out
+    return whole_values(entries, out)
+
+
+_E = TypeVar("_E", bound=Event)
+
+
+def whole_values(source: Sequence[Entry], out: Sequence[tuple[str, _E]]) -> list[tuple[str, _E]]:
+    """`out` (events of the log `source`, each under the id it is written with: its own, or
+    ``"*"`` for a new one) with every delta (`streamsaver.deltas`) whose link `out` does not
+    write unchanged under the same id replaced by its whole value: a rewrite that drops or
+    renumbers entries never leaves a delta pointing at nothing (``append.lua`` would refuse
+    it; a reader could not join it).
+
+    Raises:
+        PayloadDecodeError: a delta of `source` whose chain is already broken.
+    """
+    original = {
+        (entry_id, cv.channel): encode_channel_value(cv)
+        for entry_id, event in source
+        if isinstance(event, (CheckpointSaved, ValuesRetained))
+        for cv in event.values
+    }
+    written: dict[tuple[str, str], bytes] = {}
+    result: list[tuple[str, _E]] = []
+    for entry_id, event in out:
+        if isinstance(event, (CheckpointSaved, ValuesRetained)) and event.values:
+            values = tuple(_whole(entry_id, cv, original, written) for cv in event.values)
+            if values != event.values:
+                event = replace(event, values=values)
+        result.append((entry_id, event))
+    return result
+
+
+def _whole(
+    entry_id: str, cv: ChannelValue, original: Mapping[tuple[str, str], bytes], written: dict[tuple[str, str], bytes]
+) -> ChannelValue:
+    if deltas.is_delta(cv.blob.type):
+        try:
+            link = deltas.split(cv.blob.type, cv.blob.data).link
+            if entry_id == "*" or written.get((link, cv.channel)) != original.get((link, cv.channel)):
+                whole = compression.joined(cv.blob, lambda at: original.get((at, cv.channel)))
+                cv = ChannelValue(cv.channel, cv.version, compression.shrink(whole))
+        except ValueError as exc:
+            raise PayloadDecodeError(f"cannot join the delta of channel {cv.channel!r}: {exc}", event_id=entry_id) from exc
+    if entry_id != "*":
+        written[(entry_id, cv.channel)] = encode_channel_value(cv)
+    return cv
 
 
 def retarget(entries: Sequence[Entry], thread_id: str, until_checkpoint: str | None) -> list[Event] | None:
     """The content events of a log (markers left out) under `thread_id`, up to the state the log
     held when checkpoint `until_checkpoint` was the newest of its namespace: the log up to the
     next checkpoint of that namespace. None when `until_checkpoint` is not in the log."""
-    events = [e for _, e in entries if isinstance(e, (CheckpointSaved, WritesSaved, ValuesRetained))]
+    renumbered = [("*", e) for _, e in entries if isinstance(e, (CheckpointSaved, WritesSaved, ValuesRetained))]
+    events = [e for _, e in whole_values(entries, renumbered)]
     if until_checkpoint is not None:
         at = next(
             (i for i, e in enumerate(events) if isinstance(e, CheckpointSaved) and e.checkpoint_id == until_checkpoint),

@@ -48,7 +48,7 @@ def _grow(saver: StreamSaver, thread: str, steps: int, previous: Checkpoint | No
     for step in range(start, start + steps):
         messages = messages + _messages(1, step)
         checkpoint, versions = new_checkpoint({"messages": messages, "step": step}, previous)
-        saved = saver.put(config(thread, "", parent_id), checkpoint, {"step": step}, versions)
+        saved = saver.put(config(thread, "", parent_id), checkpoint, {"step": step, "run_id": f"r{step // 4}"}, versions)
         parent_id = saved["configurable"]["checkpoint_id"]
         ids.append(parent_id)
         previous = checkpoint
@@ -76,3 +76,151 @@ def test_a_growing_list_is_stored_as_deltas_and_read_back_whole(saver: StreamSav
     for n, cid in enumerate(ids):
         one = saver.get_tuple(config("t", "", cid))
         assert one is not None and one.checkpoint["channel_values"]["messages"] == messages[: 2 * (n + 1)]
+
+
+def _whole_history(saver: StreamSaver, thread: str) -> list[list[Any]]:
+    return [t.checkpoint["channel_values"]["messages"] for t in saver.list(config(thread))]
+
+
+def _expected(steps: int) -> list[list[Any]]:
+    return [_messages(n) for n in range(steps, 0, -1)]
+
+
+def test_a_stale_link_is_refused_and_the_full_value_sent_instead(client: redis.Redis, prefix: str) -> None:
+    writer, other = StreamSaver(client, prefix=prefix), StreamSaver(client, prefix=prefix)
+    writer.setup()
+    _, last, _ = _grow(writer, "t", 3)
+    other.delete_thread("t")  # what `writer` remembers of the thread is gone
+    _grow(writer, "t", 2, last, 3)  # extends what `writer` remembers: a delta, refused
+    assert _stored_types(client, writer, "t")[0] in ("msgpack", "zstd:msgpack")
+    assert _whole_history(writer, "t") == [_messages(5), _messages(4)]
+
+
+def test_a_delta_is_refused_when_its_link_holds_another_value(client: redis.Redis, prefix: str) -> None:
+    writer, other = StreamSaver(client, prefix=prefix), StreamSaver(client, prefix=prefix)
+    writer.setup()
+    _, last, _ = _grow(writer, "t", 2)
+    log = writer.core.keys.thread("t").log
+    [(last_id, fields)] = client.xrevrange(log, count=1)
+    # The remembered entry now holds another version of the channel (a damaged or foreign log):
+    # a delta linked to it would join into the wrong list.
+    channel, version, type_, data = unpack(fields[channel_field("messages")])
+    from streamsaver.codec import pack
+
+    client.delete(log)
+    client.xadd(log, {**fields, channel_field("messages"): pack([channel, b'"other"', type_, data])}, id=last_id)
+    _grow(other, "u", 1)
+    _, _, ids = _grow(writer, "t", 1, last, 2)
+    assert not _stored_types(client, writer, "t")[-1].startswith("delta:")
+    got = writer.get_tuple(config("t", "", ids[0]))
+    assert got is not None and got.checkpoint["channel_values"]["messages"] == _messages(3)
+
+
+def test_a_new_saver_with_nothing_remembered_stores_a_full_value_and_continues(client: redis.Redis, prefix: str) -> None:
+    first = StreamSaver(client, prefix=prefix)
+    first.setup()
+    _, last, _ = _grow(first, "t", 3)
+    second = StreamSaver(client, prefix=prefix)
+    _grow(second, "t", 3, last, 3)
+    types = _stored_types(client, second, "t")
+    assert not types[3].startswith("delta:") and types[4].startswith("delta:")
+    assert _whole_history(second, "t") == _expected(6)
+
+
+def test_without_deltas_every_value_is_whole(client: redis.Redis, prefix: str) -> None:
+    saver = StreamSaver(client, prefix=prefix, deltas=False)
+    saver.setup()
+    _grow(saver, "t", 5)
+    assert not any(t.startswith("delta:") for t in _stored_types(client, saver, "t"))
+
+
+@pytest.mark.parametrize("strategy", ["prune", "retain", "runs"])
+def test_compacting_a_log_keeps_every_surviving_value_readable_and_puts_go_on(
+    saver: StreamSaver, client: redis.Redis, strategy: str
+) -> None:
+    messages, last, ids = _grow(saver, "t", 12)
+    if strategy == "prune":
+        saver.prune(["t"])
+        survivors = 1
+    elif strategy == "retain":
+        saver.retain(["t"], keep_last=3)
+        survivors = 3
+    else:
+        saver.delete_for_runs(["r0"])  # steps 0-3: the links of the deltas of steps 4-7
+        survivors = 8
+    assert _whole_history(saver, "t") == _expected(12)[:survivors]
+    _grow(saver, "t", 2, last, 12)  # the remembered links may be gone: SSBASE, then full values
+    assert _whole_history(saver, "t")[:3] == _expected(14)[:3]
+
+
+def test_copy_and_restore_store_whole_values(saver: StreamSaver, client: redis.Redis) -> None:
+    from streamsaver.restore import restore_thread
+
+    _grow(saver, "t", 10)
+    saver.copy_thread("t", "copy")
+    assert not any(t.startswith("delta:") for t in _stored_types(client, saver, "copy"))
+    assert _whole_history(saver, "copy") == _expected(10)
+    [(last_id, _)] = client.xrevrange(saver.core.keys.thread("t").log, count=1)
+    restore_thread(saver, "t", at=last_id.decode(), into="restored")
+    assert _whole_history(saver, "restored") == _expected(10)
+
+
+def test_shallow_history_subscribers_export_and_verify_read_deltas(
+    saver: StreamSaver, client: redis.Redis, prefix: str, tmp_path: Any
+) -> None:
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from streamsaver.feed_event import FeedEvent
+    from streamsaver.transfer import export_logs, import_logs
+    from streamsaver.verify import verify
+
+    messages, _, _ = _grow(saver, "t", 10)
+    shallow = StreamSaver(client, prefix=prefix, view="shallow")
+    got = shallow.get_tuple(config("t"))
+    assert got is not None and got.checkpoint["channel_values"]["messages"] == messages
+    history = saver.get_delta_channel_history(config=config("t"), channels=["messages"])
+    assert history["messages"].get("seed") == _messages(9)
+
+    log = saver.core.keys.thread("t").log
+
+    class Source:
+        def fetch_entry(self, log_key: str, log_id: str) -> dict[bytes, bytes]:
+            found = client.xrange(log_key, log_id, log_id)
+            return found[0][1] if found else {}
+
+        async def afetch_entry(self, log_key: str, log_id: str) -> dict[bytes, bytes]:
+            return self.fetch_entry(log_key, log_id)
+
+    [(last_id, fields)] = client.xrevrange(log, count=1)
+    assert unpack(fields[channel_field("messages")])[2].startswith(b"delta:")
+    event = FeedEvent(
+        type_="CheckpointSaved", thread_id="t", checkpoint_ns="", checkpoint_id=fields[b"cid"].decode(),
+        partition=0, feed_id="0-1", log_id=last_id.decode(), log_key=log, deliveries=1,
+        serde=JsonPlusSerializer(), source=Source(),
+    )
+    payload = event.payload()
+    assert payload is not None and payload["checkpoint"]["channel_values"]["messages"] == messages
+
+    assert verify(client, prefix).matches
+    export_logs(client, prefix, tmp_path / "logs.jsonl.gz")
+    imported = import_logs(client, tmp_path / "logs.jsonl.gz", prefix=f"{prefix}-imported")
+    copy = StreamSaver(client, prefix=imported.prefix)
+    assert _whole_history(copy, "t") == _expected(10)
+
+
+async def test_the_async_saver_writes_and_reads_deltas(client: redis.Redis, aclient: Any, prefix: str) -> None:
+    from streamsaver import AsyncStreamSaver
+
+    saver = AsyncStreamSaver(aclient, prefix=prefix)
+    await saver.setup()
+    messages: list[Any] = []
+    previous = None
+    parent = None
+    for step in range(10):
+        messages = messages + _messages(1, step)
+        checkpoint, versions = new_checkpoint({"messages": messages}, previous)
+        parent = (await saver.aput(config("t", "", parent), checkpoint, {}, versions))["configurable"]["checkpoint_id"]
+        previous = checkpoint
+    got = await saver.aget_tuple(config("t"))
+    assert got is not None and got.checkpoint["channel_values"]["messages"] == messages
+    assert sum(t.startswith("delta:") for t in _stored_types(client, saver, "t")) >= 7  # type: ignore[arg-type]

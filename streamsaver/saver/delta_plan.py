@@ -47,6 +47,10 @@ class Held:
     count: int
     stretches: tuple[tuple[int, int], ...]
     links: int
+    base: Held | None = None
+    """What this value extends when it was stored as a delta (its own `base` dropped): a put
+    of the same version again (a retried put) is stored as the first was, so that
+    ``append.lua`` sees a repeat of the logged event."""
 
 
 @dataclass
@@ -70,6 +74,8 @@ class PutPlan:
         body = memoryview(data)[start:]
         version_json = orjson.dumps(version)
         held = self.held.get(channel)
+        if held is not None and held.version == version_json:
+            held = held.base
         done = _extends(held, body, count) if held is not None else None
         if held is None or done is None or done < _WORTH:
             return self._remember(channel, version_json, self._stored(Blob(type_, data)), count, ((len(body), hash(body)),), 0)
@@ -77,18 +83,21 @@ class PutPlan:
         elements = self._stored(Blob(type_, bytes(body[done:])))
         dtype, ddata = deltas.encode(held.entry, held.version, held.size, count, elements.type, elements.data)
         self.full[channel] = (type_, data)
-        return self._remember(channel, version_json, Blob(dtype, ddata), count, stretches, held.links + 1)
+        return self._remember(
+            channel, version_json, Blob(dtype, ddata), count, stretches, held.links + 1, replace(held, base=None)
+        )
 
     def _stored(self, blob: Blob) -> Blob:
         return compression.shrink(blob) if self.compress else compression.keep(blob)
 
     def _remember(
-        self, channel: str, version_json: bytes, blob: Blob, count: int, stretches: tuple[tuple[int, int], ...], links: int
+        self, channel: str, version_json: bytes, blob: Blob, count: int, stretches: tuple[tuple[int, int], ...], links: int,
+        base: Held | None = None,
     ) -> Blob:
         # The stored field is events.encode_channel_value's packing: four parts, each after
         # its 4-byte length.
         size = 16 + len(channel.encode("utf-8", "surrogatepass")) + len(version_json) + len(blob.type.encode()) + len(blob.data)
-        self.pending[channel] = Held("", version_json, size, count, stretches, links)
+        self.pending[channel] = Held("", version_json, size, count, stretches, links, base)
         return blob
 
     def fallback(self, event: CheckpointSaved) -> CheckpointSaved:

@@ -224,3 +224,17 @@ async def test_the_async_saver_writes_and_reads_deltas(client: redis.Redis, acli
     got = await saver.aget_tuple(config("t"))
     assert got is not None and got.checkpoint["channel_values"]["messages"] == messages
     assert sum(t.startswith("delta:") for t in _stored_types(client, saver, "t")) >= 7  # type: ignore[arg-type]
+
+
+def test_a_retried_put_of_a_delta_is_logged_once(saver: StreamSaver, client: redis.Redis) -> None:
+    _, last, ids = _grow(saver, "t", 3)
+    assert last is not None
+    log = saver.core.keys.thread("t").log
+    length = client.xlen(log)
+    # The same checkpoint again (a retry after a lost reply): the same delta, a repeat.
+    parent = saver.get_tuple(config("t", "", ids[-1]))
+    assert parent is not None and parent.parent_config is not None
+    versions = {"messages": last["channel_versions"]["messages"], "step": last["channel_versions"]["step"]}
+    again = saver.put(parent.parent_config, last, {"step": 2, "run_id": "r0"}, versions)
+    assert again["configurable"]["checkpoint_id"] == ids[-1]
+    assert client.xlen(log) == length

@@ -1,0 +1,129 @@
+"""Deltas join back to exactly the bytes the serde wrote (`streamsaver.deltas`), whatever the
+list holds and however long it grows; the plan stores a delta only for a list that extends the
+remembered one, starts a new chain every 8 versions, and a join refuses a chain it cannot trust.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+from typing import Any
+
+import ormsgpack
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from streamsaver import compression, deltas
+from streamsaver.events import Blob, ChannelValue, encode_channel_value
+from streamsaver.saver.delta_plan import DeltaMemory
+
+SERDE = JsonPlusSerializer()
+
+
+def _element(rng: random.Random, n: int) -> Any:
+    kind = rng.randrange(6)
+    text = " ".join(rng.choice(["a", "tool", "call", "ünïcode", "x" * 40]) for _ in range(rng.randrange(1, 60)))
+    if kind == 0:
+        return HumanMessage(text, id=f"h{n}")
+    if kind == 1:
+        return AIMessage(text, id=f"a{n}", tool_calls=[{"name": "t", "args": {"q": text[:10]}, "id": f"c{n}"}])
+    if kind == 2:
+        return ToolMessage(text, tool_call_id=f"c{n}", id=f"t{n}")
+    if kind == 3:
+        return {"n": n, "nested": [text, {"when": datetime(2026, 1, 1, tzinfo=UTC)}]}
+    if kind == 4:
+        return n
+    return (text, n)
+
+
+class Log:
+    """Entries as the log holds them: id -> the stored field of the channel."""
+
+    def __init__(self) -> None:
+        self.fields: dict[str, bytes] = {}
+        self.memory = DeltaMemory()
+        self.version = 0
+
+    def put(self, value: Any, compress: bool = True) -> Blob:
+        self.version += 1
+        plan = self.memory.plan("t", "", compress)
+        blob = plan.blob("messages", self.version, *SERDE.dumps_typed(value))
+        entry = f"{self.version}-0"
+        self.fields[entry] = encode_channel_value(ChannelValue("messages", self.version, blob))
+        if "messages" in plan.pending:
+            assert plan.pending["messages"].size == len(self.fields[entry])
+        self.memory.commit(plan, entry)
+        return blob
+
+    def read(self, blob: Blob) -> tuple[str, bytes]:
+        joined = compression.joined(blob, lambda link: self.fields.get(link))
+        return joined.type, joined.data
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("compress", [True, False])
+def test_random_growing_lists_join_to_the_serde_bytes(seed: int, compress: bool) -> None:
+    rng = random.Random(seed)
+    log, value, stored = Log(), [], []
+    for step in range(30):
+        if rng.random() < 0.1 and value:
+            value = value[: rng.randrange(len(value))]  # a list that shrank: stored whole
+        elif rng.random() < 0.05 and value:
+            value = [_element(rng, -1), *value[1:]]  # a list that changed inside: stored whole
+        value = value + [_element(rng, step * 10 + k) for k in range(rng.randrange(0, 4))]
+        blob = log.put(value, compress)
+        stored.append(blob)
+        assert log.read(blob) == SERDE.dumps_typed(value)
+    assert any(deltas.is_delta(b.type) for b in stored)
+
+
+@pytest.mark.parametrize("sizes", [(10, 15, 16, 17), (14, 16, 40), (65_530, 65_535, 65_536, 65_540)])
+def test_array_headers_change_size_at_16_and_65536_elements(sizes: tuple[int, ...]) -> None:
+    log = Log()
+    padding = "p" * 200  # the first value is large enough for a delta to pay
+    for size in sizes:
+        value = [padding, *range(size - 1)]
+        blob = log.put(value)
+        assert log.read(blob) == SERDE.dumps_typed(value)
+        assert SERDE.dumps_typed(value)[1].startswith(deltas.array_header(size))
+    assert deltas.is_delta(blob.type)
+
+
+def test_a_full_value_every_eight_versions() -> None:
+    log = Log()
+    kinds = [deltas.is_delta(log.put([f"{n} " * 100 for n in range(step + 1)]).type) for step in range(20)]
+    assert [i for i, k in enumerate(kinds) if not k] == [0, 8, 16]
+
+
+def test_values_that_are_not_msgpack_arrays_are_stored_whole() -> None:
+    log = Log()
+    for value in ["x" * 600, {"a": list(range(300))}, {"a": list(range(301))}, b"\x00" * 700]:
+        assert not deltas.is_delta(log.put(value).type)
+
+
+def test_non_minimal_array_headers_are_not_read_as_arrays() -> None:
+    assert deltas.read_header(b"\xdc\x00\x05") is None
+    assert deltas.read_header(b"\xdd\x00\x00\x00\x05") is None
+    assert deltas.read_header(ormsgpack.packb(list(range(20)))) == (20, 3)
+
+
+def test_a_join_refuses_a_missing_or_different_link() -> None:
+    log = Log()
+    log.put(["a" * 300])
+    blob = log.put(["a" * 300, "b"])
+    assert deltas.is_delta(blob.type)
+    missing = dict(log.fields)
+    del missing["1-0"]
+    with pytest.raises(ValueError, match="holds no value"):
+        compression.joined(blob, lambda link: missing.get(link))
+    other = {"1-0": encode_channel_value(ChannelValue("messages", 99, Blob("msgpack", ormsgpack.packb(["a" * 300]))))}
+    with pytest.raises(ValueError, match="another"):
+        compression.joined(blob, lambda link: other.get(link))
+    with pytest.raises(ValueError, match="delta read without"):
+        compression.expand(blob)
+
+
+def test_a_serde_type_that_looks_like_a_delta_is_stored_escaped() -> None:
+    assert compression.keep(Blob("delta:msgpack", b"x")).type == "raw:delta:msgpack"
+    assert compression.expand(Blob("raw:delta:msgpack", b"x")) == Blob("delta:msgpack", b"x")

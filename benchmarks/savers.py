@@ -169,11 +169,13 @@ def _redis_bytes(server: EmbeddedRedis) -> Callable[[], int | None]:
     return measure
 
 
-def _stream_saver(view: str, projections: tuple[str, ...], compression: str | None = "zstd") -> Factory:
+def _stream_saver(
+    view: str, projections: tuple[str, ...], compression: str | None = "zstd", deltas: bool = True
+) -> Factory:
     def open_(env: Environment) -> Opened:
         server = env.redis_server()
         saver = StreamSaver(
-            env.redis_client(server), view=view, projections=projections, compression=compression
+            env.redis_client(server), view=view, projections=projections, compression=compression, deltas=deltas
         )
         saver.setup()
         return Opened(saver, SyncDriver(saver), _redis_bytes(server))
@@ -321,6 +323,11 @@ EXTRA_SAVERS: tuple[SaverSpec, ...] = (
         "ss-full-plain",
         "StreamSaver full, compression=None",
         _stream_saver("full", ("full", "shallow"), None),
+    ),
+    SaverSpec(
+        "ss-full-whole",
+        "StreamSaver full, deltas=False",
+        _stream_saver("full", ("full", "shallow"), deltas=False),
     ),
 )
 """Variants measured only on request (``--savers``)."""

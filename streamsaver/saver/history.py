@@ -53,9 +53,10 @@ def read_history(
     collected: dict[str, list[PendingWrite]] = {c: [] for c in channels}
     seeds: dict[str, Any] = {}
     remaining = set(channels)
+    links = {}  # one thread: a link comes once per call, with the first row that needs it
     for row in reply:
         raw_doc, flat_seeds, flat_writes = row[:3]
-        links = links_of(row[3] if len(row) > 3 else None)
+        links.update(links_of(row[3] if len(row) > 3 else None))
         reading = Reading(orjson.loads(raw_doc))
         for write in reversed(pending_writes(serde, reading, flat_writes)):
             if write[1] in remaining:

@@ -295,7 +295,7 @@ class ListPager:
         """Read the replies to the last request; returns the tuples to yield, in order."""
         if self._found:
             self._found = []
-            return self._keep(decode_rows(self.serde, [row for reply in replies for row in reply]))
+            return self._keep([t for reply in replies for t in decode_rows(self.serde, reply)])
         if self._walks_ids:
             rows = replies[0]
             self._done = len(rows) < self._want

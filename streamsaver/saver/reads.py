@@ -159,10 +159,14 @@ def _channel_values(
     return values
 
 
-def _decode_row(serde: SerializerProtocol, row: Sequence[Any]) -> CheckpointTuple:
+def _decode_row(serde: SerializerProtocol, row: Sequence[Any], known: dict[str, Links]) -> CheckpointTuple:
     raw_doc, payloads, writes, entry_ids = row[:4]
     doc = orjson.loads(raw_doc)
     reading = Reading(doc)
+    # A script returns each link once per thread log: later rows of the thread join with it.
+    links = known.setdefault(doc["thread_id"], {})
+    if len(row) > 4 and row[4]:
+        links.update(links_of(row[4]))
     try:
         if not payloads or payloads[0] is None:
             raise KeyError("the log holds no body where the view points")
@@ -170,7 +174,6 @@ def _decode_row(serde: SerializerProtocol, row: Sequence[Any]) -> CheckpointTupl
         body = _load(serde, body_type.decode(), body_data)
     except _DECODE_ERRORS as exc:
         raise reading.failed(entry_ids[0] if entry_ids else None, "the checkpoint body", exc) from exc
-    links = links_of(row[4] if len(row) > 4 else None)
     body["channel_values"] = _channel_values(
         serde, reading, body.get("channel_versions", {}), payloads[1:], entry_ids[1:], links
     )
@@ -186,13 +189,15 @@ def _decode_row(serde: SerializerProtocol, row: Sequence[Any]) -> CheckpointTupl
 
 
 def decode_rows(serde: SerializerProtocol, rows: Sequence[Any]) -> list[CheckpointTuple]:
-    """Checkpoint tuples from the rows a read script returns.
+    """Checkpoint tuples from the rows ONE read script call returns (in its order: a delta's
+    links come with the first row of the thread that needs them).
 
     Raises:
         PayloadDecodeError: a payload the view points at is missing, malformed or refused by
             the serde; the error names the log entry. Other rows and other threads are unaffected.
     """
-    return [_decode_row(serde, row) for row in rows]
+    known: dict[str, Links] = {}
+    return [_decode_row(serde, row, known) for row in rows]
 
 
 def _text(value: Any) -> str:

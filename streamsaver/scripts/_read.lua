@@ -2,9 +2,11 @@
 -- projectors/documents.py (views point at the log entries that hold payloads).
 
 -- A reader of log entry fields: read(id, field) -> value or false. Each entry is read once.
+-- links_sent[read] holds the delta links already returned in this call (see follow_links).
+local links_sent = {}
 local function log_reader(log)
   local cache = {}
-  return function(id, field)
+  local read = function(id, field)
     local entry = cache[id]
     if entry == nil then
       entry = {}
@@ -17,6 +19,8 @@ local function log_reader(log)
     end
     return entry[field] or false
   end
+  links_sent[read] = {}
+  return read
 end
 
 -- The log entry field a pointer-hash ref names: '@body...' -> 'body', 'ch[:version]' -> 'c:ch'.
@@ -29,10 +33,16 @@ end
 
 -- Adds to `chain` what the delta `payload` (stored in log field `field`) extends: flat {entry
 -- id, field, payload} for each link followed, at most 64 (writers start a new chain every 8).
+-- A link already returned in this call from the same log is not returned again (nor what it
+-- extends): the client joins with the links of every earlier row of the same thread.
 local function follow_links(read, field, payload, chain)
+  local sent = links_sent[read]
   local link = delta_link(payload)
   local hops = 0
   while link and hops < 64 do
+    local key = link .. ' ' .. field
+    if sent[key] then return end
+    sent[key] = true
     local held = read(link, field)
     if not held then return end
     chain[#chain + 1] = link

@@ -22,7 +22,14 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from streamsaver import compression, deltas
 from streamsaver.codec import escape, unpack
 from streamsaver.errors import ConfigurationError, EventDecodeError, PayloadDecodeError
-from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, WritesSaved, channel_field, from_fields
+from streamsaver.events import (
+    CheckpointSaved,
+    Event,
+    ThreadDeleted,
+    WritesSaved,
+    channel_field,
+    from_fields,
+)
 
 __all__ = ["EntrySource", "EventFilter", "FeedEvent", "decode_payload"]
 

@@ -38,11 +38,11 @@ from redis.exceptions import WatchError
 from projectors import PROJECTORS
 from streamsaver.errors import InvalidInputError
 from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, from_fields
-from streamsaver.saver.compaction import whole_values
 from streamsaver.inspection import deployment_keyspace
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ThreadKeys, ViewName
 from streamsaver.saver.append import append_call, thread_id_of, view_of
 from streamsaver.saver.bounds import log_bound
+from streamsaver.saver.compaction import whole_values
 from streamsaver.saver.core import Command, enqueue
 from streamsaver.saver.sync import StreamSaver
 from streamsaver.scripts import APPEND

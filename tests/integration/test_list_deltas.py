@@ -104,7 +104,7 @@ def test_a_delta_is_refused_when_its_link_holds_another_value(client: redis.Redi
     [(last_id, fields)] = client.xrevrange(log, count=1)
     # The remembered entry now holds another version of the channel (a damaged or foreign log):
     # a delta linked to it would join into the wrong list.
-    channel, version, type_, data = unpack(fields[channel_field("messages")])
+    channel, _, type_, data = unpack(fields[channel_field("messages")])
     from streamsaver.codec import pack
 
     client.delete(log)
@@ -138,7 +138,7 @@ def test_without_deltas_every_value_is_whole(client: redis.Redis, prefix: str) -
 def test_compacting_a_log_keeps_every_surviving_value_readable_and_puts_go_on(
     saver: StreamSaver, client: redis.Redis, strategy: str
 ) -> None:
-    messages, last, ids = _grow(saver, "t", 12)
+    _, last, _ = _grow(saver, "t", 12)
     if strategy == "prune":
         saver.prune(["t"])
         survivors = 1

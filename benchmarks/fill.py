@@ -25,13 +25,16 @@ def is_pipelined(opened: Opened) -> bool:
     return isinstance(opened.saver, StreamSaver)
 
 
-def fill(opened: Opened, steps: Iterable[Conversation]) -> int:
-    """One step (a ``put`` and its ``put_writes``) of each conversation in `steps`, in order.
+def fill(opened: Opened, steps: Iterable[Conversation], pipelined: bool = True) -> int:
+    """One step (a ``put`` and its ``put_writes``) of each conversation in `steps`, in order;
+    with `pipelined` False, StreamSaver too is filled through its public API (a pipelined
+    append does not learn its entry id before the batch is sent, so it stores no list delta:
+    the storage section measures what ``put`` stores).
 
     Returns:
         The steps written.
     """
-    if is_pipelined(opened):
+    if pipelined and is_pipelined(opened):
         return _fill_pipelined(opened.saver, steps)  # type: ignore[arg-type]
     written = 0
     for conversation in steps:

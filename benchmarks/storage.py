@@ -62,7 +62,7 @@ def _measure(ctx: Context, env: Environment, spec: SaverSpec) -> tuple[int, int,
         _key_bytes(env.servers[-1].url) if isinstance(opened.saver, StreamSaver) else {}
     )
     conversations = [workload.conversation("grow") for _ in range(ctx.plan.storage_threads)]
-    written = fill(opened, (c for _ in range(ctx.plan.storage_steps) for c in conversations))
+    written = fill(opened, (c for _ in range(ctx.plan.storage_steps) for c in conversations), pipelined=False)
     after = opened.stored_bytes() or 0
     families = {}
     if isinstance(opened.saver, StreamSaver):

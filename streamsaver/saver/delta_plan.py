@@ -134,30 +134,30 @@ class DeltaMemory:
 
     def __init__(self, threads: int = 4096) -> None:
         self._threads = threads
-        self._held: OrderedDict[tuple[str, str], dict[str, Held]] = OrderedDict()
+        # thread id -> (namespace, channel) -> what was last stored
+        self._held: OrderedDict[str, dict[tuple[str, str], Held]] = OrderedDict()
         self._lock = threading.Lock()
 
     def plan(self, thread_id: str, ns: str, compress: bool) -> PutPlan:
         """A plan for one put on (`thread_id`, `ns`), from what is remembered of it."""
         with self._lock:
-            held = self._held.get((thread_id, ns))
-            return PutPlan(thread_id, ns, compress, dict(held) if held else {})
+            held = self._held.get(thread_id)
+            mine = {ch: h for (n, ch), h in held.items() if n == ns} if held else {}
+        return PutPlan(thread_id, ns, compress, mine)
 
     def commit(self, plan: PutPlan, entry_id: str) -> None:
         """Remember what `plan` stored, now logged as `entry_id`."""
         if not plan.pending:
             return
-        key = (plan.thread_id, plan.ns)
         with self._lock:
-            channels = self._held.pop(key, None) or {}
+            channels = self._held.pop(plan.thread_id, None) or {}
             for channel, held in plan.pending.items():
-                channels[channel] = replace(held, entry=entry_id)
-            self._held[key] = channels
+                channels[(plan.ns, channel)] = replace(held, entry=entry_id)
+            self._held[plan.thread_id] = channels
             while len(self._held) > self._threads:
                 self._held.popitem(last=False)
 
     def forget(self, thread_id: str) -> None:
         """Forget every namespace of `thread_id`."""
         with self._lock:
-            for key in [k for k in self._held if k[0] == thread_id]:
-                del self._held[key]
+            self._held.pop(thread_id, None)

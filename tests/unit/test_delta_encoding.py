@@ -127,3 +127,15 @@ def test_a_join_refuses_a_missing_or_different_link() -> None:
 def test_a_serde_type_that_looks_like_a_delta_is_stored_escaped() -> None:
     assert compression.keep(Blob("delta:msgpack", b"x")).type == "raw:delta:msgpack"
     assert compression.expand(Blob("raw:delta:msgpack", b"x")) == Blob("delta:msgpack", b"x")
+
+
+def test_the_memory_keeps_the_most_recent_threads_and_forgets_deleted_ones() -> None:
+    memory = DeltaMemory(threads=2)
+    for thread in ("a", "b", "c"):
+        plan = memory.plan(thread, "", True)
+        plan.blob("messages", 1, *SERDE.dumps_typed(["x" * 300]))
+        memory.commit(plan, "1-0")
+    assert not memory.plan("a", "", True).held
+    assert memory.plan("b", "", True).held and not memory.plan("b", "ns", True).held
+    memory.forget("c")
+    assert not memory.plan("c", "", True).held

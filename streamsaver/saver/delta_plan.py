@@ -33,8 +33,8 @@ BASE_REFUSED = "SSBASE"
 """The error code of ``append.lua`` when a delta's link is not what the saver remembered."""
 
 _WORTH = 128
-"""A delta is stored only when the stretch it does not repeat is at least this long: below,
-its link (~60 bytes) costs about what it saves."""
+"""A delta is stored only when the stretch it repeats (what it saves) is at least this long:
+below, its link (~60 bytes) costs about what it saves."""
 
 
 @dataclass(frozen=True, slots=True)

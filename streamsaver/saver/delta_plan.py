@@ -4,10 +4,15 @@ The saver remembers, per thread, namespace and channel, what it last stored: the
 its `put` got back, the channel version, the stored field's size, the element count and, for
 the body (the array without its header), a hash of each stretch one stored version added.
 A new value extends the remembered one when its body starts with the same stretches (hashed
-again, compared): then only the rest is stored, linked to that entry. ``hash`` of a
-`memoryview` holds the GIL (SipHash, ~9 µs per 40 KiB); ``hashlib`` releases it above 2 KiB,
-and on LangGraph's thread pools each release can stall a put for the switch interval. Keeping
-the bytes instead would cost memory per thread for a comparison only ~7 µs cheaper.
+again, compared): then only the rest is stored, linked to that entry. The digest is
+``hash`` (SipHash-1-3, 64 bits, holds the GIL: ~9 µs per 40 KiB) of a secret of the memory
+followed by the stretch (`_digest`). ``hashlib`` releases the GIL above 2 KiB, and on
+LangGraph's thread pools each release can stall a put for the switch interval; keeping the
+bytes instead would cost memory per thread for a comparison only ~7 µs cheaper. The secret
+matters: ``hash`` alone is keyed by PYTHONHASHSEED, which deployments sometimes fix; whoever
+knows it could craft an edit of a message, of the same length, whose digest matches (~2^32
+tries), and the saver would store a delta that joins to the old text. With the secret, a false
+match is a 64-bit accident: at most 8 * 2^-64 per put whose list was edited at equal length.
 
 What the saver remembers can be stale (another process wrote the thread, it was deleted,
 pruned, copied over, restored, trimmed by retention): ``append.lua`` checks that the linked
@@ -17,6 +22,7 @@ otherwise; the saver then forgets the thread and sends the full values (`PutPlan
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -61,6 +67,7 @@ class PutPlan:
     ns: str
     compress: bool
     held: dict[str, Held]
+    secret: bytes = b""
     pending: dict[str, Held] = field(default_factory=dict)
     full: dict[str, tuple[str, bytes]] = field(default_factory=dict)
 
@@ -76,10 +83,11 @@ class PutPlan:
         held = self.held.get(channel)
         if held is not None and held.version == version_json:
             held = held.base
-        done = _extends(held, body, count) if held is not None else None
+        done = _extends(held, body, count, self.secret) if held is not None else None
         if held is None or done is None or done < _WORTH:
-            return self._remember(channel, version_json, self._stored(Blob(type_, data)), count, ((len(body), hash(body)),), 0)
-        stretches = (*held.stretches, (len(body), hash(body[done:])))
+            whole = ((len(body), _digest(self.secret, body)),)
+            return self._remember(channel, version_json, self._stored(Blob(type_, data)), count, whole, 0)
+        stretches = (*held.stretches, (len(body), _digest(self.secret, body[done:])))
         elements = self._stored(Blob(type_, bytes(body[done:])))
         dtype, ddata = deltas.encode(held.entry, held.version, held.size, count, elements.type, elements.data)
         self.full[channel] = (type_, data)
@@ -109,21 +117,27 @@ class PutPlan:
                 type_, data = self.full[cv.channel]
                 held = self.pending[cv.channel]
                 body = memoryview(data)[len(data) - held.stretches[-1][0]:]
-                blob = self._remember(cv.channel, held.version, self._stored(Blob(type_, data)), held.count, ((len(body), hash(body)),), 0)
+                whole = ((len(body), _digest(self.secret, body)),)
+                blob = self._remember(cv.channel, held.version, self._stored(Blob(type_, data)), held.count, whole, 0)
                 cv = ChannelValue(cv.channel, cv.version, blob)
             values.append(cv)
         self.full.clear()
         return replace(event, values=tuple(values))
 
 
-def _extends(held: Held, body: memoryview, count: int) -> int | None:
+def _digest(secret: bytes, stretch: memoryview) -> int:
+    """The digest of a stretch of body, keyed by the memory's `secret` (see the module docstring)."""
+    return hash(b"".join((secret, stretch)))
+
+
+def _extends(held: Held, body: memoryview, count: int, secret: bytes) -> int | None:
     """How many bytes of `body` repeat the value `held` describes, or None when it does not
     start with it (or the chain is as long as it may grow)."""
     if held.links >= deltas.MAX_LINKS or count < held.count or len(body) < held.stretches[-1][0]:
         return None
     start = 0
     for end, digest in held.stretches:
-        if hash(body[start:end]) != digest:
+        if _digest(secret, body[start:end]) != digest:
             return None
         start = end
     return start
@@ -137,13 +151,14 @@ class DeltaMemory:
         # thread id -> (namespace, channel) -> what was last stored
         self._held: OrderedDict[str, dict[tuple[str, str], Held]] = OrderedDict()
         self._lock = threading.Lock()
+        self._secret = os.urandom(16)
 
     def plan(self, thread_id: str, ns: str, compress: bool) -> PutPlan:
         """A plan for one put on (`thread_id`, `ns`), from what is remembered of it."""
         with self._lock:
             held = self._held.get(thread_id)
             mine = {ch: h for (n, ch), h in held.items() if n == ns} if held else {}
-        return PutPlan(thread_id, ns, compress, mine)
+        return PutPlan(thread_id, ns, compress, mine, self._secret)
 
     def commit(self, plan: PutPlan, entry_id: str) -> None:
         """Remember what `plan` stored, now logged as `entry_id`."""

@@ -26,8 +26,6 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from redis.backoff import ExponentialBackoff
-from redis.exceptions import NoScriptError
 
 from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.events import CheckpointSaved
@@ -35,6 +33,14 @@ from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
 from streamsaver.saver import append, history, listing, maintenance, reads, setup, ttl
 from streamsaver.saver import durability as durability_
 from streamsaver.saver.delta_plan import BASE_REFUSED, DeltaMemory, PutPlan
+from streamsaver.saver.wire import (
+    CONNECTION_RETRIES,
+    Command,
+    check_client,
+    enqueue,
+    failed_reply,
+    retry_backoff,
+)
 from streamsaver.scripts import ALL
 from streamsaver.topology import IndexTarget, Routed, Step, Topology, index_moved, index_targets
 
@@ -44,32 +50,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("streamsaver.setup")
-
-Command = list[str | bytes | int]
-
-
-def check_client(client: Any) -> None:
-    """Reject a client that decodes replies: payloads are binary.
-
-    Raises:
-        ConfigurationError: the client was made with ``decode_responses=True``.
-    """
-    if client.get_connection_kwargs().get("decode_responses"):
-        raise ConfigurationError("streamsaver needs a Redis client with decode_responses=False")
-
-
-def failed_reply(replies: Sequence[Any]) -> Exception | None:
-    """The first error among pipelined replies, NOSCRIPT first (it means: load and resend)."""
-    errors = [r for r in replies if isinstance(r, Exception)]
-    return next((e for e in errors if isinstance(e, NoScriptError)), errors[0] if errors else None)
-
-
-def enqueue(pipe: Any, commands: Sequence[Command]) -> None:
-    """Queue commands on a non-transactional pipeline; queuing is synchronous in both clients.
-    (`streamsaver.topology.enqueue` also places `Routed` steps.)"""
-    for command in commands:
-        pipe.execute_command(*command)
-
 
 LOAD_SCRIPTS: list[Command] = [["SCRIPT", "LOAD", s.source] for s in ALL]
 
@@ -81,16 +61,6 @@ INDEXING_POLL_S = 0.05
 
 SetupProgram = Generator[list[Step] | setup.Pause, Any, None]
 """`setup()`: each yield is one round trip, answered with its raw replies (errors as values)."""
-
-CONNECTION_RETRIES = 3
-"""How often a client that `from_conn_string` makes resends a call whose connection dropped.
-Safe for appends: a repeat of an event already logged writes nothing (see `append.lua`)."""
-
-
-def retry_backoff() -> ExponentialBackoff:
-    """The pause between those resends: 10 ms doubling, at most 0.5 s."""
-    return ExponentialBackoff(cap=0.5, base=0.01)
-
 
 def _saved_config(event: CheckpointSaved) -> RunnableConfig:
     return {

@@ -31,7 +31,7 @@ from redis.exceptions import NoScriptError
 
 from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
-from streamsaver.saver import append, history, listing, maintenance, reads, setup, ttl
+from streamsaver.saver import append, history, listing, maintenance, reads, setup, ttl, windows
 from streamsaver.saver import durability as durability_
 from streamsaver.scripts import ALL
 from streamsaver.topology import IndexTarget, Routed, Step, Topology, index_moved, index_targets
@@ -107,7 +107,7 @@ class SaverCore:
     compression: str | None = "zstd"
     cluster: bool = False
     topology: Topology | None = None
-    window_hints: listing.WindowHints = field(default_factory=listing.WindowHints)
+    window_hints: windows.WindowHints = field(default_factory=windows.WindowHints)
 
     @classmethod
     def configure(

@@ -68,3 +68,19 @@ local function read_full_checkpoint(read, cp_prefix, ptrs, writes_prefix, cid)
   local values, ids = resolve_refs(read, ptrs, cjson.decode(doc)['refs'])
   return {doc, values, resolve_writes(read, writes_prefix .. esc(cid)), ids}
 end
+
+-- Reads the checkpoint a shallow view's document holds: {document, payloads of its refs,
+-- writes, entry ids of the payloads}, or false when there is none or it is not `wanted` (an id,
+-- or '' for whatever is held). The writes hash may already belong to a newer checkpoint (its
+-- writes were saved first); then the checkpoint held has no writes to show.
+local function read_shallow_checkpoint(read, doc_key, ptrs, writes_key, wanted)
+  local doc = redis.call('JSON.GET', doc_key)
+  if not doc then return false end
+  local decoded = cjson.decode(doc)
+  local held = decoded['checkpoint_id']
+  if wanted ~= '' and held ~= wanted then return false end
+  local writes = {}
+  if redis.call('HGET', writes_key, '@cid') == held then writes = resolve_writes(read, writes_key) end
+  local values, ids = resolve_refs(read, ptrs, decoded['refs'])
+  return {doc, values, writes, ids}
+end

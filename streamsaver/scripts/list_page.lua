@@ -20,6 +20,8 @@ local readers, out = {}, {}
 for r = 2, #found[2] do
   local row, fields = found[2][r], {}
   for k = 1, #row, 2 do fields[row[k]] = row[k + 1] end
+  -- a document from before index schema v2 (no `tk`): the client refuses the rows, unread
+  if not fields['tk'] then return {found[1], found[2], {}} end
   -- the partition tag comes from the document's key (it is a hash the script cannot compute);
   -- thread and namespace come from the row, as keys spell them
   local tag = string.match(fields['__key'], '^{[^}]*}', #stem + 4)

@@ -264,7 +264,7 @@ class ListPager:
         before = self._checked_before() if self.before else ""
         if self._across:
             # Across threads the matches may be many: the script sorts only a window of the
-            # newest of them that holds the page (list_window.lua).
+            # newest of them that holds the page (_window.lua).
             args: Command = [self._query(), before, order_key(before) if before else "", self._offsets[n],
                              self._want, self.top, self._widths[n], SORT_ALL_BELOW, int(self._fresh[n])]
             self._fresh[n] = False  # a later page needs a window further down: counted

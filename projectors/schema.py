@@ -34,7 +34,7 @@ vector, so a query returns which checkpoint each row is from its own index witho
 document (RediSearch on Redis Cluster does not load documents: ``LOAD`` gives empty rows there);
 ``ck``: `streamsaver.codec.order_key` of the checkpoint id, a number in id order (ties allowed),
 so a listing across threads narrows the matches to a range of the newest before sorting them
-(``list_window.lua``); indexed when missing too, so a document from before schema v3 is found
+(``_window.lua``); indexed when missing too, so a document from before schema v3 is found
 and reported instead of silently falling outside every range."""
 
 

@@ -30,7 +30,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.events import CheckpointSaved
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
-from streamsaver.saver import append, history, listing, maintenance, reads, setup, ttl
+from streamsaver.saver import append, history, listing, maintenance, reads, setup, ttl, windows
 from streamsaver.saver import durability as durability_
 from streamsaver.saver.delta_plan import BASE_REFUSED, DeltaMemory, PutPlan
 from streamsaver.saver.wire import (
@@ -100,7 +100,7 @@ class SaverCore:
     deltas: bool = True
     cluster: bool = False
     topology: Topology | None = None
-    window_hints: listing.WindowHints = field(default_factory=listing.WindowHints)
+    window_hints: windows.WindowHints = field(default_factory=windows.WindowHints)
     memory: DeltaMemory = field(default_factory=DeltaMemory, repr=False, compare=False)
 
     @classmethod

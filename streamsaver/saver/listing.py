@@ -1,9 +1,11 @@
 """The plan of a `list` call, without I/O: `ListPager` (see its docstring).
 
 For one thread and namespace of the full view, with no metadata filter, it walks the id index
-with one script call per page (`streamsaver.saver.reads.read_page`). Otherwise each page is one
-index query and one pipelined fetch of the checkpoints it found; across threads the index query
-is ``list_window.lua``, which sorts only a window of the newest matches.
+with one script call per page (`streamsaver.saver.reads.read_page`). Across threads on a single
+server each page is one ``list_page.lua`` call, which sorts only a window of the newest matches
+and reads the page's checkpoints in the same call. Otherwise each page is one index query
+(across threads on Redis Cluster: ``list_window.lua``, the same window without the reading) and
+one pipelined fetch of the checkpoints it found.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.keys import Keyspace, ViewName
 from streamsaver.saver.append import namespace_of, thread_id_of
 from streamsaver.saver.reads import Request, decode_rows, read_one, read_page
-from streamsaver.scripts import LIST_WINDOW
+from streamsaver.saver.windows import WindowHints
+from streamsaver.scripts import LIST_PAGE, LIST_WINDOW
 from streamsaver.topology import IndexTarget
 
-__all__ = ["FIRST_WIDTH", "PAGE", "SORT_ALL_BELOW", "WHOLE", "ListPager", "WindowHints"]
+__all__ = ["FIRST_WIDTH", "PAGE", "SORT_ALL_BELOW", "WHOLE", "ListPager"]
 
 Command = list[str | bytes | int]
 Row = tuple[str, str, str]
@@ -65,7 +68,7 @@ def _search_rows(reply: Any) -> list[Row]:
 
 
 def _window_rows(reply: Any) -> tuple[int, list[Row]]:
-    """The width of the window a ``list_window.lua`` reply used, and its rows.
+    """The width of the window a ``list_window.lua`` or ``list_page.lua`` reply used, and its rows.
 
     Raises:
         ConfigurationError: a match has no ``ck`` (written before index schema v3).
@@ -80,27 +83,6 @@ def _window_rows(reply: Any) -> tuple[int, list[Row]]:
 
 WHOLE = 2**53
 """The width ``list_window.lua`` reports when its window was the whole index."""
-
-
-class WindowHints:
-    """Per index and query, the lowest order key of the window that the last listing of that
-    query across threads needed for its first page: where the next one starts looking. Only a
-    hint (any value lists correctly); a listing that finds new matches narrows it again. Kept
-    per saver, at most `size` queries (then forgotten at once)."""
-
-    def __init__(self, size: int = 1024) -> None:
-        self._lows: dict[tuple[str, str], int] = {}
-        self._size = size
-
-    def get(self, index: str, query: str) -> int | None:
-        """The low end remembered for `query` on `index`, if any."""
-        return self._lows.get((index, query))
-
-    def put(self, index: str, query: str, low: int) -> None:
-        """Remember the low end of the window a first page of `query` on `index` needed."""
-        if len(self._lows) >= self._size:
-            self._lows.clear()
-        self._lows[(index, query)] = low
 
 
 def _newest_guess() -> int:
@@ -140,7 +122,9 @@ class ListPager:
 
     Across threads, an index query is one ``list_window.lua`` call: it sorts only the newest
     matches, a window of ``ck`` (`order_key` of the id) holding the offset and the page, found
-    by capped counts in the same call, so the cost follows the page, not the matches.
+    by capped counts in the same call, so the cost follows the page, not the matches. On a
+    single server it is a ``list_page.lua`` call instead, which also reads the page's
+    checkpoints: one round trip a page.
 
     On Redis Cluster a view has one index per primary (`targets`): the query goes to each in the
     same pipelined round trip, each with its own offset, and the rows are merged newest
@@ -161,6 +145,8 @@ class ListPager:
     top: int = 0
     hints: WindowHints | None = None
     _widths: list[int] = field(default_factory=list)
+    _fresh: list[bool] = field(default_factory=list)
+    _read: dict[Row, Any] = field(default_factory=dict)
     _emitted: int = 0
     _offsets: list[int] = field(default_factory=list)
     _bounds: list[str] = field(default_factory=list)
@@ -176,10 +162,11 @@ class ListPager:
         n = len(self.targets)
         self._offsets, self._buffers, self._exhausted = [0] * n, [[] for _ in range(n)], [False] * n
         self._bounds = [self.before] * n
-        self._widths = [FIRST_WIDTH] * n
+        self._widths, self._fresh = [FIRST_WIDTH] * n, [False] * n
         if self.hints is not None and self._across and not self.before:
-            lows = [self.hints.get(target.name, self._query()) for target in self.targets]
-            self._widths = [FIRST_WIDTH if low is None else max(self.top - low, 1) for low in lows]
+            hints = [self.hints.get(target.name, self._query()) for target in self.targets]
+            self._widths = [FIRST_WIDTH if h is None else max(self.top - h.low, 1) for h in hints]
+            self._fresh = [h is not None and h.fresh for h in hints]
 
     @classmethod
     def plan(
@@ -246,6 +233,11 @@ class ListPager:
     def _across(self) -> bool:
         return self.thread_id is None
 
+    @property
+    def _one_trip(self) -> bool:
+        """Across threads on a single server: a page's checkpoints are read with its query."""
+        return self._across and len(self.targets) == 1 and self.targets[0].route is None
+
     def _remember(self, n: int) -> None:
         if self.hints is not None and not self.before and self._offsets[n] == 0:
             width = self._widths[n]
@@ -272,12 +264,13 @@ class ListPager:
         before = self._checked_before() if self.before else ""
         if self._across:
             # Across threads the matches may be many: the script sorts only a window of the
-            # newest of them that holds the page (list_window.lua).
-            return LIST_WINDOW.evalsha_args(
-                [self.targets[n].name],
-                [self._query(), before, order_key(before) if before else "", self._offsets[n], self._want,
-                 self.top, self._widths[n], SORT_ALL_BELOW],
-            )
+            # newest of them that holds the page (_window.lua).
+            args: Command = [self._query(), before, order_key(before) if before else "", self._offsets[n],
+                             self._want, self.top, self._widths[n], SORT_ALL_BELOW, int(self._fresh[n])]
+            self._fresh[n] = False  # a later page needs a window further down: counted
+            if self._one_trip:
+                return LIST_PAGE.evalsha_args([self.targets[n].name], [*args, self.keyspace.prefix, self.view])
+            return LIST_WINDOW.evalsha_args([self.targets[n].name], args)
         command: Command = ["FT.AGGREGATE", self.targets[n].name, self._query()]
         bound = self._bounds[n]  # `before` (checked above), then a fetched id (`_advance`)
         if bound:
@@ -307,6 +300,8 @@ class ListPager:
             if self._across:
                 self._widths[n], rows = _window_rows(reply)
                 self._remember(n)
+                if self._one_trip:
+                    self._read.update(zip(rows, reply[2]))
             else:
                 rows = _search_rows(reply)
             self._buffers[n] = rows
@@ -314,7 +309,13 @@ class ListPager:
             self._advance(n, rows)
         self._found = self._merge()
         self._done = not self._found
-        return []
+        if not self._one_trip:
+            return []
+        # the checkpoints came with the rows (list_page.lua); a row read as none (false) was
+        # gone, as a fetch of it would find
+        found, self._found = self._found, []
+        checkpoints = [self._read.pop(row) for row in found]
+        return self._keep(decode_rows(self.serde, [c for c in checkpoints if c]))
 
     def _advance(self, n: int, rows: Sequence[Row]) -> None:
         """Where index `n`'s next page starts: below the last id fetched (`_bounds`, at offset

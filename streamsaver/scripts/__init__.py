@@ -4,6 +4,7 @@ Each script is its ``.lua`` file with its preludes spliced in after the shebang 
 ``_esc.lua`` (key escaping), then ``_lib.lua`` (the write side: the op interpreter, purges, TTL
 blocks) for the scripts that write views, and ``_defer.lua`` (a batch's held writes) for
 ``apply.lua`` alone, or ``_read.lua`` (following view pointers into the log) for the read
+scripts, and ``_window.lua`` (finding the page of a listing across threads) for the listing
 scripts; a script that needs neither gets none (a prelude is evaluated on every call: each
 local function it defines is a closure made per call). `Script`
 knows its SHA1, so a call is one EVALSHA; on NOSCRIPT (a restarted or flushed server) it loads
@@ -25,6 +26,7 @@ __all__ = [
     "APPEND",
     "APPLY",
     "BATCH_SIDE",
+    "LIST_PAGE",
     "LIST_WINDOW",
     "READ_FULL",
     "READ_HISTORY",
@@ -51,6 +53,10 @@ BATCH_SIDE = (*WRITE_SIDE, "_defer")
 """The preludes of a script that applies batches of logged events (holding their writes)."""
 READ_SIDE = ("_esc", "_delta", "_read")
 """The preludes of a read script."""
+LIST_SIDE = ("_window",)
+"""The prelude of a listing across threads that only finds its page (Redis Cluster)."""
+PAGE_SIDE = (*READ_SIDE, "_window")
+"""The preludes of a listing across threads that also reads its page (one server)."""
 
 
 def _spliced(shebang: str, preludes: Sequence[str], body: str) -> str:
@@ -103,6 +109,7 @@ SWAP = Script.load("swap")
 TRIM = Script.alone("trim")
 REWRITE = Script.load("rewrite")
 READ_HISTORY = Script.load("read_history", READ_SIDE)
-LIST_WINDOW = Script.alone("list_window")
+LIST_WINDOW = Script.load("list_window", LIST_SIDE)
+LIST_PAGE = Script.load("list_page", PAGE_SIDE)
 TTL = Script.load("ttl")
-ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY, TTL, LIST_WINDOW)
+ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY, TTL, LIST_WINDOW, LIST_PAGE)

@@ -1,13 +1,16 @@
-"""A listing across threads sorts only a window of the newest matches (``list_window.lua``), and
-the page it returns is exactly the page a sort of every match gives: whatever the ids (time-ordered
-uuids, ids tying on their order key, ids of other alphabets, ids far from the clock), the filter
-(many, few or no matches), `before`, offset and page size, and wherever the window starts."""
+"""A listing across threads sorts only a window of the newest matches (``_window.lua``, in
+``list_window.lua`` and ``list_page.lua``), and the page it returns is exactly the page a sort of
+every match gives: whatever the ids (time-ordered uuids, ids tying on their order key, ids of
+other alphabets, ids far from the clock), the filter (many, few or no matches), `before`, offset
+and page size, wherever the window starts and whether it is sorted before any count (a fresh
+remembered one); ``list_page.lua`` returns the checkpoints of exactly those rows."""
 
 from __future__ import annotations
 
 import random
 from typing import Any
 
+import orjson
 import pytest
 import redis
 from helpers import config, new_checkpoint
@@ -17,7 +20,7 @@ from streamsaver import StreamSaver
 from streamsaver.codec import ORDER_KEY_MAX, escape, metadata_tags, order_key
 from streamsaver.keys import Keyspace
 from streamsaver.saver.listing import SORT_ALL_BELOW
-from streamsaver.scripts import LIST_WINDOW
+from streamsaver.scripts import LIST_PAGE, LIST_WINDOW
 
 WHOLE = 2**53
 """The width the script reports when its window is the whole index."""
@@ -62,18 +65,25 @@ def stored(redis_url: str) -> tuple[redis.Redis, str, list[tuple[str, str, str, 
 
 
 def _page(client: redis.Redis, prefix: str, filter: dict[str, Any], before: str, offset: int, size: int,
-          top: int, width: int, sort_all_below: int = 0) -> tuple[int, list[tuple[str, str, str]]]:
-    """One script call; by default it sorts all matches only when a window could hold them
-    all, so that these few hundred checkpoints exercise the window search."""
+          top: int, width: int, sort_all_below: int = 0, fresh: bool = False,
+          read: bool = False) -> tuple[int, list[tuple[str, str, str]]]:
+    """One script call (``list_page.lua`` when `read`, checking that each checkpoint it read is
+    its row's); by default it sorts all matches only when a window could hold them all, so that
+    these few hundred checkpoints exercise the window search."""
     query = " ".join(f"@mt:{{{t}}}" for t in metadata_tags(sorted(filter.items()))) or "*"
-    args = [query, before, order_key(before) if before else "", offset, size, top, width, sort_all_below]
-    width_used, reply = client.execute_command(
-        *LIST_WINDOW.evalsha_args([Keyspace(prefix).index("full")], args)
-    )
+    args = [query, before, order_key(before) if before else "", offset, size, top, width, sort_all_below, int(fresh)]
+    index = Keyspace(prefix).index("full")
+    if read:
+        width_used, reply, checkpoints = client.execute_command(*LIST_PAGE.evalsha_args([index], [*args, prefix, "full"]))
+    else:
+        width_used, reply = client.execute_command(*LIST_WINDOW.evalsha_args([index], args))
     found = []
     for row in reply[1:]:
         fields = {row[i].decode(): row[i + 1].decode() for i in range(0, len(row), 2)}
         found.append((fields["checkpoint_id"], fields["tk"], fields["nk"]))
+    if read:
+        docs = [orjson.loads(checkpoint[0]) for checkpoint in checkpoints]
+        assert [(d["checkpoint_id"], escape(d["thread_id"]), escape(d["checkpoint_ns"])) for d in docs] == found
     return int(width_used), found
 
 
@@ -104,8 +114,9 @@ def test_every_page_equals_a_full_sort_wherever_the_window_starts(
         offset, size = rng.choice([0, 0, 1, 7, 40, 150]), rng.choice([1, 3, 10, 100])
         top, width = rng.choice(tops), rng.choice([1, 361, 19**6, WHOLE])
         few = rng.choice([0, 0, 0, 60, SORT_ALL_BELOW])
-        _, found = _page(client, prefix, filter, before, offset, size, top, width, few)
-        assert found == _expected(rows, filter, before, offset, size), (case, filter, before, offset, size, top, width)
+        fresh, read = rng.random() < 0.5, rng.random() < 0.5
+        _, found = _page(client, prefix, filter, before, offset, size, top, width, few, fresh, read)
+        assert found == _expected(rows, filter, before, offset, size), (case, filter, before, offset, size, top, width, fresh)
 
 
 def test_the_newest_page_of_recent_uuid_ids_sorts_a_narrow_window(
@@ -183,4 +194,30 @@ def test_a_first_window_that_holds_the_page_is_used_without_walking_the_matches(
     used, found = _page(client, prefix, {"group": 1}, "", 0, 3, keys[0], width, SORT_ALL_BELOW)
 
     assert len(rows) < SORT_ALL_BELOW and used == width
+    assert found == _expected(rows, {"group": 1}, "", 0, 3)
+
+
+def _index_queries(client: redis.Redis) -> int:
+    return int(client.info("commandstats").get("cmdstat_FT.AGGREGATE", {}).get("calls", 0))
+
+
+@pytest.mark.parametrize("read", [False, True])
+def test_a_fresh_window_that_holds_the_page_is_sorted_without_counting(
+    stored: tuple[redis.Redis, str, list[tuple[str, str, str, int]]], read: bool,
+) -> None:
+    """Three index queries for a counted window (the `ck` check, a count, the sort), two for a
+    fresh one: a full page from it is the page. A fresh window too narrow for the page gives a
+    short page, and the script searches as without it."""
+    client, prefix, rows = stored
+    keys = sorted((order_key(cid) for cid, _, _, group in rows if group == 1), reverse=True)
+    low = next(k for k in keys if 3 <= sum(x >= k for x in keys) < 12)
+    queries = []
+    for fresh in (False, True):
+        before = _index_queries(client)
+        used, found = _page(client, prefix, {"group": 1}, "", 0, 3, keys[0], keys[0] - low, 0, fresh, read)
+        queries.append(_index_queries(client) - before)
+        assert used == keys[0] - low and found == _expected(rows, {"group": 1}, "", 0, 3)
+
+    assert queries == [3, 2]
+    _, found = _page(client, prefix, {"group": 1}, "", 0, 3, keys[0], 1, 0, True, read)
     assert found == _expected(rows, {"group": 1}, "", 0, 3)

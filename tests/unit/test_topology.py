@@ -13,7 +13,8 @@ from redis.crc import key_slot
 from streamsaver.errors import ConfigurationError
 from streamsaver.keys import Keyspace
 from streamsaver.saver.core import SaverCore
-from streamsaver.saver.listing import FIRST_WIDTH, ListPager, WindowHints
+from streamsaver.saver.listing import FIRST_WIDTH, ListPager
+from streamsaver.saver.windows import FRESH_S, WindowHints
 from streamsaver.topology import IndexTarget, Routed, Topology, command_key, index_targets
 
 SLOTS_OF_THREE = [
@@ -164,14 +165,14 @@ def test_a_match_without_an_order_key_asks_for_a_replay() -> None:
 def test_an_index_is_asked_again_from_the_window_its_last_page_needed() -> None:
     pager = _pager(2, limit=3)
     first = pager.next_request()
-    assert first is not None and [q.command[-2] for q in first] == [FIRST_WIDTH, FIRST_WIDTH]  # type: ignore[union-attr]
+    assert first is not None and [q.command[-3] for q in first] == [FIRST_WIDTH, FIRST_WIDTH]  # type: ignore[union-attr]
     pager.feed([[5000, [9, _row("c9", "a"), _row("c8", "a"), _row("c7", "a")]], [2**53, [1, _row("c1", "b")]]])
     pager._found, pager._emitted = [], 0
 
     again = pager.next_request()
 
     assert again is not None and [q.key for q in again] == ["{i0}"]  # type: ignore[union-attr]
-    assert again[0].command[-2] == 5000  # type: ignore[union-attr]
+    assert again[0].command[-3] == 5000  # type: ignore[union-attr]
 
 
 def test_a_listing_starts_from_the_window_the_last_listing_of_its_query_needed() -> None:
@@ -188,6 +189,31 @@ def test_a_listing_starts_from_the_window_the_last_listing_of_its_query_needed()
     second = plan()
     [query] = second.next_request() or []
 
-    assert query.command[-2] == max(second.top - (first.top - 500), 1)  # type: ignore[union-attr]
+    assert query.command[-3] == max(second.top - (first.top - 500), 1)  # type: ignore[union-attr]
     [bounded] = plan("c5").next_request() or []
-    assert bounded.command[-2] == FIRST_WIDTH  # type: ignore[union-attr]  # `before` sets its own top
+    assert bounded.command[-3] == FIRST_WIDTH  # type: ignore[union-attr]  # `before` sets its own top
+
+
+def test_a_fresh_remembered_window_is_sorted_before_counting_and_only_on_the_first_page() -> None:
+    now = [100.0]
+    hints = WindowHints(clock=lambda: now[0])
+    targets = [IndexTarget("i0", "{i0}")]
+
+    def plan() -> ListPager:
+        return ListPager.plan(Keyspace("p"), "full", JsonPlusSerializer(), None, {"k": 1}, None, 1, targets, hints)
+
+    first = plan()
+    [query] = first.next_request() or []
+    assert query.command[-1] == 0  # type: ignore[union-attr]  # nothing remembered yet
+    first.feed([[500, [1, _row("c9", "a")]]])
+    now[0] += FRESH_S / 2
+    fresh = plan()
+    [query] = fresh.next_request() or []
+    assert query.command[-1] == 1  # type: ignore[union-attr]
+    fresh.feed([[500, [1, _row("c9", "a")]]])
+    fresh._found, fresh._emitted, fresh.limit = [], 0, 2  # as if the page was fetched; a next page
+    [later] = fresh.next_request() or []
+    assert later.command[-1] == 0  # type: ignore[union-attr]  # a page further down is counted
+    now[0] += FRESH_S
+    [stale] = plan().next_request() or []
+    assert stale.command[-1] == 0  # type: ignore[union-attr]

@@ -160,6 +160,8 @@ class ListPager:
     cursor: str = ""
     top: int = 0
     hints: WindowHints | None = None
+    only: str = ""
+    """The checkpoint id the config names, if any: the listing holds that checkpoint only."""
     _widths: list[int] = field(default_factory=list)
     _emitted: int = 0
     _offsets: list[int] = field(default_factory=list)
@@ -211,9 +213,10 @@ class ListPager:
         has_ns = config is not None and config["configurable"].get("checkpoint_ns") is not None
         ns = namespace_of(config) if config is not None and has_ns else None
         before_id = str(((before or {}).get("configurable") or {}).get("checkpoint_id") or "")
+        only = str((config or {}).get("configurable", {}).get("checkpoint_id") or "")
         indexes = tuple(targets) if targets else (IndexTarget(keyspace.index(view)),)
         return cls(keyspace, view, serde, thread_id, ns, dict(filter or {}), before_id, limit, indexes, before_id,
-                   _newest_guess(), hints)
+                   _newest_guess(), hints, only)
 
     @property
     def _want(self) -> int:
@@ -230,6 +233,10 @@ class ListPager:
             return [read_one(self.keyspace, self.view, *row) for row in self._found]
         if self._done or self._want == 0:
             return None
+        if self.only and self.thread_id is not None and self.checkpoint_ns is not None:
+            # One checkpoint named in full (as `get_tuple` reads it); `_keep` applies filter and before.
+            self._done, self._found = True, [(self.thread_id, self.checkpoint_ns, self.only)]
+            return [read_one(self.keyspace, self.view, *self._found[0])]
         if self._walks_ids:
             assert self.thread_id is not None and self.checkpoint_ns is not None
             return [read_page(self.keyspace, self.thread_id, self.checkpoint_ns, self.cursor, self._want)]
@@ -282,6 +289,8 @@ class ListPager:
         bound = self._bounds[n]  # `before` (checked above), then a fetched id (`_advance`)
         if bound:
             command += ["FILTER", f"@checkpoint_id < '{bound}'"]
+        if self.only and _SAFE_ID.match(self.only):
+            command += ["FILTER", f"@checkpoint_id == '{self.only}'"]
         # Sorting by the three sortable fields returns them with each row: no document is
         # loaded. The sort collects every match: here, the checkpoints of one thread. TIMEOUT 0:
         # at RediSearch's own timeout (500 ms by default) a sort cut short returns the rows it
@@ -349,7 +358,11 @@ class ListPager:
             seen = _identity(t)
             if seen in self._returned:
                 continue
-            if _matches(t.metadata, self.filter) and (not self.before or seen[2] < self.before):
+            if (
+                _matches(t.metadata, self.filter)
+                and (not self.before or seen[2] < self.before)
+                and (not self.only or seen[2] == self.only)
+            ):
                 kept.append(t)
                 self._returned.add(seen)
         if self.limit is not None:
@@ -365,4 +378,4 @@ class ListPager:
         before = self._last or self.before
         limit = None if self.limit is None else self.limit - self._emitted
         return ListPager(self.keyspace, self.view, self.serde, self.thread_id, self.checkpoint_ns, self.filter,
-                         before, limit, tuple(targets), before, self.top, self.hints)
+                         before, limit, tuple(targets), before, self.top, self.hints, self.only)

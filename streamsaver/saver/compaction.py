@@ -229,7 +229,7 @@ def retarget(entries: Sequence[Entry], thread_id: str, until_checkpoint: str | N
         )
         kept = {(e.checkpoint_ns, e.checkpoint_id) for e in events[:end] if isinstance(e, CheckpointSaved)}
         late = [e for e in events[end:] if isinstance(e, WritesSaved) and (e.checkpoint_ns, e.checkpoint_id) in kept]
-        events = events[:end] + late
+        events = [*events[:end], *late]
     return [replace(e, thread_id=thread_id) for e in events]
 
 

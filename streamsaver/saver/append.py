@@ -8,7 +8,7 @@ nothing.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -135,6 +135,12 @@ def checkpoint_saved(
     """
     thread_id = thread_id_of(config)
     parent = config["configurable"].get("checkpoint_id")
+    if not isinstance(metadata, Mapping):
+        raise InvalidInputError(f"checkpoint metadata must be a mapping, not {type(metadata).__name__}")
+    if not isinstance(checkpoint.get("id"), str):
+        # LangGraph ids are strings; another type would be stored as its str() while the body
+        # keeps the original: the checkpoint would not read back as put.
+        raise InvalidInputError(f"checkpoint id must be a string, not {type(checkpoint.get('id')).__name__}")
     body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
     values = checkpoint.get("channel_values", {})
     md = dict(get_serializable_checkpoint_metadata(config, metadata))
@@ -178,9 +184,11 @@ def writes_saved(
     `checkpoint_saved`.
 
     Raises:
-        InvalidInputError: no thread id or checkpoint id, or an unserializable value.
+        InvalidInputError: no thread id or checkpoint id, writes that are not (channel name,
+            value) pairs, or an unserializable value.
     """
     thread_id = thread_id_of(config)
+    pairs = _pairs(writes)
     checkpoint_id = config["configurable"].get("checkpoint_id")
     if not checkpoint_id:
         raise InvalidInputError("put_writes needs configurable.checkpoint_id (the config put returned)")
@@ -192,9 +200,25 @@ def writes_saved(
         task_path=task_path or "",
         writes=tuple(
             PendingWrite(WRITES_IDX_MAP.get(ch, i), ch, _dump(serde, value, f"the write to {ch!r}", compress))
-            for i, (ch, value) in enumerate(writes)
+            for i, (ch, value) in enumerate(pairs)
         ),
     )
+
+
+def _pairs(writes: Any) -> list[tuple[str, Any]]:
+    """`writes` as a list of (channel name, value) pairs.
+
+    Raises:
+        InvalidInputError: `writes` is a string, a mapping or not iterable, or an item is not a
+            pair whose first item is a string.
+    """
+    if isinstance(writes, (str, bytes, Mapping)) or not isinstance(writes, Iterable):
+        raise InvalidInputError(f"writes must be a sequence of (channel, value) pairs, not {type(writes).__name__}")
+    pairs = list(writes)
+    for pair in pairs:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not isinstance(pair[0], str):
+            raise InvalidInputError(f"each write must be a (channel name, value) pair, not {pair!r:.80}")
+    return [(ch, value) for ch, value in pairs]
 
 
 def thread_deleted(thread_id: Any) -> ThreadDeleted:

@@ -200,11 +200,11 @@ class ListPager:
         default the one index of a single server).
 
         Raises:
-            InvalidInputError: a config without a thread id, a negative limit, or a filter
+            InvalidInputError: a config without a thread id, a limit not an int >= 0, or a filter
                 that is not JSON.
         """
-        if limit is not None and limit < 0:
-            raise InvalidInputError(f"limit must be >= 0, not {limit}")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidInputError(f"limit must be None or an int >= 0, not {limit!r}")
         try:
             metadata_tags(sorted((filter or {}).items()))
         except TypeError as exc:

@@ -22,7 +22,14 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from streamsaver import compression
 from streamsaver.codec import escape
 from streamsaver.errors import ConfigurationError, EventDecodeError, PayloadDecodeError
-from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, WritesSaved, from_fields
+from streamsaver.events import (
+    CheckpointSaved,
+    Event,
+    ThreadDeleted,
+    ValuesRetained,
+    WritesSaved,
+    from_fields,
+)
 
 __all__ = ["EntrySource", "EventFilter", "FeedEvent", "decode_payload"]
 
@@ -172,6 +179,8 @@ class FeedEvent:
         if not entry:
             return None
         event = from_fields(entry, self.log_id)
+        if self.type == CheckpointSaved.TYPE and isinstance(event, ValuesRetained) and event.thread_id == self.thread_id:
+            return None  # the checkpoint was pruned since: its entry keeps only values others point at
         if event.thread_id != self.thread_id or event.TYPE != self.type:
             raise EventDecodeError(f"log entry holds a {event.TYPE} of {event.thread_id!r}, not this event",
                                    event_id=self.log_id)
@@ -184,7 +193,8 @@ class FeedEvent:
 
     def record(self) -> Event | None:
         """The logged event (`streamsaver.events`), its payloads in their stored form (decode
-        them with `payload`, or `streamsaver.compression.load`); None when its log entry is gone (the thread was deleted since). Reads the entry unless prefetched.
+        them with `payload`, or `streamsaver.compression.load`); None when its log entry is gone (the thread was deleted since)
+        or, for a checkpoint, was pruned since (its entry became a ``ValuesRetained``). Reads the entry unless prefetched.
 
         Raises:
             EventDecodeError: the entry cannot be read as this event.

@@ -17,7 +17,15 @@ from typing import Any, TypeVar
 from redis.exceptions import RedisError
 
 from streamsaver.errors import ConfigurationError, EventDecodeError, InvalidInputError
-from streamsaver.events import Event, RunsDeleted, ThreadDeleted, ThreadPruned, from_fields
+from streamsaver.events import (
+    CheckpointSaved,
+    Event,
+    RunsDeleted,
+    ThreadDeleted,
+    ThreadPruned,
+    ValuesRetained,
+    from_fields,
+)
 from streamsaver.keys import Keyspace, ViewName
 from streamsaver.ownership import (
     LEASE,
@@ -229,6 +237,11 @@ class WorkerCore:
             event = from_fields(raw if isinstance(raw, dict) else dict(zip(raw[::2], raw[1::2])), pointer.log_id)
         except EventDecodeError as exc:
             item.fail(str(exc))
+            return None
+        if pointer.type == CheckpointSaved.TYPE and event.TYPE == ValuesRetained.TYPE and event.thread_id == pointer.thread:
+            # The checkpoint was pruned since: its entry keeps only values later checkpoints
+            # point at, which the rewrite's refold (its ThreadPruned pointer) projects.
+            item.outcome = "gone"
             return None
         if (event.thread_id, event.TYPE) != (pointer.thread, pointer.type):
             item.fail(f"log entry {pointer.log_id} holds a {event.TYPE} of thread {event.thread_id!r}, "

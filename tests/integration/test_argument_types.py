@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 import redis
-from helpers import VARIANT_IDS, VARIANTS, SaverAdapter, config, new_checkpoint, open_adapter, snapshot
+from helpers import (
+    VARIANT_IDS,
+    VARIANTS,
+    SaverAdapter,
+    config,
+    new_checkpoint,
+    open_adapter,
+    snapshot,
+)
 
 from streamsaver import AsyncStreamSaver
 from streamsaver.errors import InvalidInputError

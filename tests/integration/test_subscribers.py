@@ -353,3 +353,29 @@ def test_a_running_subscriber_retries_after_a_pause_and_trims_its_feeds(client: 
     assert len(failures) == 2 and failures[1] - failures[0] >= 0.15 and in_thread_order(handled)
     assert not dead_letters(client, prefix, "sink")
     assert sum(client.xlen(k) for k in client.scan_iter(f"{prefix}:log:*")) == len(order)
+
+
+@pytest.mark.parametrize("prefetch", [False, True], ids=["on-demand", "prefetched"])
+def test_a_checkpoint_pruned_since_reads_as_gone_and_a_copied_values_retained_as_itself(
+    client: redis.Redis, prefix: str, prefetch: bool
+) -> None:
+    saver = StreamSaver(client, prefix=prefix)
+    saver.setup()
+    first, versions = new_checkpoint({"a": 1})
+    saved = saver.put(config("t"), first, {}, versions)
+    second, versions = new_checkpoint({"b": 2}, first)
+    saver.put(saved, second, {}, versions)
+    saver.prune(["t"])  # the first checkpoint's entry keeps `a` only, as a ValuesRetained
+    saver.copy_thread("t", "copy")
+    seen: list[tuple[str, str, Any, Any]] = []
+
+    def handle(e: FeedEvent) -> None:
+        record = e.record()
+        seen.append((e.thread_id, e.type, None if record is None else record.TYPE, e.payload()))
+
+    stats = Subscriber(client, "audit", handle, prefix=prefix, prefetch=prefetch).run_burst()
+
+    assert stats.dead == 0 and stats.failed == 0
+    assert [s[:3] for s in seen if s[0] == "t"] == [
+        ("t", "CheckpointSaved", None), ("t", "CheckpointSaved", "CheckpointSaved"), ("t", "ThreadPruned", "ThreadPruned")]
+    assert ("copy", "ValuesRetained", "ValuesRetained", {}) in seen

@@ -337,6 +337,8 @@ def apply_batch_call(
         _add_view_blocks(args, ThreadDeleted(thread), keyspace, views)
     else:
         args.append(0)
+        if isinstance(logged[0][0], ThreadDeleted):
+            args.append("forget")  # the thread's positions go with it (apply.lua)
     keys = keyspace.thread(thread)
     # The log too: the keys the batch writes take its deadline, if it has one (apply.lua).
     return APPLY.evalsha_args([keys.positions, keys.log], args)

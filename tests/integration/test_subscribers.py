@@ -22,6 +22,7 @@ from helpers import config, new_checkpoint
 from subscriber_harness import fill, handled_key
 
 from streamsaver import StreamSaver
+from streamsaver.errors import InvalidInputError
 from streamsaver.feed_admin import dead_letters, group_health, requeue_dead_letters, trim_feeds
 from streamsaver.feed_event import FeedEvent
 from streamsaver.subscribe import Subscriber
@@ -379,3 +380,17 @@ def test_a_checkpoint_pruned_since_reads_as_gone_and_a_copied_values_retained_as
     assert [s[:3] for s in seen if s[0] == "t"] == [
         ("t", "CheckpointSaved", None), ("t", "CheckpointSaved", "CheckpointSaved"), ("t", "ThreadPruned", "ThreadPruned")]
     assert ("copy", "ValuesRetained", "ValuesRetained", {}) in seen
+
+
+@pytest.mark.parametrize(
+    ("types", "metadata"),
+    [(set(), None), (["CheckpointSave"], None), ("CheckpointSaved", None), (["WritesSaved"], {"source": "input"}),
+     (None, ["source"])],
+    ids=["no-types", "unknown-type", "a-string", "metadata-on-writes-only", "metadata-not-a-mapping"],
+)
+def test_a_filter_that_can_match_nothing_is_refused_at_construction(
+    client: redis.Redis, prefix: str, types: Any, metadata: Any
+) -> None:
+    with pytest.raises(InvalidInputError):
+        Subscriber(client, "audit", lambda e: None, prefix=prefix, types=types, metadata=metadata)
+

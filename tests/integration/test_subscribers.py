@@ -394,3 +394,20 @@ def test_a_filter_that_can_match_nothing_is_refused_at_construction(
     with pytest.raises(InvalidInputError):
         Subscriber(client, "audit", lambda e: None, prefix=prefix, types=types, metadata=metadata)
 
+
+def test_a_coroutine_handler_on_a_sync_client_is_refused_at_construction(
+    client: redis.Redis, aclient: redis.asyncio.Redis, prefix: str
+) -> None:
+    async def handle(event: FeedEvent) -> None:
+        return None
+
+    class Handler:
+        async def __call__(self, event: FeedEvent) -> None:
+            return None
+
+    for handler in (handle, Handler()):
+        with pytest.raises(InvalidInputError, match="async"):
+            Subscriber(client, "audit", handler, prefix=prefix)
+        Subscriber(aclient, "audit", handler, prefix=prefix)  # the async client awaits it
+    with pytest.raises(InvalidInputError, match="callable"):
+        Subscriber(client, "audit", "print", prefix=prefix)  # type: ignore[arg-type]

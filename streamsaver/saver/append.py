@@ -66,14 +66,22 @@ def _as_id(value: Any, what: str) -> str:
     return value
 
 
+def _as_text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be a string, not {type(value).__name__}")
+    return value
+
+
 def thread_id_of(config: RunnableConfig | None) -> str:
     """The thread id of `config`.
 
     Raises:
-        InvalidInputError: (a ValueError) when the config names no thread.
+        InvalidInputError: (a ValueError) when the config names no thread, or is not a mapping.
     """
+    if config is not None and not isinstance(config, Mapping):
+        raise InvalidInputError(f"config must be a mapping (a RunnableConfig), not {type(config).__name__}")
     configurable = (config or {}).get("configurable") or {}
-    if configurable.get("thread_id") is None:
+    if not isinstance(configurable, Mapping) or configurable.get("thread_id") is None:
         raise InvalidInputError(
             "config must carry configurable.thread_id, e.g. "
             '{"configurable": {"thread_id": "my-thread"}}'
@@ -137,6 +145,8 @@ def checkpoint_saved(
     parent = config["configurable"].get("checkpoint_id")
     if not isinstance(metadata, Mapping):
         raise InvalidInputError(f"checkpoint metadata must be a mapping, not {type(metadata).__name__}")
+    if not isinstance(new_versions, Mapping):
+        raise InvalidInputError(f"new_versions must map channels to versions, not {type(new_versions).__name__}")
     if not isinstance(checkpoint.get("id"), str):
         # LangGraph ids are strings; another type would be stored as its str() while the body
         # keeps the original: the checkpoint would not read back as put.
@@ -197,7 +207,7 @@ def writes_saved(
         checkpoint_ns=namespace_of(config),
         checkpoint_id=_as_id(checkpoint_id, "checkpoint_id"),
         task_id=_as_id(task_id, "task_id"),
-        task_path=task_path or "",
+        task_path=_as_text(task_path or "", "task_path"),
         writes=tuple(
             PendingWrite(WRITES_IDX_MAP.get(ch, i), ch, _dump(serde, value, f"the write to {ch!r}", compress))
             for i, (ch, value) in enumerate(pairs)

@@ -205,6 +205,10 @@ class ListPager:
         """
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise InvalidInputError(f"limit must be None or an int >= 0, not {limit!r}")
+        if filter is not None and not isinstance(filter, Mapping):
+            raise InvalidInputError(f"a filter must be a mapping of metadata keys, not {type(filter).__name__}")
+        if before is not None and not isinstance(before, Mapping):
+            raise InvalidInputError(f"before must be a config (a mapping), not {type(before).__name__}")
         try:
             metadata_tags(sorted((filter or {}).items()))
         except TypeError as exc:

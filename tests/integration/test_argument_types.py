@@ -127,3 +127,51 @@ async def test_a_partition_count_that_is_not_an_int_in_range_is_refused(
     with pytest.raises(InvalidInputError, match="partitions"):
         async with open_adapter(kind, "full", redis_url, prefix, setup=False, partitions=partitions):
             pass
+
+
+async def test_a_task_path_that_is_not_a_string_is_refused(
+    saver: SaverAdapter, client: redis.Redis, prefix: str
+) -> None:
+    saved, _ = await saver.save("t1", {"a": 1})
+    before = snapshot(client, prefix)
+
+    with pytest.raises(InvalidInputError):
+        await saver.put_writes(saved, [("a", 2)], "task1", 5)  # type: ignore[arg-type]
+
+    assert snapshot(client, prefix) == before
+
+
+@pytest.mark.parametrize("new_versions", [["a"], "a"], ids=["a list", "a string"])
+async def test_new_versions_that_are_not_a_mapping_are_refused(
+    saver: SaverAdapter, client: redis.Redis, prefix: str, new_versions: Any
+) -> None:
+    await saver.save("t1", {"a": 1})
+    before = snapshot(client, prefix)
+    checkpoint, _ = new_checkpoint({"a": 2})
+
+    with pytest.raises(InvalidInputError):
+        await saver.put(config("t1"), checkpoint, {}, new_versions)
+
+    assert snapshot(client, prefix) == before
+
+
+@pytest.mark.parametrize(
+    ("cfg", "kw"),
+    [
+        ("t1", {}),
+        (config("t1"), {"filter": [("a", 1)]}),
+        (config("t1"), {"filter": "a"}),
+        (config("t1"), {"before": "some-id"}),
+    ],
+    ids=["config-a-string", "filter-a-list", "filter-a-string", "before-a-string"],
+)
+async def test_list_arguments_of_the_wrong_type_are_refused(saver: SaverAdapter, cfg: Any, kw: dict[str, Any]) -> None:
+    await saver.save("t1", {"a": 1})
+
+    with pytest.raises(InvalidInputError):
+        await saver.list(cfg, **kw)
+
+
+async def test_a_config_that_is_not_a_mapping_is_refused(saver: SaverAdapter) -> None:
+    with pytest.raises(InvalidInputError):
+        await saver.get_tuple("t1")  # type: ignore[arg-type]

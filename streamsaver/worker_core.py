@@ -33,6 +33,7 @@ from streamsaver.ownership import (
     Program,
     Wait,
     call,
+    check_count,
     default_name,
     lease_call,
     roster_call,
@@ -83,6 +84,10 @@ class WorkerCore:
 
     def __init__(self, prefix: str, views: Sequence[str], name: str, lease_ms: int, batch: int,
                  start: str = "0", poll_ms: int = 100, cluster: bool = False) -> None:
+        if isinstance(views, str):
+            raise InvalidInputError(f"views must be a list of view names, not the string {views!r}")
+        for what, value, minimum in (("batch", batch, 1), ("lease_ms", lease_ms, 10), ("poll_ms", poll_ms, 0)):
+            check_count(value, what, minimum)
         self.views: tuple[ViewName, ...] = tuple(dict.fromkeys(view_of(v) for v in views))
         if not self.views or start not in ("0", "$") or batch < 1 or lease_ms < 10:
             raise InvalidInputError("need a view, start '0' or '$', batch >= 1 and lease_ms >= 10")

@@ -411,3 +411,19 @@ def test_a_coroutine_handler_on_a_sync_client_is_refused_at_construction(
         Subscriber(aclient, "audit", handler, prefix=prefix)  # the async client awaits it
     with pytest.raises(InvalidInputError, match="callable"):
         Subscriber(client, "audit", "print", prefix=prefix)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"partitions": "01"}, {"partitions": 3}, {"partitions": [True]}, {"partitions": [1.0]}, {"partitions": [-1]},
+     {"partitions": []}, {"batch": "10"}, {"batch": 1.5}, {"lease_ms": True}, {"max_deliveries": None},
+     {"poll_ms": "100"}, {"retry_ms": -1}],
+    ids=["partitions-a-string", "partitions-an-int", "a-bool-partition", "a-float-partition", "a-negative-partition",
+         "no-partitions", "batch-a-string", "batch-a-float", "lease-a-bool", "deliveries-none", "poll-a-string",
+         "retry-negative"],
+)
+def test_options_of_the_wrong_type_are_refused_at_construction(
+    client: redis.Redis, prefix: str, options: dict[str, Any]
+) -> None:
+    with pytest.raises(InvalidInputError):
+        Subscriber(client, "audit", lambda e: None, prefix=prefix, **options)

@@ -21,6 +21,7 @@ from redis.exceptions import OutOfMemoryError, RedisError
 
 from streamsaver import StreamSaver
 from streamsaver.cli import main
+from streamsaver.errors import InvalidInputError
 from streamsaver.keys import Keyspace, partition_of
 from streamsaver.replay import Replayer
 from streamsaver.worker import ProjectorWorker, WorkerStats, group_name
@@ -393,3 +394,16 @@ def test_a_deleted_thread_leaves_no_key_behind_the_worker(client: redis.Redis, p
     assert stats.applied == 1 and stats.dead == 0
     assert {k for k in client.scan_iter(match=f"{prefix}:*") if b"beta" in k} == set()
     assert any(b":pos:" in k and b"alpha" in k for k in client.scan_iter(match=f"{prefix}:*"))
+
+
+@pytest.mark.parametrize(
+    ("views", "options"),
+    [("shallow", {}), (["shallow"], {"batch": "5"}), (["shallow"], {"lease_ms": 1.5e3}),
+     (["shallow"], {"poll_ms": None})],
+    ids=["views-a-string", "batch-a-string", "lease-a-float", "poll-none"],
+)
+def test_worker_options_of_the_wrong_type_are_refused_at_construction(
+    client: redis.Redis, prefix: str, views: Any, options: dict[str, Any]
+) -> None:
+    with pytest.raises(InvalidInputError):
+        ProjectorWorker(client, prefix, views, **options)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import redis
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 from streamsaver.errors import EmbeddedServerError
@@ -149,12 +150,15 @@ class EmbeddedRedis:
     def _wait_ready(self) -> None:
         assert self.process is not None
         deadline = time.monotonic() + self.startup_timeout
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
+        # Short timeouts, no retries: each turn of the loop is the retry, and it must see the
+        # process exit (a port held by something that accepts and never answers).
+        client = redis.Redis(port=self.port, socket_connect_timeout=0.5, socket_timeout=0.5, retry=Retry(NoBackoff(), 0))
         try:
             while True:
                 if self.process.poll() is not None:
                     log = self._log_tail()
-                    if "Address already in use" in log:
+                    # Only this port: a cluster bus port taken is another error (extra_args).
+                    if any(f":{self.port}:" in line and "Address already in use" in line for line in log.splitlines()):
                         raise _PortTaken("redis-server could not bind it")
                     raise EmbeddedServerError(f"redis-server exited with {self.process.returncode}: {log}")
                 try:
@@ -163,7 +167,9 @@ class EmbeddedRedis:
                         if pid != self.process.pid:
                             raise _PortTaken(f"the server answering there is process {pid}, not {self.process.pid}")
                         return
-                except RedisConnectionError:
+                except (RedisConnectionError, RedisTimeoutError):
+                    # Nothing answers yet, or something that is not Redis holds the port (it
+                    # accepts and stays silent): our process then exits, seen at the next poll.
                     if time.monotonic() > deadline:
                         self.stop()
                         raise EmbeddedServerError(f"redis-server did not answer in {self.startup_timeout}s") from None

@@ -4,6 +4,7 @@ it is replaced by another."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -41,3 +42,13 @@ def test_a_chosen_port_taken_before_the_server_binds_it_is_replaced(
         assert server.process is not None and int(client.info("server")["process_id"]) == server.process.pid
 
     assert redis.Redis(port=foreign.port).ping()
+
+
+def test_a_port_held_by_a_silent_listener_is_refused_with_a_clear_error() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+
+        with pytest.raises(EmbeddedServerError, match="held by another process"):
+            EmbeddedRedis(port=port, modules=False, startup_timeout=10).start()

@@ -417,10 +417,10 @@ def test_a_coroutine_handler_on_a_sync_client_is_refused_at_construction(
     "options",
     [{"partitions": "01"}, {"partitions": 3}, {"partitions": [True]}, {"partitions": [1.0]}, {"partitions": [-1]},
      {"partitions": []}, {"batch": "10"}, {"batch": 1.5}, {"lease_ms": True}, {"max_deliveries": None},
-     {"poll_ms": "100"}, {"retry_ms": -1}],
+     {"poll_ms": "100"}, {"retry_ms": -1}, {"trim_every_s": "60"}],
     ids=["partitions-a-string", "partitions-an-int", "a-bool-partition", "a-float-partition", "a-negative-partition",
          "no-partitions", "batch-a-string", "batch-a-float", "lease-a-bool", "deliveries-none", "poll-a-string",
-         "retry-negative"],
+         "retry-negative", "trim-a-string"],
 )
 def test_options_of_the_wrong_type_are_refused_at_construction(
     client: redis.Redis, prefix: str, options: dict[str, Any]

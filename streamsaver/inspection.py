@@ -14,10 +14,11 @@ from redis import Redis
 
 from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.events import CheckpointSaved, WritesSaved, from_fields
-from streamsaver.keys import Keyspace
+from streamsaver.keys import Keyspace, ViewName
+from streamsaver.topology import is_cluster
 
-__all__ = ["DeploymentStats", "HistoryRow", "PartitionHealth", "deployment_keyspace", "deployment_stats", "feed_events",
-           "group_health", "thread_history"]
+__all__ = ["DeploymentStats", "HistoryRow", "PartitionHealth", "deployment_keyspace", "deployment_stats",
+           "deployment_views", "feed_events", "group_health", "thread_history"]
 
 
 def deployment_keyspace(client: Redis, prefix: str) -> Keyspace:
@@ -30,6 +31,18 @@ def deployment_keyspace(client: Redis, prefix: str) -> Keyspace:
     if partitions is None:
         raise ConfigurationError(f"no streamsaver deployment under prefix {prefix!r}")
     return Keyspace(prefix, int(partitions))
+
+
+def deployment_views(client: Redis, prefix: str) -> tuple[ViewName, ...]:
+    """The views the deployment under `prefix` keeps: those whose index a saver or a projector
+    worker created (of any schema version, on any primary). Both when none has one yet."""
+    any_client: Any = client
+    nodes = any_client.get_primaries() if is_cluster(client) else [None]
+    replies = [any_client.execute_command("FT._LIST", **({"target_nodes": n} if n else {})) for n in nodes]
+    names = {i.decode() if isinstance(i, bytes) else str(i) for reply in replies for i in reply}
+    views: tuple[ViewName, ...] = ("full", "shallow")
+    kept = tuple(v for v in views if any(n.startswith(f"{prefix}:{v}:idx:") for n in names))
+    return kept or views
 
 
 @dataclass

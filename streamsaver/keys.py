@@ -51,6 +51,11 @@ INDEX_SCHEMA_VERSION = 4
 
 ViewName = Literal["full", "shallow"]
 _PREFIX_RULE = re.compile(r"^[A-Za-z0-9._-]+(:[A-Za-z0-9._-]+)*$")
+KEY_KINDS = frozenset({"meta", "log", "feed", "pos", "full", "shallow", "lease", "projector", "sub", "analytics"})
+"""The words that follow a deployment's prefix in its keys (``P:<kind>:...``). A prefix with one
+of them after its first word would nest its keys among those of the deployment named by the
+words before it (``app:full`` under ``app``'s ``app:full:*``, which a rebuild of ``app``'s full
+view deletes), so such prefixes are refused."""
 
 
 @lru_cache(maxsize=16384)
@@ -115,8 +120,9 @@ class Keyspace:
     """The keys of one deployment: a prefix and a fixed partition count.
 
     Raises:
-        ConfigurationError: for a prefix outside ``[A-Za-z0-9._-]`` words joined by ``:``, or a
-            partition count outside 1..16384.
+        ConfigurationError: for a prefix outside ``[A-Za-z0-9._-]`` words joined by ``:``, one
+            with a key kind (`KEY_KINDS`) after its first word, or a partition count outside
+            1..16384.
     """
 
     prefix: str = DEFAULT_PREFIX
@@ -126,6 +132,14 @@ class Keyspace:
         if not _PREFIX_RULE.match(self.prefix):
             raise ConfigurationError(
                 f"key prefix {self.prefix!r} must be words of [A-Za-z0-9._-] joined by ':'"
+            )
+        nested = [word for word in self.prefix.split(":")[1:] if word in KEY_KINDS]
+        if nested:
+            owner = self.prefix[: self.prefix.index(":" + nested[0])]
+            raise ConfigurationError(
+                f"key prefix {self.prefix!r} would put its keys among those of the deployment "
+                f"{owner!r} ({owner}:{nested[0]}:*): a word after the first must not be one of "
+                f"{sorted(KEY_KINDS)} (see docs/operations.md)"
             )
         if not 1 <= self.partitions <= 16384:
             raise ConfigurationError(f"partitions must be 1..16384, not {self.partitions}")

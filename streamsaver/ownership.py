@@ -27,12 +27,13 @@ from typing import Any, TypeVar
 from redis import exceptions as rx
 from redis.exceptions import NoScriptError
 
+from streamsaver.errors import InvalidInputError
 from streamsaver.saver.core import Command
 from streamsaver.scripts import Script
 from streamsaver.topology import Step
 
-__all__ = ["LEASE", "ROSTER", "Program", "Wait", "call", "default_name", "is_transient", "lease_call",
-           "roster_call", "share"]
+__all__ = ["LEASE", "ROSTER", "Program", "Wait", "call", "check_count", "check_partitions", "default_name",
+           "is_transient", "lease_call", "roster_call", "share"]
 
 T = TypeVar("T")
 LEASE = Script.alone("lease")
@@ -94,3 +95,32 @@ def call(commands: Sequence[Step], load: Sequence[Step]) -> Program[list[Any]]:
         for i, reply in zip(missing, (yield [commands[i] for i in missing])):
             replies[i] = reply
     return replies
+
+
+def check_count(value: Any, what: str, minimum: int) -> int:
+    """`value` when it is an int (not a bool) of at least `minimum`.
+
+    Raises:
+        InvalidInputError: anything else (a str, a float, a bool, a smaller int).
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidInputError(f"{what} must be an int >= {minimum}, not {value!r}")
+    return value
+
+
+def check_partitions(partitions: Any) -> list[int] | None:
+    """A consumer's `partitions` option: None (all) or a non-empty collection of partition
+    numbers (ints >= 0; whether each exists is known once the deployment is read).
+
+    Raises:
+        InvalidInputError: a str, a single int, an empty collection, or an item that is not an
+            int >= 0.
+    """
+    if partitions is None:
+        return None
+    if isinstance(partitions, (str, bytes)) or not isinstance(partitions, Iterable):
+        raise InvalidInputError(f"partitions must be a list of partition numbers, not {partitions!r}")
+    chosen = list(partitions)
+    if not chosen:
+        raise InvalidInputError("partitions must name at least one partition (None: all)")
+    return [check_count(p, "a partition number", 0) for p in chosen]

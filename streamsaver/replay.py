@@ -20,7 +20,7 @@ from redis import Redis
 
 from streamsaver.bulk import bulk_round_trip
 from streamsaver.events import from_fields
-from streamsaver.inspection import deployment_keyspace
+from streamsaver.inspection import deployment_keyspace, deployment_views
 from streamsaver.keys import DEFAULT_PREFIX, Keyspace, ViewName
 from streamsaver.saver.append import apply_batch_call
 from streamsaver.saver.core import Command
@@ -95,7 +95,7 @@ class Replayer:
 
     def replay(
         self,
-        views: Sequence[ViewName],
+        views: Sequence[ViewName] | None = None,
         *,
         progress: Progress | None = None,
         partitions: Iterable[int] | None = None,
@@ -106,9 +106,13 @@ class Replayer:
         Logs are folded several at a time: up to ``page // 64`` logs, ``page // (page // 64)``
         (about 64) entries of each per round trip. Each log's entries of a round trip are applied
         by one script, which writes each key they touch once, so the more of a log a script
-        applies the less it writes (a thread of tens of steps is one script)."""
+        applies the less it writes (a thread of tens of steps is one script). `views` default
+        to those the deployment keeps (`streamsaver.inspection.deployment_views`)."""
         logs = self.thread_logs(partitions)
-        return self._fold(logs, views, width=max(1, self.page // PER_LOG), progress=progress)
+        return self._fold(logs, self._views(views), width=max(1, self.page // PER_LOG), progress=progress)
+
+    def _views(self, views: Sequence[ViewName] | None) -> Sequence[ViewName]:
+        return deployment_views(self.redis, self.keyspace.prefix) if views is None else views
 
     def _fold(
         self,
@@ -191,7 +195,9 @@ class Replayer:
             self.redis.hdel(positions, *views)
         return deleted
 
-    def rebuild(self, views: Sequence[ViewName], *, progress: Progress | None = None) -> ReplayStats:
-        """Drop `views` and fold every thread log into them again."""
+    def rebuild(self, views: Sequence[ViewName] | None = None, *, progress: Progress | None = None) -> ReplayStats:
+        """Drop `views` (default: those the deployment keeps) and fold every thread log into
+        them again."""
+        views = self._views(views)
         self.drop(views)
         return self.replay(views, progress=progress)

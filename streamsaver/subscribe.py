@@ -52,7 +52,7 @@ from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from streamsaver.driver import CoreRunner
-from streamsaver.errors import ConfigurationError
+from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.feed_event import Entry, EventFilter, FeedEvent
 from streamsaver.keys import DEFAULT_PREFIX
 from streamsaver.ownership import default_name
@@ -67,6 +67,25 @@ Handler = Callable[[FeedEvent], Any]
 
 def _fields(raw: Any) -> dict[bytes, bytes]:
     return dict(raw) if isinstance(raw, Mapping) else dict(zip(raw[::2], raw[1::2]))
+
+
+def _is_async_client(client: Any) -> bool:
+    """Whether `client` is a ``redis.asyncio`` client."""
+    return isinstance(client, (AsyncRedis, AsyncRedisCluster))
+
+
+def _check_handler(handler: Any, async_client: bool) -> None:
+    """Raises: InvalidInputError: `handler` is not callable, or is a coroutine function given
+    with a sync client (`run` would call it and never await the coroutine)."""
+    if not callable(handler):
+        raise InvalidInputError(f"handler must be callable, not {type(handler).__name__}")
+    is_coroutine = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+        getattr(handler, "__call__", None)  # noqa: B004 - an object whose __call__ is async
+    )
+    if is_coroutine and not async_client:
+        raise InvalidInputError(
+            "a coroutine (async def) handler needs a redis.asyncio client and async_run / async_run_burst"
+        )
 
 
 class Subscriber(CoreRunner[SubscriberStats]):
@@ -105,7 +124,9 @@ class Subscriber(CoreRunner[SubscriberStats]):
 
     Raises:
         ConfigurationError: a client that decodes responses.
-        InvalidInputError: a bad group name or option.
+        InvalidInputError: a bad group name or option; a filter that can match nothing (see
+            `EventFilter.of`); a handler that is not callable, or a coroutine function with a
+            sync client (it would never be awaited).
     """
 
     core: SubscriberCore
@@ -117,6 +138,7 @@ class Subscriber(CoreRunner[SubscriberStats]):
                  start: str = "0", prefetch: bool = False, load_metadata: bool = False, retry_ms: int = 100,
                  trim_every_s: float | None = None, serde: SerializerProtocol | None = None) -> None:
         super().__init__(client)
+        _check_handler(handler, _is_async_client(client))
         self.handler = handler
         options = Options(group, name or default_name(), partitions, EventFilter.of(types, metadata), batch,
                           lease_ms, poll_ms, max_deliveries, start, prefetch, load_metadata, retry_ms, trim_every_s)
@@ -144,7 +166,7 @@ class Subscriber(CoreRunner[SubscriberStats]):
         Raises:
             ConfigurationError: the client is async (use the ``a``-prefixed `FeedEvent` methods).
         """
-        if isinstance(self.redis, (AsyncRedis, AsyncRedisCluster)):
+        if _is_async_client(self.redis):
             raise ConfigurationError("an async subscriber reads a log entry with await event.ametadata(), "
                                      "arecord() or apayload(), or loads it with the batch (load_metadata=True)")
         reply = self.redis.xrange(log_key, log_id, log_id)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 
 from streamsaver.errors import InvalidInputError
 from streamsaver.feed_event import EventFilter, FeedEvent
+from streamsaver.ownership import check_count, check_partitions
 
 __all__ = ["Deliver", "Options", "SubscriberStats", "check_group"]
 
@@ -77,9 +78,15 @@ class Options:
     trim_every_s: float | None = None
 
     def check(self) -> None:
-        """Raises: InvalidInputError: an option out of range."""
+        """Raises: InvalidInputError: an option out of range or of the wrong type."""
         check_group(self.group)
+        self.partitions = check_partitions(self.partitions)
+        for what, minimum in (("batch", 1), ("lease_ms", 10), ("poll_ms", 0), ("max_deliveries", 1), ("retry_ms", 0)):
+            check_count(getattr(self, what), what, minimum)
         if self.start not in ("0", "$") or self.batch < 1 or self.lease_ms < 10 or self.max_deliveries < 1:
             raise InvalidInputError("need start '0' or '$', batch >= 1, lease_ms >= 10 and max_deliveries >= 1")
-        if self.retry_ms < 0 or (self.trim_every_s is not None and self.trim_every_s <= 0):
+        trim = self.trim_every_s
+        if trim is not None and (isinstance(trim, bool) or not isinstance(trim, (int, float))):
+            raise InvalidInputError(f"trim_every_s must be a number of seconds > 0 or None, not {trim!r}")
+        if self.retry_ms < 0 or (trim is not None and trim <= 0):
             raise InvalidInputError("need retry_ms >= 0 and trim_every_s > 0 (or None)")

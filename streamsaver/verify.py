@@ -34,6 +34,7 @@ from typing import Any, Literal
 import orjson
 from redis import Redis
 
+from streamsaver.inspection import deployment_views
 from streamsaver.keys import Keyspace, ViewName
 from streamsaver.replay import Replayer
 from streamsaver.saver.append import view_of
@@ -110,7 +111,7 @@ def scratch_prefix(prefix: str) -> str:
 def verify(
     client: Redis,
     prefix: str,
-    views: Sequence[str] = ("full", "shallow"),
+    views: Sequence[str] | None = None,
     *,
     max_differences: int = 20,
     progress: Callable[[int], None] | None = None,
@@ -120,7 +121,8 @@ def verify(
     Args:
         client: a ``redis.Redis`` with ``decode_responses=False``.
         prefix: the deployment's key prefix.
-        views: the views to verify (the views the deployment's savers project).
+        views: the views to verify; default: those the deployment keeps (whose index a saver
+            or projector worker created, `streamsaver.inspection.deployment_views`).
         max_differences: how many differences the report details (all are counted).
         progress: called with the number of events folded after each round trip.
 
@@ -133,7 +135,7 @@ def verify(
         EventDecodeError: a log holds an event this code cannot read.
         redis.exceptions.RedisError: the server failed a command.
     """
-    chosen = tuple(dict.fromkeys(view_of(v) for v in views))
+    chosen = tuple(dict.fromkeys(view_of(v) for v in (deployment_views(client, prefix) if views is None else views)))
     replayer = Replayer.open(client, prefix, target=scratch_prefix(prefix))
     report = VerifyReport(prefix, chosen)
     try:

@@ -17,7 +17,15 @@ from typing import Any, TypeVar
 from redis.exceptions import RedisError
 
 from streamsaver.errors import ConfigurationError, EventDecodeError, InvalidInputError
-from streamsaver.events import Event, RunsDeleted, ThreadDeleted, ThreadPruned, from_fields
+from streamsaver.events import (
+    CheckpointSaved,
+    Event,
+    RunsDeleted,
+    ThreadDeleted,
+    ThreadPruned,
+    ValuesRetained,
+    from_fields,
+)
 from streamsaver.keys import Keyspace, ViewName
 from streamsaver.ownership import (
     LEASE,
@@ -25,6 +33,7 @@ from streamsaver.ownership import (
     Program,
     Wait,
     call,
+    check_count,
     default_name,
     lease_call,
     roster_call,
@@ -75,6 +84,10 @@ class WorkerCore:
 
     def __init__(self, prefix: str, views: Sequence[str], name: str, lease_ms: int, batch: int,
                  start: str = "0", poll_ms: int = 100, cluster: bool = False) -> None:
+        if isinstance(views, str):
+            raise InvalidInputError(f"views must be a list of view names, not the string {views!r}")
+        for what, value, minimum in (("batch", batch, 1), ("lease_ms", lease_ms, 10), ("poll_ms", poll_ms, 0)):
+            check_count(value, what, minimum)
         self.views: tuple[ViewName, ...] = tuple(dict.fromkeys(view_of(v) for v in views))
         if not self.views or start not in ("0", "$") or batch < 1 or lease_ms < 10:
             raise InvalidInputError("need a view, start '0' or '$', batch >= 1 and lease_ms >= 10")
@@ -229,6 +242,11 @@ class WorkerCore:
             event = from_fields(raw if isinstance(raw, dict) else dict(zip(raw[::2], raw[1::2])), pointer.log_id)
         except EventDecodeError as exc:
             item.fail(str(exc))
+            return None
+        if pointer.type == CheckpointSaved.TYPE and event.TYPE == ValuesRetained.TYPE and event.thread_id == pointer.thread:
+            # The checkpoint was pruned since: its entry keeps only values later checkpoints
+            # point at, which the rewrite's refold (its ThreadPruned pointer) projects.
+            item.outcome = "gone"
             return None
         if (event.thread_id, event.TYPE) != (pointer.thread, pointer.type):
             item.fail(f"log entry {pointer.log_id} holds a {event.TYPE} of thread {event.thread_id!r}, "

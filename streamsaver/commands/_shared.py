@@ -6,15 +6,15 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, cast
 
 import redis
 
 from streamsaver.errors import ConfigurationError
-from streamsaver.keys import DEFAULT_PREFIX
+from streamsaver.keys import DEFAULT_PREFIX, ViewName
 from streamsaver.topology import connect
 
-__all__ = ["common_options", "emit_json", "open_client"]
+__all__ = ["chosen_views", "common_options", "emit_json", "open_client"]
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -51,6 +51,17 @@ def open_client(args: argparse.Namespace) -> redis.Redis:
     if not args.url:
         raise ConfigurationError("no server given: pass --url URL or set REDIS_URL")
     return connect(args.url)
+
+
+def chosen_views(args: argparse.Namespace) -> list[ViewName]:
+    """The views ``--view`` names, by default those the deployment keeps
+    (`streamsaver.inspection.deployment_views`)."""
+    if args.view:
+        return cast(list[ViewName], list(dict.fromkeys(args.view)))
+    from streamsaver.inspection import deployment_views
+
+    with open_client(args) as client:
+        return list(deployment_views(client, args.prefix))
 
 
 def emit_json(document: Any) -> None:

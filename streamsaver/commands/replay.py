@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable
-from typing import cast
 
 from redis import Redis
 
-from streamsaver.commands._shared import emit_json, open_client
+from streamsaver.commands._shared import chosen_views, emit_json, open_client
 from streamsaver.errors import InvalidInputError
 from streamsaver.keys import ViewName
 from streamsaver.progress import Progress
@@ -19,7 +18,7 @@ __all__ = ["register"]
 def _run(args: argparse.Namespace) -> int:
     from streamsaver.replay import Replayer
 
-    views = cast(list[ViewName], args.view or ["full", "shallow"])
+    views = chosen_views(args)
     if args.jobs < 1 or (args.shadow and args.jobs > 1):
         raise InvalidInputError("--jobs must be at least 1, and --shadow folds with one process")
     if args.shadow:
@@ -95,7 +94,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         "harmless and an interrupted replay resumes).",
     )
     parser.add_argument(
-        "--view", action="append", choices=["full", "shallow"], help="a view to rebuild (repeatable; default: both)"
+        "--view", action="append", choices=["full", "shallow"], help="a view to rebuild (repeatable; default: the views the deployment keeps)"
     )
     parser.add_argument("--keep", action="store_true", help="do not drop the views first; apply what is missing")
     parser.add_argument(

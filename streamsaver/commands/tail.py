@@ -26,6 +26,13 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
+    return value
+
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Add ``tail``."""
     parser = commands.add_parser(
@@ -36,6 +43,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         "on: type, thread, namespace, checkpoint id and log entry id (--json: one JSON object "
         "per line). Reads only; adds no consumer group.",
     )
-    parser.add_argument("--count", type=int, default=None, help="stop after this many events")
+    parser.add_argument("--count", type=_count, default=None, help="stop after this many events")
     parser.add_argument("--from-start", action="store_true", help="print what the feeds hold first")
     parser.set_defaults(handler=_run)

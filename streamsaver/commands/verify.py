@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import cast
 
-from streamsaver.commands._shared import emit_json, open_client
-from streamsaver.keys import ViewName
+from streamsaver.commands._shared import chosen_views, emit_json, open_client
 from streamsaver.progress import Progress
 
 __all__ = ["register"]
@@ -16,7 +14,7 @@ def _run(args: argparse.Namespace) -> int:
     from streamsaver.replay import Replayer
     from streamsaver.verify import verify
 
-    views = cast(list[ViewName], args.view or ["full", "shallow"])
+    views = chosen_views(args)
     with open_client(args) as client:
         total = sum(int(client.xlen(log)) for log in Replayer.open(client, args.prefix).thread_logs())
         with Progress("events", total, enabled=None if not args.json else False) as bar:
@@ -55,7 +53,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         "quiet deployment, or run it again. `streamsaver replay` repairs the views.",
     )
     parser.add_argument(
-        "--view", action="append", choices=["full", "shallow"], help="a view to verify (repeatable; default: both)"
+        "--view", action="append", choices=["full", "shallow"], help="a view to verify (repeatable; default: the views the deployment keeps)"
     )
     parser.add_argument(
         "--max-differences",

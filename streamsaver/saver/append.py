@@ -8,7 +8,7 @@ nothing.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -67,14 +67,22 @@ def _as_id(value: Any, what: str) -> str:
     return value
 
 
+def _as_text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be a string, not {type(value).__name__}")
+    return value
+
+
 def thread_id_of(config: RunnableConfig | None) -> str:
     """The thread id of `config`.
 
     Raises:
-        InvalidInputError: (a ValueError) when the config names no thread.
+        InvalidInputError: (a ValueError) when the config names no thread, or is not a mapping.
     """
+    if config is not None and not isinstance(config, Mapping):
+        raise InvalidInputError(f"config must be a mapping (a RunnableConfig), not {type(config).__name__}")
     configurable = (config or {}).get("configurable") or {}
-    if configurable.get("thread_id") is None:
+    if not isinstance(configurable, Mapping) or configurable.get("thread_id") is None:
         raise InvalidInputError(
             "config must carry configurable.thread_id, e.g. "
             '{"configurable": {"thread_id": "my-thread"}}'
@@ -150,6 +158,14 @@ def checkpoint_saved(
     """
     thread_id = thread_id_of(config)
     parent = config["configurable"].get("checkpoint_id")
+    if not isinstance(metadata, Mapping):
+        raise InvalidInputError(f"checkpoint metadata must be a mapping, not {type(metadata).__name__}")
+    if not isinstance(new_versions, Mapping):
+        raise InvalidInputError(f"new_versions must map channels to versions, not {type(new_versions).__name__}")
+    if not isinstance(checkpoint.get("id"), str):
+        # LangGraph ids are strings; another type would be stored as its str() while the body
+        # keeps the original: the checkpoint would not read back as put.
+        raise InvalidInputError(f"checkpoint id must be a string, not {type(checkpoint.get('id')).__name__}")
     body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
     values = checkpoint.get("channel_values", {})
     md = dict(get_serializable_checkpoint_metadata(config, metadata))
@@ -193,9 +209,11 @@ def writes_saved(
     `checkpoint_saved`.
 
     Raises:
-        InvalidInputError: no thread id or checkpoint id, or an unserializable value.
+        InvalidInputError: no thread id or checkpoint id, writes that are not (channel name,
+            value) pairs, or an unserializable value.
     """
     thread_id = thread_id_of(config)
+    pairs = _pairs(writes)
     checkpoint_id = config["configurable"].get("checkpoint_id")
     if not checkpoint_id:
         raise InvalidInputError("put_writes needs configurable.checkpoint_id (the config put returned)")
@@ -204,12 +222,28 @@ def writes_saved(
         checkpoint_ns=namespace_of(config),
         checkpoint_id=_as_id(checkpoint_id, "checkpoint_id"),
         task_id=_as_id(task_id, "task_id"),
-        task_path=task_path or "",
+        task_path=_as_text(task_path or "", "task_path"),
         writes=tuple(
             PendingWrite(WRITES_IDX_MAP.get(ch, i), ch, _dump(serde, value, f"the write to {ch!r}", compress))
-            for i, (ch, value) in enumerate(writes)
+            for i, (ch, value) in enumerate(pairs)
         ),
     )
+
+
+def _pairs(writes: Any) -> list[tuple[str, Any]]:
+    """`writes` as a list of (channel name, value) pairs.
+
+    Raises:
+        InvalidInputError: `writes` is a string, a mapping or not iterable, or an item is not a
+            pair whose first item is a string.
+    """
+    if isinstance(writes, (str, bytes, Mapping)) or not isinstance(writes, Iterable):
+        raise InvalidInputError(f"writes must be a sequence of (channel, value) pairs, not {type(writes).__name__}")
+    pairs = list(writes)
+    for pair in pairs:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not isinstance(pair[0], str):
+            raise InvalidInputError(f"each write must be a (channel name, value) pair, not {pair!r:.80}")
+    return [(ch, value) for ch, value in pairs]
 
 
 def thread_deleted(thread_id: Any) -> ThreadDeleted:
@@ -328,6 +362,8 @@ def apply_batch_call(
         _add_view_blocks(args, ThreadDeleted(thread), keyspace, views)
     else:
         args.append(0)
+        if isinstance(logged[0][0], ThreadDeleted):
+            args.append("forget")  # the thread's positions go with it (apply.lua)
     keys = keyspace.thread(thread)
     # The log too: the keys the batch writes take its deadline, if it has one (apply.lua).
     return APPLY.evalsha_args([keys.positions, keys.log], args)

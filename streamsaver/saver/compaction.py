@@ -261,7 +261,9 @@ def _whole(
 def retarget(entries: Sequence[Entry], thread_id: str, until_checkpoint: str | None) -> list[Event] | None:
     """The content events of a log (markers left out) under `thread_id`, up to the state the log
     held when checkpoint `until_checkpoint` was the newest of its namespace: the log up to the
-    next checkpoint of that namespace. None when `until_checkpoint` is not in the log."""
+    next checkpoint of that namespace, plus the writes logged later against a checkpoint it keeps
+    (a late write belongs to its checkpoint, as a listing of the source shows it). None when
+    `until_checkpoint` is not in the log."""
     renumbered = [("*", e) for _, e in entries if isinstance(e, (CheckpointSaved, WritesSaved, ValuesRetained))]
     events = [e for _, e in whole_values(entries, renumbered)]
     if until_checkpoint is not None:
@@ -276,7 +278,9 @@ def retarget(entries: Sequence[Entry], thread_id: str, until_checkpoint: str | N
             (i for i in range(at + 1, len(events)) if isinstance(events[i], CheckpointSaved) and events[i].checkpoint_ns == ns),
             len(events),
         )
-        events = events[:end]
+        kept = {(e.checkpoint_ns, e.checkpoint_id) for e in events[:end] if isinstance(e, CheckpointSaved)}
+        late = [e for e in events[end:] if isinstance(e, WritesSaved) and (e.checkpoint_ns, e.checkpoint_id) in kept]
+        events = [*events[:end], *late]
     return [replace(e, thread_id=thread_id) for e in events]
 
 

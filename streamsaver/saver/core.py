@@ -124,10 +124,15 @@ class SaverCore:
 
         Raises:
             InvalidInputError: an unknown view, durability or compression, a read view that is
-                not projected, or a TTL that is not a positive number of minutes.
-            ConfigurationError: a bad prefix or partition count.
+                not projected, a TTL that is not a positive number of minutes, or `partitions`
+                not None nor an int in 1..16384 (0 meant the default, a bool or float passed).
+            ConfigurationError: a bad prefix.
         """
         read_view = append.view_of(view)
+        if partitions is not None and (
+            isinstance(partitions, bool) or not isinstance(partitions, int) or not 1 <= partitions <= 16384
+        ):
+            raise InvalidInputError(f"partitions must be None or an int in 1..16384, not {partitions!r}")
         Keyspace(prefix, partitions or 1)
         level = durability_.durability_of(durability, durability_timeout_ms)
         views = append.projections_of(projections, read_view)

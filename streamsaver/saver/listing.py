@@ -144,6 +144,8 @@ class ListPager:
     cursor: str = ""
     top: int = 0
     hints: WindowHints | None = None
+    only: str = ""
+    """The checkpoint id the config names, if any: the listing holds that checkpoint only."""
     _widths: list[int] = field(default_factory=list)
     _fresh: list[bool] = field(default_factory=list)
     _read: dict[Row, Any] = field(default_factory=dict)
@@ -185,11 +187,15 @@ class ListPager:
         default the one index of a single server).
 
         Raises:
-            InvalidInputError: a config without a thread id, a negative limit, or a filter
+            InvalidInputError: a config without a thread id, a limit not an int >= 0, or a filter
                 that is not JSON.
         """
-        if limit is not None and limit < 0:
-            raise InvalidInputError(f"limit must be >= 0, not {limit}")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidInputError(f"limit must be None or an int >= 0, not {limit!r}")
+        if filter is not None and not isinstance(filter, Mapping):
+            raise InvalidInputError(f"a filter must be a mapping of metadata keys, not {type(filter).__name__}")
+        if before is not None and not isinstance(before, Mapping):
+            raise InvalidInputError(f"before must be a config (a mapping), not {type(before).__name__}")
         try:
             metadata_tags(sorted((filter or {}).items()))
         except TypeError as exc:
@@ -198,9 +204,10 @@ class ListPager:
         has_ns = config is not None and config["configurable"].get("checkpoint_ns") is not None
         ns = namespace_of(config) if config is not None and has_ns else None
         before_id = str(((before or {}).get("configurable") or {}).get("checkpoint_id") or "")
+        only = str((config or {}).get("configurable", {}).get("checkpoint_id") or "")
         indexes = tuple(targets) if targets else (IndexTarget(keyspace.index(view)),)
         return cls(keyspace, view, serde, thread_id, ns, dict(filter or {}), before_id, limit, indexes, before_id,
-                   _newest_guess(), hints)
+                   _newest_guess(), hints, only)
 
     @property
     def _want(self) -> int:
@@ -217,6 +224,10 @@ class ListPager:
             return [read_one(self.keyspace, self.view, *row) for row in self._found]
         if self._done or self._want == 0:
             return None
+        if self.only and self.thread_id is not None and self.checkpoint_ns is not None:
+            # One checkpoint named in full (as `get_tuple` reads it); `_keep` applies filter and before.
+            self._done, self._found = True, [(self.thread_id, self.checkpoint_ns, self.only)]
+            return [read_one(self.keyspace, self.view, *self._found[0])]
         if self._walks_ids:
             assert self.thread_id is not None and self.checkpoint_ns is not None
             return [read_page(self.keyspace, self.thread_id, self.checkpoint_ns, self.cursor, self._want)]
@@ -275,6 +286,8 @@ class ListPager:
         bound = self._bounds[n]  # `before` (checked above), then a fetched id (`_advance`)
         if bound:
             command += ["FILTER", f"@checkpoint_id < '{bound}'"]
+        if self.only and _SAFE_ID.match(self.only):
+            command += ["FILTER", f"@checkpoint_id == '{self.only}'"]
         # Sorting by the three sortable fields returns them with each row: no document is
         # loaded. The sort collects every match: here, the checkpoints of one thread. TIMEOUT 0:
         # at RediSearch's own timeout (500 ms by default) a sort cut short returns the rows it
@@ -350,7 +363,11 @@ class ListPager:
             seen = _identity(t)
             if seen in self._returned:
                 continue
-            if _matches(t.metadata, self.filter) and (not self.before or seen[2] < self.before):
+            if (
+                _matches(t.metadata, self.filter)
+                and (not self.before or seen[2] < self.before)
+                and (not self.only or seen[2] == self.only)
+            ):
                 kept.append(t)
                 self._returned.add(seen)
         if self.limit is not None:
@@ -366,4 +383,4 @@ class ListPager:
         before = self._last or self.before
         limit = None if self.limit is None else self.limit - self._emitted
         return ListPager(self.keyspace, self.view, self.serde, self.thread_id, self.checkpoint_ns, self.filter,
-                         before, limit, tuple(targets), before, self.top, self.hints)
+                         before, limit, tuple(targets), before, self.top, self.hints, self.only)

@@ -60,6 +60,19 @@ def _thread(value: Any) -> str:
     return thread_id_of({"configurable": {"thread_id": value}})
 
 
+def _many(values: Any, what: str) -> list[Any]:
+    """`values` as a list of ids.
+
+    Raises:
+        InvalidInputError: a string (it would mean one id per character) or not iterable.
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidInputError(
+            f"{what} must be a list of ids, not a {type(values).__name__} (a string would mean one id per character)"
+        )
+    return list(values)
+
+
 def _ttl(keyspace: Keyspace, thread_id: str, ttl: int) -> list[str | bytes | int]:
     return ttl_block(keyspace, thread_id, ttl) if ttl else []
 
@@ -158,7 +171,7 @@ def prune(
     """
     if strategy not in STRATEGIES:
         raise InvalidInputError(f"strategy must be one of {STRATEGIES}, not {strategy!r}")
-    for thread_id in dict.fromkeys(_thread(t) for t in list(thread_ids)):
+    for thread_id in dict.fromkeys(_thread(t) for t in _many(thread_ids, "thread_ids")):
         yield from _rewrite(
             keyspace, views, thread_id, partial(_pruned, strategy=strategy), partial(ThreadPruned, thread_id, strategy), ttl
         )
@@ -200,7 +213,7 @@ def retain(
     if max_age is not None and (not isinstance(max_age, timedelta) or max_age < timedelta(0)):
         raise InvalidInputError(f"max_age must be a timedelta >= 0, not {max_age!r}")
     age_ms = None if max_age is None else max_age // timedelta(milliseconds=1)
-    for thread_id in dict.fromkeys(_thread(t) for t in list(thread_ids)):
+    for thread_id in dict.fromkeys(_thread(t) for t in _many(thread_ids, "thread_ids")):
         yield from _rewrite(
             keyspace, views, thread_id, partial(_retained, keep_last=keep_last, max_age_ms=age_ms),
             partial(ThreadPruned, thread_id, "retention"), ttl,
@@ -251,7 +264,7 @@ def delete_for_runs(
     Raises:
         InvalidInputError: a run id that is not a string (before any write).
     """
-    runs = list(dict.fromkeys(run_ids))
+    runs = list(dict.fromkeys(_many(run_ids, "run_ids")))
     if not all(isinstance(r, str) for r in runs):
         raise InvalidInputError("run ids must be strings")
     if not runs:

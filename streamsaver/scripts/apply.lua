@@ -5,7 +5,8 @@
 --         deadline, so views a worker or a replay builds expire with the log, not after it
 -- ARGV: ne, then ne events in log order, each: id (its stream id), nv, then nv view blocks:
 --       view name, op count, ops; then nr and nr recovery blocks (same form, one per view:
---       the ops that erase the thread from that view; nr is 0 for a single event)
+--       the ops that erase the thread from that view; nr is 0 for a single event); then, for a
+--       single ThreadDeleted, "forget"
 -- Returns: the number of (event, view) applications made (0 when every view had them all).
 -- Positions are read once and recorded once, in the same script as the view changes, so a
 -- crash or a second delivery never applies an event twice, and views apply their thread's
@@ -90,8 +91,13 @@ if not ok then
   local message = type(failure) == 'table' and (failure.err or failure.message) or tostring(failure)
   return redis.error_reply(tostring(message))
 end
+-- A deleted thread leaves no position: its log is erased (a re-delivered deletion purges
+-- again, changing nothing), and a position kept would be a key nothing ever removes.
+local forget = ne == 1 and ARGV[each_op(nil) + 1] == 'forget'
 for _, view in ipairs(order) do
-  if moved[view] then redis.call('HSET', KEYS[1], view, done[view]) end
+  if moved[view] then
+    if forget then redis.call('HDEL', KEYS[1], view) else redis.call('HSET', KEYS[1], view, done[view]) end
+  end
 end
 
 -- The keys the ops of the call name (a purge names stems, not keys: it only deletes).

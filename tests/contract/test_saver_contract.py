@@ -733,3 +733,19 @@ def test_serde_sanity_many_types_round_trip_through_the_default_serializer() -> 
     """Guards the premise of the many-types test: the serde itself returns these values equal."""
     serde = JsonPlusSerializer()
     assert serde.loads_typed(serde.dumps_typed(MANY_TYPES)) == MANY_TYPES
+
+
+async def test_list_of_a_config_with_a_checkpoint_id_lists_only_that_checkpoint(
+    saver: SaverAdapter,
+) -> None:
+    history = await _history(saver, "t1", 3)  # newest first
+    await saver.save("t1", {"x": 1}, checkpoint_ns="inner")
+
+    for wanted in history:
+        listed = ids(await saver.list(config("t1", "", wanted)))
+        # The shallow view holds only the latest checkpoint: another id lists nothing.
+        assert listed == ([wanted] if saver.view == "full" or wanted == history[0] else [])
+    assert ids(await saver.list(config("t1", None, history[1]))) == latest_only(saver, [history[1]])[
+        : 1 if saver.view == "full" else 0
+    ]
+    assert await saver.list(config("t1", "", "not-an-id")) == []

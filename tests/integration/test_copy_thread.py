@@ -11,7 +11,7 @@ import pytest
 import redis
 from delta_graphs import diary
 from graph_harness import Harness, harness_fixture, kind_fixture, thread, view_fixture  # noqa: F401
-from helpers import snapshot
+from helpers import SaverAdapter, config, snapshot
 from langchain_core.runnables import RunnableConfig
 
 from streamsaver import AsyncStreamSaver
@@ -29,6 +29,10 @@ async def copy(saver: Any, source: str, target: str, until: Any = None) -> None:
         await saver.acopy_thread(source, target, until=until)
     else:
         saver.copy_thread(source, target, until=until)
+
+
+def cid(saved: RunnableConfig) -> str:
+    return str(saved["configurable"]["checkpoint_id"])
 
 
 def as_thread(config: RunnableConfig, thread_id: str) -> RunnableConfig:
@@ -132,3 +136,20 @@ async def test_bad_copies_are_refused_and_change_nothing(h: Harness, client: red
     await copy(driver.saver, "nobody", "c")
 
     assert snapshot(client, prefix) == before
+
+
+async def test_a_fork_at_a_checkpoint_keeps_its_writes_logged_after_later_checkpoints(h: Harness) -> None:
+    adapter = SaverAdapter(await h.new_saver(), h.kind, h.view)
+    first, checkpoint = await adapter.save("src", {"a": 1})
+    await adapter.save("src", {"a": 2}, parent=first, previous=checkpoint)
+    # A late write: to the first checkpoint after the second was saved (a task of a fork, a
+    # resumed run): `list` of the source shows it with the first checkpoint.
+    await adapter.put_writes(first, [("a", 3)], "late-task")
+    [source_tuple] = await adapter.list(first)
+    assert source_tuple.pending_writes == [("late-task", "a", 3)]
+
+    await copy(adapter.saver, "src", "fork", until=cid(first))
+
+    [forked] = await adapter.list(config("fork"))
+    assert forked.pending_writes == source_tuple.pending_writes
+    assert forked.checkpoint == source_tuple.checkpoint

@@ -22,6 +22,7 @@ from helpers import config, new_checkpoint
 from subscriber_harness import fill, handled_key
 
 from streamsaver import StreamSaver
+from streamsaver.errors import InvalidInputError
 from streamsaver.feed_admin import dead_letters, group_health, requeue_dead_letters, trim_feeds
 from streamsaver.feed_event import FeedEvent
 from streamsaver.subscribe import Subscriber
@@ -353,3 +354,76 @@ def test_a_running_subscriber_retries_after_a_pause_and_trims_its_feeds(client: 
     assert len(failures) == 2 and failures[1] - failures[0] >= 0.15 and in_thread_order(handled)
     assert not dead_letters(client, prefix, "sink")
     assert sum(client.xlen(k) for k in client.scan_iter(f"{prefix}:log:*")) == len(order)
+
+
+@pytest.mark.parametrize("prefetch", [False, True], ids=["on-demand", "prefetched"])
+def test_a_checkpoint_pruned_since_reads_as_gone_and_a_copied_values_retained_as_itself(
+    client: redis.Redis, prefix: str, prefetch: bool
+) -> None:
+    saver = StreamSaver(client, prefix=prefix)
+    saver.setup()
+    first, versions = new_checkpoint({"a": 1})
+    saved = saver.put(config("t"), first, {}, versions)
+    second, versions = new_checkpoint({"b": 2}, first)
+    saver.put(saved, second, {}, versions)
+    saver.prune(["t"])  # the first checkpoint's entry keeps `a` only, as a ValuesRetained
+    saver.copy_thread("t", "copy")
+    seen: list[tuple[str, str, Any, Any]] = []
+
+    def handle(e: FeedEvent) -> None:
+        record = e.record()
+        seen.append((e.thread_id, e.type, None if record is None else record.TYPE, e.payload()))
+
+    stats = Subscriber(client, "audit", handle, prefix=prefix, prefetch=prefetch).run_burst()
+
+    assert stats.dead == 0 and stats.failed == 0
+    assert [s[:3] for s in seen if s[0] == "t"] == [
+        ("t", "CheckpointSaved", None), ("t", "CheckpointSaved", "CheckpointSaved"), ("t", "ThreadPruned", "ThreadPruned")]
+    assert ("copy", "ValuesRetained", "ValuesRetained", {}) in seen
+
+
+@pytest.mark.parametrize(
+    ("types", "metadata"),
+    [(set(), None), (["CheckpointSave"], None), ("CheckpointSaved", None), (["WritesSaved"], {"source": "input"}),
+     (None, ["source"])],
+    ids=["no-types", "unknown-type", "a-string", "metadata-on-writes-only", "metadata-not-a-mapping"],
+)
+def test_a_filter_that_can_match_nothing_is_refused_at_construction(
+    client: redis.Redis, prefix: str, types: Any, metadata: Any
+) -> None:
+    with pytest.raises(InvalidInputError):
+        Subscriber(client, "audit", lambda e: None, prefix=prefix, types=types, metadata=metadata)
+
+
+def test_a_coroutine_handler_on_a_sync_client_is_refused_at_construction(
+    client: redis.Redis, aclient: redis.asyncio.Redis, prefix: str
+) -> None:
+    async def handle(event: FeedEvent) -> None:
+        return None
+
+    class Handler:
+        async def __call__(self, event: FeedEvent) -> None:
+            return None
+
+    for handler in (handle, Handler()):
+        with pytest.raises(InvalidInputError, match="async"):
+            Subscriber(client, "audit", handler, prefix=prefix)
+        Subscriber(aclient, "audit", handler, prefix=prefix)  # the async client awaits it
+    with pytest.raises(InvalidInputError, match="callable"):
+        Subscriber(client, "audit", "print", prefix=prefix)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"partitions": "01"}, {"partitions": 3}, {"partitions": [True]}, {"partitions": [1.0]}, {"partitions": [-1]},
+     {"partitions": []}, {"batch": "10"}, {"batch": 1.5}, {"lease_ms": True}, {"max_deliveries": None},
+     {"poll_ms": "100"}, {"retry_ms": -1}, {"trim_every_s": "60"}],
+    ids=["partitions-a-string", "partitions-an-int", "a-bool-partition", "a-float-partition", "a-negative-partition",
+         "no-partitions", "batch-a-string", "batch-a-float", "lease-a-bool", "deliveries-none", "poll-a-string",
+         "retry-negative", "trim-a-string"],
+)
+def test_options_of_the_wrong_type_are_refused_at_construction(
+    client: redis.Redis, prefix: str, options: dict[str, Any]
+) -> None:
+    with pytest.raises(InvalidInputError):
+        Subscriber(client, "audit", lambda e: None, prefix=prefix, **options)

@@ -20,7 +20,7 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 import redis
-from helpers import snapshot
+from helpers import config, new_checkpoint, snapshot
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.graph import END, START, StateGraph
@@ -30,6 +30,7 @@ from streamsaver import StreamSaver
 from streamsaver.cli import main
 from streamsaver.demo import run_demo
 from streamsaver.errors import ConfigurationError, EventDecodeError, InvalidInputError
+from streamsaver.replay import Replayer
 from streamsaver.restore import log_bound, restore_thread
 from streamsaver.verify import verify
 
@@ -381,3 +382,21 @@ def test_restore_refuses_bad_requests_and_changes_nothing(
 )
 def test_a_point_in_time_is_a_log_entry_id_or_the_last_entry_of_a_millisecond(at: Any, bound: str) -> None:
     assert log_bound(at) == bound
+
+
+@pytest.mark.parametrize("kept", [("full",), ("shallow",)], ids=["full-only", "shallow-only"])
+def test_verify_and_replay_default_to_the_views_the_deployment_keeps(
+    client: redis.Redis, redis_url: str, prefix: str, kept: tuple[str, ...]
+) -> None:
+    saver = StreamSaver(client, prefix=prefix, view=kept[0], projections=kept)
+    saver.setup()
+    checkpoint, versions = new_checkpoint({"a": 1})
+    saver.put(config("t"), checkpoint, {}, versions)
+    other = "shallow" if kept == ("full",) else "full"
+
+    assert verify(client, prefix).views == kept and verify(client, prefix).matches
+    assert cli(redis_url, prefix, "verify") == 0
+    Replayer.open(client, prefix).rebuild()
+    assert cli(redis_url, prefix, "replay") == 0
+    assert not list(client.scan_iter(match=f"{prefix}:{other}:*"))
+    assert verify(client, prefix).matches

@@ -21,6 +21,7 @@ from redis.exceptions import OutOfMemoryError, RedisError
 
 from streamsaver import StreamSaver
 from streamsaver.cli import main
+from streamsaver.errors import InvalidInputError
 from streamsaver.keys import Keyspace, partition_of
 from streamsaver.replay import Replayer
 from streamsaver.worker import ProjectorWorker, WorkerStats, group_name
@@ -153,7 +154,10 @@ def test_running_again_or_redelivering_everything_changes_nothing(
         client.xgroup_setid(keyspace.feed(p), group_name("shallow"), "0")
     again = ProjectorWorker(client, prefix, ["shallow"]).run_burst()
 
-    assert again.read == first.read and again.applied == 0 and again.skipped == first.applied
+    # A deletion leaves no position (nor any key): re-delivered, it purges again, changing nothing.
+    deletions = sum(1 for op in written if op[0] == "delete")
+    assert again.read == first.read and again.applied == deletions
+    assert again.skipped == first.applied - deletions
     assert snapshot(client, prefix) == before
 
 
@@ -374,3 +378,32 @@ def test_a_feed_recreated_without_its_group_is_followed_again(client: redis.Redi
     latest = shallow_reader(client, prefix).get_tuple(config("alpha"))
     assert latest is not None and latest.checkpoint["id"] == checkpoint["id"]
     worker.release()
+
+
+def test_a_deleted_thread_leaves_no_key_behind_the_worker(client: redis.Redis, prefix: str) -> None:
+    writer = StreamSaver(client, prefix=prefix, projections=("full",))
+    play(writer, history(("alpha", "beta"), delete=None))
+    worker = ProjectorWorker(client, prefix, ["shallow"], lease_ms=5000)
+    worker.run_burst()
+    beta_keys = {k for k in client.scan_iter(match=f"{prefix}:*") if b":" + b"beta" in k}
+    assert any(b":pos:" in k for k in beta_keys) and any(b":shallow:" in k for k in beta_keys)
+
+    writer.delete_thread("beta")
+    stats = worker.run_burst()
+
+    assert stats.applied == 1 and stats.dead == 0
+    assert {k for k in client.scan_iter(match=f"{prefix}:*") if b"beta" in k} == set()
+    assert any(b":pos:" in k and b"alpha" in k for k in client.scan_iter(match=f"{prefix}:*"))
+
+
+@pytest.mark.parametrize(
+    ("views", "options"),
+    [("shallow", {}), (["shallow"], {"batch": "5"}), (["shallow"], {"lease_ms": 1.5e3}),
+     (["shallow"], {"poll_ms": None})],
+    ids=["views-a-string", "batch-a-string", "lease-a-float", "poll-none"],
+)
+def test_worker_options_of_the_wrong_type_are_refused_at_construction(
+    client: redis.Redis, prefix: str, views: Any, options: dict[str, Any]
+) -> None:
+    with pytest.raises(InvalidInputError):
+        ProjectorWorker(client, prefix, views, **options)

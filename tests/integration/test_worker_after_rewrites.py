@@ -44,3 +44,27 @@ def test_the_worker_refolds_a_rewritten_thread(client: redis.Redis, prefix: str)
     built = shallow_keys(client, prefix)
     Replayer.open(client, prefix).rebuild(["shallow"])
     assert shallow_keys(client, prefix) == built
+
+
+def test_checkpoints_pruned_before_the_worker_reads_them_are_gone_not_dead_letters(
+    client: redis.Redis, prefix: str
+) -> None:
+    writer = StreamSaver(client, prefix=prefix, projections=("full",))
+    graph = diary(4, Journal).compile(checkpointer=writer)
+    graph.invoke(START, {"configurable": {"thread_id": "b"}})
+    writer.prune(["b"])  # removed checkpoints' entries become ValuesRetained under the same ids
+    log = writer.core.keys.thread("b").log
+    assert any(fields[b"type"] == b"ValuesRetained" for _, fields in client.xrange(log))
+    writer.copy_thread("b", "copy")  # a copied ValuesRetained has a pointer of its own
+    worker = ProjectorWorker(client, prefix, ["shallow"], lease_ms=5000)
+
+    stats = worker.run_burst()
+
+    assert stats.dead == 0 and stats.gone > 0
+    reader = StreamSaver(client, prefix=prefix, view="shallow", projections=("shallow",))
+    for thread_id in ("b", "copy"):
+        config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        assert reader.get_tuple(config) == writer.get_tuple(config)
+    built = shallow_keys(client, prefix)
+    Replayer.open(client, prefix).rebuild(["shallow"])
+    assert shallow_keys(client, prefix) == built

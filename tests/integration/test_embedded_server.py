@@ -1,0 +1,54 @@
+"""`EmbeddedRedis` uses only the server process it spawned: another server already on the port
+is refused (not used, nor shut down by `stop`), and a free port taken before the server binds
+it is replaced by another."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from streamsaver import embedded
+from streamsaver.embedded import EmbeddedRedis
+from streamsaver.errors import EmbeddedServerError
+
+
+@pytest.fixture
+def foreign() -> Iterator[EmbeddedRedis]:
+    with EmbeddedRedis(modules=False) as server:
+        yield server
+
+
+def test_a_port_held_by_another_server_is_refused_and_that_server_left_running(foreign: EmbeddedRedis) -> None:
+    with pytest.raises(EmbeddedServerError, match="held by another process"):
+        EmbeddedRedis(port=foreign.port, modules=False).start()
+
+    assert redis.Redis(port=foreign.port).ping()
+
+
+def test_a_chosen_port_taken_before_the_server_binds_it_is_replaced(
+    foreign: EmbeddedRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The race made certain: the port the server is first given is one another server holds.
+    choices = iter([foreign.port])
+    real_free_port = embedded.free_port
+    monkeypatch.setattr(embedded, "free_port", lambda: next(choices, None) or real_free_port())
+
+    with EmbeddedRedis(modules=False) as server:
+        client = redis.Redis.from_url(server.url)
+        assert server.port != foreign.port
+        assert server.process is not None and int(client.info("server")["process_id"]) == server.process.pid
+
+    assert redis.Redis(port=foreign.port).ping()
+
+
+def test_a_port_held_by_a_silent_listener_is_refused_with_a_clear_error() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+
+        with pytest.raises(EmbeddedServerError, match="held by another process"):
+            EmbeddedRedis(port=port, modules=False, startup_timeout=10).start()

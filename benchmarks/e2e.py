@@ -168,9 +168,12 @@ def run_e2e(ctx: Context) -> list[str]:
         "### Sync `invoke`",
         "",
     ]
-    with ctx.environment("e2e-sync") as env:
-        lines += _sync_section(ctx, env, ctx.pick(api="sync"))
-    lines += ["### Async `ainvoke`, concurrent threads", ""]
-    with ctx.environment("e2e-async") as env:
-        lines += _async_section(ctx, env, ctx.pick(api="async"))
+    # a --savers choice may hold savers of one kind only: the other table is left out
+    if sync_specs := ctx.pick(api="sync"):
+        with ctx.environment("e2e-sync") as env:
+            lines += _sync_section(ctx, env, sync_specs)
+    if async_specs := ctx.pick(api="async"):
+        lines += ["### Async `ainvoke`, concurrent threads", ""]
+        with ctx.environment("e2e-async") as env:
+            lines += _async_section(ctx, env, async_specs)
     return lines

@@ -238,3 +238,101 @@ def test_a_retried_put_of_a_delta_is_logged_once(saver: StreamSaver, client: red
     again = saver.put(parent.parent_config, last, {"step": 2, "run_id": "r0"}, versions)
     assert again["configurable"]["checkpoint_id"] == ids[-1]
     assert client.xlen(log) == length
+
+
+def _by_id(saver: StreamSaver, thread: str, ns: str, cid: str) -> tuple[Any, ...]:
+    got = saver.get_tuple(config(thread, ns, cid))
+    assert got is not None, (thread, ns, cid)
+    parent = got.parent_config["configurable"]["checkpoint_id"] if got.parent_config else None
+    return got.checkpoint["channel_values"], got.metadata, parent, got.pending_writes
+
+
+def test_a_fork_in_time_of_a_delta_thread_reads_as_its_source_and_both_go_on(
+    saver: StreamSaver, client: redis.Redis, prefix: str
+) -> None:
+    _, last, ids = _grow(saver, "src", 12)
+    # late writes to checkpoints before the fork point, logged after later checkpoints
+    for n in (2, 5):
+        saver.put_writes(config("src", "", ids[n]), [("messages", [f"late{n}"])], f"task{n}")
+    other = StreamSaver(client, prefix=prefix)  # a second process forks
+    other.copy_thread("src", "fork", until=ids[6])
+    assert [t.config["configurable"]["checkpoint_id"] for t in saver.list(config("fork"))] == ids[6::-1]
+    for cid in ids[:7]:
+        assert _by_id(saver, "fork", "", cid) == _by_id(saver, "src", "", cid)
+    # both threads go on, each from its own head, by both savers: no delta links across threads
+    fork_head = saver.get_tuple(config("fork"))
+    assert fork_head is not None
+    _, _, fork_ids = _grow(other, "fork", 3, fork_head.checkpoint, 7)
+    _, _, src_ids = _grow(saver, "src", 3, last, 12)
+    _, _, fork_ids2 = _grow(saver, "fork", 3, saver.get_tuple(config("fork")).checkpoint, 10)  # type: ignore[union-attr]
+    assert any(t.startswith("delta:") for t in _stored_types(client, saver, "fork")[7:]), "the fork goes on in deltas"
+    for thread in ("src", "fork"):
+        log = saver.core.keys.thread(thread).log
+        own = {entry_id for entry_id, _ in client.xrange(log)}
+        for _, fields in client.xrange(log):
+            for key, value in fields.items():
+                if key.startswith(b"c:"):
+                    _, _, type_, data = unpack(value)
+                    if type_.startswith(b"delta:"):
+                        assert unpack(data)[0] in own, f"a delta of {thread} links outside its log"
+    assert _whole_history(saver, "fork") == _expected(13)
+    assert _whole_history(saver, "src") == _expected(15)
+    listed = {(t.config["configurable"]["thread_id"], t.config["configurable"]["checkpoint_id"]): t
+              for t in saver.list(None)}
+    for thread, cids in (("src", ids + src_ids), ("fork", ids[:7] + fork_ids + fork_ids2)):
+        for cid in cids:
+            one = listed[(thread, cid)]
+            values, metadata, _parent, writes = _by_id(saver, thread, "", cid)
+            assert (one.checkpoint["channel_values"], one.metadata, one.pending_writes) == (values, metadata, writes)
+
+
+def test_the_history_of_a_delta_channel_equals_the_base_class_walk(saver: StreamSaver) -> None:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    _, _, ids = _grow(saver, "t", 12)
+    for n in (3, 9):
+        saver.put_writes(config("t", "", ids[n]), [("messages", [f"w{n}"]), ("step", n)], f"task{n}")
+    for cid in (None, ids[11], ids[8], ids[1]):
+        cfg = config("t", "", cid)
+        native = saver.get_delta_channel_history(config=cfg, channels=["messages", "step"])
+        walked = BaseCheckpointSaver.get_delta_channel_history(saver, config=cfg, channels=["messages", "step"])
+        assert native == walked, cid
+
+
+@pytest.mark.parametrize("strategy", ["prune", "runs"])
+def test_subscriber_payloads_after_a_compaction_are_whole_or_gone(
+    saver: StreamSaver, client: redis.Redis, strategy: str
+) -> None:
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from streamsaver.feed_event import FeedEvent
+
+    _, _, ids = _grow(saver, "t", 14)
+    log = saver.core.keys.thread("t").log
+    before = [(entry_id.decode(), fields[b"cid"].decode()) for entry_id, fields in client.xrange(log) if b"cid" in fields
+              and channel_field("messages") in fields]
+    if strategy == "prune":
+        saver.prune(["t"])
+        survivors = {ids[-1]}
+    else:
+        saver.delete_for_runs(["r0", "r2"])  # steps 0-3 and 8-11
+        survivors = set(ids[4:8] + ids[12:])
+
+    class Source:
+        def fetch_entry(self, log_key: str, log_id: str) -> dict[bytes, bytes]:
+            found = client.xrange(log_key, log_id, log_id)
+            return found[0][1] if found else {}
+
+        async def afetch_entry(self, log_key: str, log_id: str) -> dict[bytes, bytes]:
+            return self.fetch_entry(log_key, log_id)
+
+    for step, (entry_id, cid) in enumerate(before):
+        event = FeedEvent(
+            type_="CheckpointSaved", thread_id="t", checkpoint_ns="", checkpoint_id=cid, partition=0,
+            feed_id="0-1", log_id=entry_id, log_key=log, deliveries=1, serde=JsonPlusSerializer(), source=Source(),
+        )
+        payload = event.payload()
+        if cid in survivors:
+            assert payload is not None and payload["checkpoint"]["channel_values"]["messages"] == _messages(step + 1)
+        else:
+            assert payload is None, step

@@ -1,13 +1,13 @@
-"""Append-only list deltas: a channel value stored as the elements added since its previous
-version. Pure, no I/O.
+"""Append-only list deltas: a channel value stored as the elements added since a full value
+of the same channel (its *base*). Pure, no I/O.
 
 LangGraph hands the saver the whole ``messages`` list at every step; the log would keep every
-version of it. When the new value's msgpack array (serde type ``msgpack``) is the previous
-stored value's array with elements added at the end, the log stores only those elements:
+version of it. When the new value's msgpack array (serde type ``msgpack``) is the base's array
+with elements added at the end, the log stores only those elements:
 
 * stored type ``delta:<stored type of the elements>`` (``delta:msgpack`` or
   ``delta:zstd:msgpack``: the added elements compressed when that pays);
-* stored data: a `codec.pack` of the previous entry's id (the *link*), that entry's channel
+* stored data: a `codec.pack` of the linked entry's id (the *link*), that entry's channel
   version (JSON) and the size of its stored field, the new element count, and the elements.
 
 The link and the checks sit before the (maybe compressed) elements so that a Lua script can
@@ -17,8 +17,11 @@ minimal form, as msgpack writes it; a value whose header is not minimal is never
 delta) then the base's elements then each delta's. msgpack is self-delimiting, so a body that
 starts with the previous body's bytes starts with its elements: no element is parsed.
 
-A chain holds at most `MAX_LINKS` deltas after its full value (a read follows ≤ 8 entries);
-readers refuse longer ones (`READ_LIMIT`, also in ``_read.lua``).
+The writer (`streamsaver.saver.delta_plan`) links every delta straight to its base, so a read
+follows one link, and stores every `MAX_LINKS` + 1-th version whole. The format does not say
+what the link holds: writers before base links linked each delta to the version before, a
+chain of up to `MAX_LINKS` links; `join` and the read scripts follow any chain up to
+`READ_LIMIT` links, so those logs read unchanged.
 """
 
 from __future__ import annotations
@@ -36,10 +39,11 @@ MARK = "delta:"
 """The stored type prefix of a delta."""
 
 MAX_LINKS = 7
-"""Deltas after a full value before the next full one: a read follows at most 8 entries."""
+"""Deltas linked to one full value before the next full one (every 8th version is whole)."""
 
 READ_LIMIT = 64
-"""The longest chain a reader follows (a bound on damage, not a layout: writers stop at 8)."""
+"""The longest chain a reader follows (a bound on damage, not a layout: writers link one hop,
+and older writers at most `MAX_LINKS`)."""
 
 DELTA_TYPE = "msgpack"
 """The only serde type stored as deltas (JsonPlusSerializer's msgpack form)."""

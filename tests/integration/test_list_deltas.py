@@ -1,8 +1,9 @@
 """A list channel that only grows is stored as deltas; every reader sees the whole value.
 
 The log keeps, for most versions of an append-only msgpack list (LangGraph's ``messages``), only
-the elements added since the version before, linked to the entry holding it, with a full value
-every 8 versions (`streamsaver.deltas`). What a reader gets back must be what was put, byte for
+the elements added since the last full value (the base), linked to the entry holding it, with a
+full value every 8 versions (`streamsaver.deltas`); logs written before base links hold chains
+of links to the version before, which readers still follow. What a reader gets back must be what was put, byte for
 byte through the serde; and a delta must never point at something the log does not hold: a
 saver whose memory is stale (another writer, a deleted, pruned, copied or restored thread) gets
 ``SSBASE`` from the append and sends the full value instead.
@@ -19,9 +20,10 @@ from helpers import config, new_checkpoint
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.base import Checkpoint
 
-from streamsaver import StreamSaver
-from streamsaver.codec import unpack
-from streamsaver.events import channel_field
+from streamsaver import StreamSaver, compression, deltas
+from streamsaver.codec import pack, unpack
+from streamsaver.events import Blob, channel_field
+from streamsaver.saver import reads
 
 TEXT = " ".join(["agent", "tool", "call", "result", "graph", "node", "message", "redis"] * 12)
 
@@ -146,7 +148,7 @@ def test_compacting_a_log_keeps_every_surviving_value_readable_and_puts_go_on(
         saver.retain(["t"], keep_last=3)
         survivors = 3
     else:
-        saver.delete_for_runs(["r0"])  # steps 0-3: the links of the deltas of steps 4-7
+        saver.delete_for_runs(["r0"])  # steps 0-3: step 0 is the base the deltas of steps 4-7 link to
         survivors = 8
     assert _whole_history(saver, "t") == _expected(12)[:survivors]
     _grow(saver, "t", 2, last, 12)  # the remembered links may be gone: SSBASE, then full values
@@ -336,3 +338,63 @@ def test_subscriber_payloads_after_a_compaction_are_whole_or_gone(
             assert payload is not None and payload["checkpoint"]["channel_values"]["messages"] == _messages(step + 1)
         else:
             assert payload is None, step
+
+
+def _channel_entries(client: redis.Redis, saver: Any, thread: str) -> list[tuple[str, dict[bytes, bytes], list[bytes]]]:
+    """(entry id, fields, the unpacked stored field of `messages`) of each entry holding it."""
+    field = channel_field("messages")
+    return [
+        (entry_id.decode(), fields, unpack(fields[field]))
+        for entry_id, fields in client.xrange(saver.core.keys.thread(thread).log)
+        if field in fields
+    ]
+
+
+def test_every_delta_links_to_its_base_and_a_read_follows_one_link(saver: StreamSaver, client: redis.Redis) -> None:
+    messages, _, ids = _grow(saver, "t", 10)
+    entries = _channel_entries(client, saver, "t")
+    # The 8th version (7 deltas after its base): the read script returns exactly one link, the
+    # base's entry (the chain before base links: 7).
+    [row] = client.execute_command(*reads.get_request(saver.core.keys, "full", config("t", "", ids[7])))
+    assert [entry for entry, _ in reads.links_of(row[4])] == [entries[0][0].encode()]
+    got = saver.get_tuple(config("t", "", ids[7]))
+    assert got is not None and got.checkpoint["channel_values"]["messages"] == messages[:16]
+    base = ""
+    for entry_id, _, (_, _, type_, data) in entries:
+        if not deltas.is_delta(type_.decode()):
+            base = entry_id
+        else:
+            assert deltas.split(type_.decode(), data).link == base  # the last full value's entry
+
+
+def test_chains_of_links_to_the_version_before_stay_readable(saver: StreamSaver, client: redis.Redis) -> None:
+    # Writers before base links stored each delta against the version before: a chain of up to
+    # 7 links. Rewrite this log's deltas that way (same ids, so the views still point at them).
+    messages, _, ids = _grow(saver, "t", 10)
+    log = saver.core.keys.thread("t").log
+    field = channel_field("messages")
+    entries = _channel_entries(client, saver, "t")
+    held = {entry_id: fields[field] for entry_id, fields, _ in entries}
+    whole = {e: compression.joined(Blob(t.decode(), d), held.get) for e, _, (_, _, t, d) in entries}
+    rewritten: dict[str, dict[bytes, bytes]] = {}
+    previous: tuple[str, bytes, bytes, int] | None = None  # entry, version, stored field, header length
+    for entry_id, fields, (channel, version, type_, _) in entries:
+        count, start = deltas.read_header(whole[entry_id].data)  # type: ignore[misc]
+        stored = fields[field]
+        if deltas.is_delta(type_.decode()) and previous is not None:
+            link, link_version, link_field, link_start = previous
+            added = whole[entry_id].data[start + len(whole[link].data) - link_start :]
+            dtype, ddata = deltas.encode(link, link_version, len(link_field), count, "msgpack", added)
+            stored = pack([channel, version, dtype.encode(), ddata])
+        rewritten[entry_id] = {**fields, field: stored}
+        previous = (entry_id, version, stored, start)
+    all_entries = client.xrange(log)
+    client.delete(log)
+    for entry_id, fields in all_entries:
+        client.xadd(log, rewritten.get(entry_id.decode(), fields), id=entry_id)
+    links = [deltas.split(t.decode(), d).link for _, _, (_, _, t, d) in _channel_entries(client, saver, "t") if deltas.is_delta(t.decode())]
+    assert links == [e for e, _, _ in entries[:7]] + [entries[8][0]]  # a chain, 7 links long at the 8th version
+    for n, cid in enumerate(ids):
+        one = saver.get_tuple(config("t", "", cid))
+        assert one is not None and one.checkpoint["channel_values"]["messages"] == messages[: 2 * (n + 1)]
+    assert _whole_history(saver, "t") == _expected(10)

@@ -51,7 +51,7 @@ class Log:
         blob = plan.blob("messages", self.version, *SERDE.dumps_typed(value))
         entry = f"{self.version}-0"
         self.fields[entry] = encode_channel_value(ChannelValue("messages", self.version, blob))
-        if "messages" in plan.pending:
+        if "messages" in plan.pending and not deltas.is_delta(blob.type):
             assert plan.pending["messages"].size == len(self.fields[entry])
         self.memory.commit(plan, entry)
         return blob
@@ -90,10 +90,79 @@ def test_array_headers_change_size_at_16_and_65536_elements(sizes: tuple[int, ..
     assert deltas.is_delta(blob.type)
 
 
-def test_a_full_value_every_eight_versions() -> None:
+def _growing(steps: int, base: int = 5000, step: int = 100) -> list[list[str]]:
+    """Lists that grow by one small element a step after a large first one (deltas stay small
+    next to the base, so only the cadence starts new bases)."""
+    rng = random.Random(steps)
+    elements = ["".join(rng.choice("abcdefghij") for _ in range(base if n == 0 else step)) for n in range(steps)]
+    return [elements[: n + 1] for n in range(steps)]
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_every_delta_links_to_the_last_full_value_and_holds_everything_since(compress: bool) -> None:
     log = Log()
-    kinds = [deltas.is_delta(log.put([f"{n} " * 100 for n in range(step + 1)]).type) for step in range(20)]
-    assert [i for i, k in enumerate(kinds) if not k] == [0, 8, 16]
+    values = _growing(20)
+    blobs = [log.put(value, compress) for value in values]
+    full = [i for i, b in enumerate(blobs) if not deltas.is_delta(b.type)]
+    assert full == list(range(0, 20, deltas.MAX_LINKS + 1)) == [0, 8, 16]
+    for i, blob in enumerate(blobs):
+        if i in full:
+            continue
+        base = max(f for f in full if f < i)
+        delta = deltas.split(blob.type, blob.data)
+        assert delta.link == f"{base + 1}-0"  # the base's entry, not the version before
+        assert delta.count == len(values[i])
+        elements = compression.expand(Blob(delta.elements_type, delta.elements)).data
+        assert elements == b"".join(ormsgpack.packb(e) for e in values[i][len(values[base]):])
+        followed: list[str] = []
+        joined = compression.joined(blob, lambda link: followed.append(link) or log.fields.get(link))
+        assert followed == [delta.link]  # a read follows one link
+        assert (joined.type, joined.data) == SERDE.dumps_typed(values[i])
+
+
+def test_a_list_edited_after_the_base_is_still_a_delta() -> None:
+    log = Log()
+    values = _growing(4)
+    for value in values:
+        log.put(value)
+    edited = [*values[-1][:-1], "an edited last element"]  # after the base's end
+    blob = log.put(edited)
+    assert deltas.is_delta(blob.type) and log.read(blob) == SERDE.dumps_typed(edited)
+    inside = ["an edited base", *values[-1][1:]]
+    assert not deltas.is_delta(log.put(inside).type)
+
+
+@pytest.mark.parametrize("at", [2, 8])
+def test_a_retried_put_stores_what_the_first_try_stored(at: int) -> None:
+    log = Log()
+    values = _growing(10)
+    blobs = [log.put(value) for value in values[: at + 1]]
+    log.version -= 1  # the same version again, after the first try was logged
+    again = log.put(values[at])
+    assert again == blobs[at]
+    assert deltas.is_delta(again.type) == (at % (deltas.MAX_LINKS + 1) != 0)
+    nxt = log.put(values[at + 1])
+    base = at - at % (deltas.MAX_LINKS + 1)
+    assert deltas.is_delta(nxt.type) and deltas.split(nxt.type, nxt.data).link == f"{base + 1}-0"
+
+
+def test_a_reader_follows_a_chain_of_links_to_versions_before_as_older_writers_stored() -> None:
+    # Writers before base links linked each delta to the version before (up to 7 links).
+    values = _growing(8)
+    fields: dict[str, bytes] = {}
+    for i, value in enumerate(values):
+        _, data = SERDE.dumps_typed(value)
+        if i == 0:
+            blob = Blob(*SERDE.dumps_typed(value))
+        else:
+            added = b"".join(ormsgpack.packb(e) for e in value[len(values[i - 1]):])
+            link = f"{i}-0"
+            blob = Blob(*deltas.encode(link, b"%d" % i, len(fields[link]), len(value), "msgpack", added))
+        fields[f"{i + 1}-0"] = encode_channel_value(ChannelValue("messages", i + 1, blob))
+    followed: list[str] = []
+    joined = compression.joined(blob, lambda link: followed.append(link) or fields.get(link))
+    assert followed == [f"{n}-0" for n in range(7, 0, -1)]
+    assert (joined.type, joined.data) == SERDE.dumps_typed(values[-1])
 
 
 def test_values_that_are_not_msgpack_arrays_are_stored_whole() -> None:
@@ -152,8 +221,8 @@ def test_the_memory_compares_values_by_a_digest_keyed_with_its_own_secret() -> N
     for memory in (DeltaMemory(), DeltaMemory()):
         plan = memory.plan("t", "", False)
         plan.blob("messages", 1, type_, data)
-        [(end, digest)] = plan.pending["messages"].stretches
-        assert end == len(body)
-        digests.append(digest)
+        held = plan.pending["messages"]
+        assert held.end == len(body)
+        digests.append(held.digest)
     assert hash(body) not in digests
     assert digests[0] != digests[1]

@@ -32,7 +32,8 @@ from streamsaver import deltas
 from streamsaver.events import Blob
 
 __all__ = [
-    "LEVEL", "LOAD_ERRORS", "MIN_BYTES", "expand", "joined", "keep", "load", "load_linked", "load_stored", "shrink",
+    "LEVEL", "LOAD_ERRORS", "MIN_BYTES", "expand", "joined", "keep", "load", "load_linked", "load_stored",
+    "remembering_expand", "shrink",
 ]
 
 MIN_BYTES = 512
@@ -171,14 +172,32 @@ def load_stored(serde: SerializerProtocol, type_name: str, data: bytes) -> Any:
     return serde.loads_typed(_serde_form(type_name, data))
 
 
-def load_linked(serde: SerializerProtocol, type_name: str, data: bytes, links: deltas.Lookup) -> Any:
+def load_linked(
+    serde: SerializerProtocol, type_name: str, data: bytes, links: deltas.Lookup, expand: deltas.Expand | None = None
+) -> Any:
     """`load_stored` of a channel value that may be a delta (`streamsaver.deltas`), whose links
-    `links` finds: the one place every reader joins a delta.
+    `links` finds: the one place every reader joins a delta. `expand` (default: expand anew)
+    may be a `remembering_expand` shared by the values of one read.
 
     Raises:
         ValueError: a corrupt payload or a broken chain; and whatever `serde.loads_typed` raises.
     """
-    return serde.loads_typed(deltas.join(type_name, data, links, _serde_form))
+    return serde.loads_typed(deltas.join(type_name, data, links, expand or _serde_form))
+
+
+def remembering_expand() -> deltas.Expand:
+    """An expand for `load_linked` that expands each stored payload once: the rows of one read
+    (a page of a thread) join with the same base, a large value to decompress again per row."""
+    seen: dict[tuple[str, bytes], tuple[str, bytes]] = {}
+
+    def expand(type_name: str, data: bytes) -> tuple[str, bytes]:
+        key = (type_name, data)
+        found = seen.get(key)
+        if found is None:
+            found = seen[key] = _serde_form(type_name, data)
+        return found
+
+    return expand
 
 
 def joined(blob: Blob, links: deltas.Lookup) -> Blob:

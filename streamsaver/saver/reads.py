@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple, PendingWrite, writes_sort_key
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from streamsaver import compression
+from streamsaver import compression, deltas
 from streamsaver.codec import unpack
 from streamsaver.errors import PayloadDecodeError
 from streamsaver.events import channel_field
@@ -121,9 +121,17 @@ def links_of(flat: Sequence[bytes] | None) -> Links:
     return {(flat[i], flat[i + 1]): flat[i + 2] for i in range(0, len(flat), 3)}
 
 
-def load_value(serde: SerializerProtocol, channel: str, type_: bytes, data: bytes, links: Links) -> Any:
+def load_value(
+    serde: SerializerProtocol,
+    channel: str,
+    type_: bytes,
+    data: bytes,
+    links: Links,
+    expand: deltas.Expand | None = None,
+) -> Any:
     """A stored channel value loaded by `serde`, joined when it is a delta (`links` holds its
-    chain): what every reader of channel values calls.
+    chain; `expand`, as `compression.load_linked` takes it): what every reader of channel
+    values calls.
 
     Raises:
         ValueError: a corrupt payload or a broken chain; and whatever `serde.loads_typed` raises.
@@ -131,7 +139,9 @@ def load_value(serde: SerializerProtocol, channel: str, type_: bytes, data: byte
     if not type_.startswith(b"delta:"):
         return _load(serde, type_.decode(), data)
     field = channel_field(channel)
-    return compression.load_linked(serde, type_.decode(), data, lambda link: links.get((link.encode(), field)))
+    return compression.load_linked(
+        serde, type_.decode(), data, lambda link: links.get((link.encode(), field)), expand
+    )
 
 
 def _channel_values(
@@ -141,6 +151,7 @@ def _channel_values(
     payloads: Sequence[bytes | None],
     entry_ids: Sequence[bytes],
     links: Links,
+    expand: deltas.Expand,
 ) -> dict[str, Any]:
     """Channel values from the payloads the refs point at (`events.encode_channel_value`
     packings); a payload of another version than the checkpoint names (possible only in the
@@ -153,13 +164,15 @@ def _channel_values(
             channel_bytes, version, type_, data = unpack(payload)
             channel = channel_bytes.decode("utf-8", "surrogatepass")
             if channel in versions and versions[channel] == orjson.loads(version) and type_ != b"empty":
-                values[channel] = load_value(serde, channel, type_, data, links)
+                values[channel] = load_value(serde, channel, type_, data, links, expand)
         except _DECODE_ERRORS as exc:
             raise reading.failed(entry_id, "a channel value", exc) from exc
     return values
 
 
-def _decode_row(serde: SerializerProtocol, row: Sequence[Any], known: dict[str, Links]) -> CheckpointTuple:
+def _decode_row(
+    serde: SerializerProtocol, row: Sequence[Any], known: dict[str, Links], expand: deltas.Expand
+) -> CheckpointTuple:
     raw_doc, payloads, writes, entry_ids = row[:4]
     doc = orjson.loads(raw_doc)
     reading = Reading(doc)
@@ -175,7 +188,7 @@ def _decode_row(serde: SerializerProtocol, row: Sequence[Any], known: dict[str, 
     except _DECODE_ERRORS as exc:
         raise reading.failed(entry_ids[0] if entry_ids else None, "the checkpoint body", exc) from exc
     body["channel_values"] = _channel_values(
-        serde, reading, body.get("channel_versions", {}), payloads[1:], entry_ids[1:], links
+        serde, reading, body.get("channel_versions", {}), payloads[1:], entry_ids[1:], links, expand
     )
     identity = {"thread_id": doc["thread_id"], "checkpoint_ns": doc["checkpoint_ns"]}
     parent = doc.get("parent_checkpoint_id")
@@ -197,7 +210,8 @@ def decode_rows(serde: SerializerProtocol, rows: Sequence[Any]) -> list[Checkpoi
             the serde; the error names the log entry. Other rows and other threads are unaffected.
     """
     known: dict[str, Links] = {}
-    return [_decode_row(serde, row, known) for row in rows]
+    expand = compression.remembering_expand()  # the rows of a thread share their deltas' bases
+    return [_decode_row(serde, row, known, expand) for row in rows]
 
 
 def _text(value: Any) -> str:

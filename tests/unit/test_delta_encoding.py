@@ -226,3 +226,16 @@ def test_the_memory_compares_values_by_a_digest_keyed_with_its_own_secret() -> N
         digests.append(held.digest)
     assert hash(body) not in digests
     assert digests[0] != digests[1]
+
+
+def test_one_read_expands_a_shared_base_once_and_joins_as_a_fresh_expand_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    serde = JsonPlusSerializer()
+    stored = compression.shrink(Blob(*serde.dumps_typed([f"message {n} " * 40 for n in range(60)])))
+    assert stored.type.startswith("zstd:"), "the base is stored compressed"
+    calls: list[bytes] = []
+    real = compression._decompress
+    monkeypatch.setattr(compression, "_decompress", lambda data: calls.append(data) or real(data))
+    expand = compression.remembering_expand()
+    first, second = expand(stored.type, stored.data), expand(stored.type, bytes(stored.data))
+    assert first == second == compression._serde_form(stored.type, stored.data)
+    assert len(calls) == 2, "two expands of one read decompress once (the third call is the check's)"

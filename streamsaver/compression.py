@@ -36,10 +36,13 @@ __all__ = [
     "remembering_expand", "shrink",
 ]
 
-MIN_BYTES = 512
-"""Smaller payloads are stored as they are: below this, compression saves little and costs a call.
-At 512, a step's checkpoint body (~580 bytes, to ~300) and the write of its new messages (~700,
-to ~340) compress too: ~0.6 KiB less per checkpoint than at 1 KiB."""
+MIN_BYTES = 4096
+"""Smaller payloads are stored as they are. A step's body, its writes and the deltas of a growing
+list (`streamsaver.deltas`) are below it; whole lists are above. At 512 those small payloads
+compressed too (7.8 KiB a checkpoint of the benchmark's conversation, against 9.0 at 4096),
+but each compression releases the GIL, and on LangGraph's sync loop, where `put` runs on a pool
+thread beside the next superstep, getting it back can wait for the switch interval: the agent
+loop ran 5-12% more supersteps a second at 4096 (alternated runs, benchmarks/README.md)."""
 
 LEVEL = 3
 """zstd's default level: ratio close to zlib's level 6 at a sixth of its cost."""

@@ -53,7 +53,7 @@ def test_ordinary_type_names_are_stored_unchanged_so_old_logs_read_the_same() ->
 def test_each_stored_payload_is_one_whole_frame_from_any_thread() -> None:
     """Compressors are reused frame after frame, shared by every thread (one call at a time): no
     frame may carry another's bytes, however the threads interleave."""
-    blobs = [Blob("msgpack", os.urandom(48) * (k + 12)) for k in range(60)]
+    blobs = [Blob("msgpack", os.urandom(48) * (k + MIN_BYTES // 48 + 1)) for k in range(60)]
     with ThreadPoolExecutor(4) as pool:
         for _ in range(4):
             for blob, stored in zip(blobs, pool.map(shrink, blobs)):

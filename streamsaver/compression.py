@@ -32,7 +32,7 @@ from streamsaver import deltas
 from streamsaver.events import Blob
 
 __all__ = [
-    "LEVEL", "LOAD_ERRORS", "MIN_BYTES", "expand", "joined", "keep", "load", "load_linked", "load_stored",
+    "LEVEL", "LOAD_ERRORS", "MIN_BYTES", "expand", "is_compressed", "joined", "keep", "load", "load_linked", "load_stored",
     "remembering_expand", "shrink",
 ]
 
@@ -144,6 +144,11 @@ def keep(blob: Blob) -> Blob:
     if blob.type.startswith((_ZSTD, _RAW, deltas.MARK)):
         return Blob(_RAW + blob.type, blob.data)
     return blob
+
+
+def is_compressed(blob: Blob) -> bool:
+    """Whether `blob` (as stored) holds a compressed payload."""
+    return blob.type.startswith(_ZSTD)
 
 
 def expand(blob: Blob) -> Blob:

@@ -32,6 +32,7 @@ from streamsaver.events import (
     ThreadDeleted,
     ValuesRetained,
     WritesSaved,
+    decode_channel_value,
     encode_channel_value,
     from_fields,
     to_fields,
@@ -250,7 +251,11 @@ def _whole(
             link = deltas.split(cv.blob.type, cv.blob.data).link
             if entry_id == "*" or written.get((link, cv.channel)) != original.get((link, cv.channel)):
                 whole = compression.joined(cv.blob, lambda at: original.get((at, cv.channel)))
-                cv = ChannelValue(cv.channel, cv.version, compression.shrink(whole))
+                # Stored as the writer stored the base: a saver made with compression=None
+                # never finds a compressed payload in its log after a rewrite.
+                base = original.get((link, cv.channel))
+                compressed = base is not None and compression.is_compressed(decode_channel_value(base).blob)
+                cv = ChannelValue(cv.channel, cv.version, (compression.shrink if compressed else compression.keep)(whole))
         except ValueError as exc:
             raise PayloadDecodeError(f"cannot join the delta of channel {cv.channel!r}: {exc}", event_id=entry_id) from exc
     if entry_id != "*":

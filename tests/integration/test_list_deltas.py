@@ -155,6 +155,21 @@ def test_compacting_a_log_keeps_every_surviving_value_readable_and_puts_go_on(
     assert _whole_history(saver, "t")[:3] == _expected(14)[:3]
 
 
+@pytest.mark.parametrize("compress", ["zstd", None])
+def test_a_rewrite_stores_joined_values_compressed_only_as_the_writer_did(
+    client: redis.Redis, prefix: str, compress: str | None
+) -> None:
+    saver = StreamSaver(client, prefix=prefix, compression=compress)
+    saver.setup()
+    _grow(saver, "t", 12)
+    saver.delete_for_runs(["r0"])  # drops the base of the deltas of steps 4-7: they are stored whole
+    saver.copy_thread("t", "copy")  # every delta is stored whole under new ids
+    for thread in ("t", "copy"):
+        types = _stored_types(client, saver, thread)
+        assert any(t.startswith("zstd:") for t in types) == (compress is not None)
+        assert _whole_history(saver, thread) == _expected(12)[:8]
+
+
 def test_copy_and_restore_store_whole_values(saver: StreamSaver, client: redis.Redis) -> None:
     from streamsaver.restore import restore_thread
 

@@ -199,6 +199,8 @@ def remembering_expand() -> deltas.Expand:
     seen: dict[tuple[str, bytes], tuple[str, bytes]] = {}
 
     def expand(type_name: str, data: bytes) -> tuple[str, bytes]:
+        if not type_name.startswith(_ZSTD):
+            return _serde_form(type_name, data)  # nothing to save: keep no reference to it
         key = (type_name, data)
         found = seen.get(key)
         if found is None:

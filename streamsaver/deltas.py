@@ -135,7 +135,7 @@ def join(type_name: str, data: bytes, lookup: Lookup, expand: Expand) -> tuple[s
     """
     if not is_delta(type_name):
         return expand(type_name, data)
-    pieces: list[bytes] = []
+    pieces: list[bytes | memoryview] = []
     total = -1
     while is_delta(type_name):
         if len(pieces) >= READ_LIMIT:
@@ -160,7 +160,7 @@ def join(type_name: str, data: bytes, lookup: Lookup, expand: Expand) -> tuple[s
     header = read_header(base)
     if base_type != DELTA_TYPE or header is None:
         raise ValueError("the base of a delta is not a msgpack array")
-    pieces.append(base[header[1]:])
+    pieces.append(memoryview(base)[header[1]:])  # not copied before the join: a base is most of a value
     pieces.append(array_header(total))
     pieces.reverse()
     return DELTA_TYPE, b"".join(pieces)

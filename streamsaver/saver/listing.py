@@ -206,8 +206,10 @@ class ListPager:
         before_id = str(((before or {}).get("configurable") or {}).get("checkpoint_id") or "")
         only = str((config or {}).get("configurable", {}).get("checkpoint_id") or "")
         indexes = tuple(targets) if targets else (IndexTarget(keyspace.index(view)),)
+        # the newest guess places a first window across threads; a listing of one thread has none
+        top = _newest_guess() if thread_id is None else 0
         return cls(keyspace, view, serde, thread_id, ns, dict(filter or {}), before_id, limit, indexes, before_id,
-                   _newest_guess(), hints, only)
+                   top, hints, only)
 
     @property
     def _want(self) -> int:

@@ -137,7 +137,11 @@ def load_value(
         ValueError: a corrupt payload or a broken chain; and whatever `serde.loads_typed` raises.
     """
     if not type_.startswith(b"delta:"):
-        return _load(serde, type_.decode(), data)
+        # A base read as a row's own value (a page holding it) is the one the deltas of the
+        # read's other rows join with: the read's `expand` decompresses it once for both.
+        if expand is None:
+            return _load(serde, type_.decode(), data)
+        return serde.loads_typed(expand(type_.decode(), data))
     field = channel_field(channel)
     return compression.load_linked(
         serde, type_.decode(), data, lambda link: links.get((link.encode(), field)), expand

@@ -413,3 +413,18 @@ def test_chains_of_links_to_the_version_before_stay_readable(saver: StreamSaver,
         one = saver.get_tuple(config("t", "", cid))
         assert one is not None and one.checkpoint["channel_values"]["messages"] == messages[: 2 * (n + 1)]
     assert _whole_history(saver, "t") == _expected(10)
+
+
+def test_a_page_holding_a_base_and_its_deltas_decompresses_each_payload_once(
+    saver: StreamSaver, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    messages, _, _ = _grow(saver, "t", 12)
+    types = _stored_types(client, saver, "t")
+    assert types[8].startswith("zstd:") and types[9].startswith("delta:"), "a compressed base, then deltas on it"
+    frames: list[bytes] = []
+    real = compression._decompress
+    monkeypatch.setattr(compression, "_decompress", lambda data: frames.append(data) or real(data))
+    listed = list(saver.list(config("t"), limit=5))
+    assert [len(t.checkpoint["channel_values"]["messages"]) for t in listed] == [24, 22, 20, 18, 16]
+    assert listed[0].checkpoint["channel_values"]["messages"] == messages
+    assert len(frames) == len(set(frames)), "the base, a row's own value too, is expanded once a read"

@@ -52,8 +52,10 @@ def versioned_field(channel: str, version: str | float) -> str:
     return f"{escape(channel)}:{escape(orjson.dumps(version).decode())}"
 
 
+@lru_cache(maxsize=65536)
 def channel_field(channel: str) -> str:
     """Shallow-view pointer-hash field of one channel's latest value."""
+    # Cached: every checkpoint names every channel, twice in the shallow view's commands.
     return escape(channel)
 
 

@@ -29,10 +29,11 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
     if isinstance(event, CheckpointSaved):
         ns, cid = event.checkpoint_ns, event.checkpoint_id
         ptrs = keys.in_ns(VIEW, "ptrs", ns)
-        refs = [body_field(cid)] + [versioned_field(ch, v) for ch, v in event.channel_versions.items()]
+        body = body_field(cid)
+        refs = [body] + [versioned_field(ch, v) for ch, v in event.channel_versions.items()]
         commands: list[Command] = [
             ("JSON.SET", keys.per_checkpoint(VIEW, "cp", ns, cid), "$", checkpoint_document(event, refs)),
-            (POINT, ptrs, body_field(cid)),
+            (POINT, ptrs, body),
         ]
         if event.values:
             commands.append((POINT_IF_NEW, ptrs, *(versioned_field(cv.channel, cv.version) for cv in event.values)))

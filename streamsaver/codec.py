@@ -32,6 +32,7 @@ __all__ = [
 
 _LEN = struct.Struct(">I")
 _READ_LEN = _LEN.unpack_from
+_PACK_LEN = _LEN.pack
 _UNSAFE = re.compile(rb"[^A-Za-z0-9._-]")
 _SAFE = re.compile(r"[A-Za-z0-9._-]*")
 _TAG_BYTES = 10
@@ -39,11 +40,11 @@ _TAG_BYTES = 10
 
 def pack(parts: Iterable[bytes]) -> bytes:
     """Join byte strings into one, each preceded by its 4-byte length."""
-    out = bytearray()
+    # One join: growing a bytearray and copying it into bytes copied each payload twice.
+    joined: list[bytes] = []
     for part in parts:
-        out += _LEN.pack(len(part))
-        out += part
-    return bytes(out)
+        joined += (_PACK_LEN(len(part)), part)
+    return b"".join(joined)
 
 
 def unpack(data: bytes) -> list[bytes]:

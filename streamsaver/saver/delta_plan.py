@@ -97,7 +97,10 @@ class PutPlan:
         elements = self._stored(Blob(type_, bytes(body[held.end:])))
         dtype, ddata = deltas.encode(held.entry, held.version, held.size, count, elements.type, elements.data)
         self.full[channel] = (type_, data)
-        self.pending[channel] = replace(held, links=held.links + 1, last=version_json)
+        # Not dataclasses.replace: it costs twice a construction, once or twice a put.
+        self.pending[channel] = Held(
+            held.entry, held.version, held.size, held.count, held.end, held.digest, held.links + 1, version_json
+        )
         return Blob(dtype, ddata)
 
     def _base(self, channel: str, version_json: bytes) -> Held | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import statistics
 import time
 from collections.abc import Sequence
@@ -114,6 +115,7 @@ def _sync_section(ctx: Context, env: Environment, specs: Sequence[SaverSpec]) ->
     rates: dict[str, list[float]] = {s.key: [] for s in specs}
     resumed: dict[str, list[float]] = {s.key: [] for s in specs}
     wrong: list[str] = []
+    load_before = os.getloadavg()[0]
     for order in _rotations(specs, p.e2e_rounds):
         for spec in order:
             gc.collect()
@@ -121,6 +123,7 @@ def _sync_section(ctx: Context, env: Environment, specs: Sequence[SaverSpec]) ->
             rates[spec.key].append(SUPERSTEPS_PER_TURN * p.e2e_turns / seconds)
             wrong += [] if right else [f"{spec.name} sync"]
         progress("e2e: sync round done")
+    load = (load_before, os.getloadavg()[0])
     for order in _rotations(specs, p.resume_samples):
         for spec in order:
             seconds, right = _resumed(opened[spec.key])
@@ -143,7 +146,9 @@ def _sync_section(ctx: Context, env: Environment, specs: Sequence[SaverSpec]) ->
         "per-round ratio, middle half",
         f"turn {RESUMED_TURN} of a resumed thread, ms",
     ]
-    return [*table(header, body), "", _wrong(wrong), ""]
+    # A saver on a Redis server needs a core for it too: under load its ratio falls further.
+    loaded = f"Load average {load[0]:.1f} before the sync rounds, {load[1]:.1f} after."
+    return [*table(header, body), "", loaded, "", _wrong(wrong), ""]
 
 
 def _async_section(ctx: Context, env: Environment, specs: Sequence[SaverSpec]) -> list[str]:

@@ -4,8 +4,8 @@
   (savers interleaved, round r starting with saver r); supersteps/s is the median over rounds,
   and a saver's ratio to the first is the median of its per-round ratios (`paired_ratios`): the
   savers of one round run within a fraction of a second of each other, so a machine whose load
-  drifts moves both sides of a ratio alike, where it moves the medians of separate rates apart
-  (with 4 rounds, ratios of the same trees ranged ±8% run to run; see benchmarks/README.md).
+  drifts moves both sides of a ratio alike, where it moves the medians of separate rates apart.
+  The load around the rounds is reported: it still moves savers unequally (benchmarks/README.md).
 * Async: each async saver (created on default settings) runs ``e2e_turns`` turns on each of C
   threads at once with ``ainvoke``, for each C in ``e2e_concurrency``; supersteps/s is all
   supersteps over the wall time. A run that fails is reported with its error, not retried.
@@ -116,13 +116,14 @@ def _sync_section(ctx: Context, env: Environment, specs: Sequence[SaverSpec]) ->
     resumed: dict[str, list[float]] = {s.key: [] for s in specs}
     wrong: list[str] = []
     load_before = os.getloadavg()[0]
-    for order in _rotations(specs, p.e2e_rounds):
+    for number, order in enumerate(_rotations(specs, p.e2e_rounds), 1):
         for spec in order:
             gc.collect()
             seconds, right = _sync_turns(opened[spec.key], p.e2e_turns)
             rates[spec.key].append(SUPERSTEPS_PER_TURN * p.e2e_turns / seconds)
             wrong += [] if right else [f"{spec.name} sync"]
-        progress("e2e: sync round done")
+        if number % 10 == 0 or number == p.e2e_rounds:
+            progress(f"e2e: sync round {number} of {p.e2e_rounds} done")
     load = (load_before, os.getloadavg()[0])
     for order in _rotations(specs, p.resume_samples):
         for spec in order:

@@ -1,7 +1,11 @@
 """Section 4, end to end: the agent/tool loop of `benchmarks.agent` run by LangGraph on each saver.
 
 * Sync: each round, every sync saver runs ``e2e_turns`` turns of a new thread with ``invoke``
-  (savers interleaved, round r starting with saver r); supersteps/s is the median over rounds.
+  (savers interleaved, round r starting with saver r); supersteps/s is the median over rounds,
+  and a saver's ratio to the first is the median of its per-round ratios (`paired_ratios`): the
+  savers of one round run within a fraction of a second of each other, so a machine whose load
+  drifts moves both sides of a ratio alike, where it moves the medians of separate rates apart.
+  The load around the rounds is reported: it still moves savers unequally (benchmarks/README.md).
 * Async: each async saver (created on default settings) runs ``e2e_turns`` turns on each of C
   threads at once with ``ainvoke``, for each C in ``e2e_concurrency``; supersteps/s is all
   supersteps over the wall time. A run that fails is reported with its error, not retried.
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import statistics
 import time
 from collections.abc import Sequence
@@ -28,7 +33,7 @@ from benchmarks.plan import Context, progress
 from benchmarks.report import ratio, table
 from benchmarks.savers import Environment, Opened, SaverSpec
 
-__all__ = ["run_e2e"]
+__all__ = ["paired_ratios", "run_e2e"]
 
 RESUMED_TURN = 20
 _threads = iter(range(10**9))
@@ -80,6 +85,28 @@ def _rotations(items: Sequence[Any], rounds: int) -> list[list[Any]]:
     return [[*items[r % len(items) :], *items[: r % len(items)]] for r in range(rounds)]
 
 
+def paired_ratios(rates: Sequence[float], base: Sequence[float]) -> list[float]:
+    """The ratio of each round's rate to the base saver's rate in the same round.
+
+    Raises:
+        ValueError: the two lists have different lengths (not the same rounds).
+    """
+    if len(rates) != len(base):
+        raise ValueError(f"{len(rates)} rates against {len(base)} base rates: not the same rounds")
+    return [rate / other for rate, other in zip(rates, base, strict=True)]
+
+
+def _ratio_cell(rates: Sequence[float], base: Sequence[float]) -> tuple[str, str]:
+    """The median rate with the median per-round ratio, and the middle half of those ratios."""
+    ratios = sorted(paired_ratios(rates, base))
+    if len(ratios) < 4:
+        spread = "—"
+    else:
+        low, _, high = statistics.quantiles(ratios, n=4)
+        spread = f"{low:.2f}-{high:.2f}"
+    return f"{statistics.median(rates):.0f} ({statistics.median(ratios):.2f}x)", spread
+
+
 def _sync_section(ctx: Context, env: Environment, specs: Sequence[SaverSpec]) -> list[str]:
     p = ctx.plan
     opened = {s.key: s.open(env) for s in specs}
@@ -88,31 +115,41 @@ def _sync_section(ctx: Context, env: Environment, specs: Sequence[SaverSpec]) ->
     rates: dict[str, list[float]] = {s.key: [] for s in specs}
     resumed: dict[str, list[float]] = {s.key: [] for s in specs}
     wrong: list[str] = []
-    for order in _rotations(specs, p.e2e_rounds):
+    load_before = os.getloadavg()[0]
+    for number, order in enumerate(_rotations(specs, p.e2e_rounds), 1):
         for spec in order:
             gc.collect()
             seconds, right = _sync_turns(opened[spec.key], p.e2e_turns)
             rates[spec.key].append(SUPERSTEPS_PER_TURN * p.e2e_turns / seconds)
             wrong += [] if right else [f"{spec.name} sync"]
-        progress("e2e: sync round done")
+        if number % 10 == 0 or number == p.e2e_rounds:
+            progress(f"e2e: sync round {number} of {p.e2e_rounds} done")
+    load = (load_before, os.getloadavg()[0])
     for order in _rotations(specs, p.resume_samples):
         for spec in order:
             seconds, right = _resumed(opened[spec.key])
             resumed[spec.key].append(seconds)
             wrong += [] if right else [f"{spec.name} resumed"]
     progress("e2e: resumed turns done")
-    base_rate = statistics.median(rates[specs[0].key])
+    base_rates = rates[specs[0].key]
     base_resumed = statistics.median(resumed[specs[0].key])
     body = [
         [
             s.name,
-            ratio(statistics.median(rates[s.key]), base_rate, "{:.0f}"),
+            *_ratio_cell(rates[s.key], base_rates),
             ratio(statistics.median(resumed[s.key]), base_resumed, "{:.1f}", 1000),
         ]
         for s in specs
     ]
-    header = ["saver", "sync supersteps/s", f"turn {RESUMED_TURN} of a resumed thread, ms"]
-    return [*table(header, body), "", _wrong(wrong), ""]
+    header = [
+        "saver",
+        "sync supersteps/s",
+        "per-round ratio, middle half",
+        f"turn {RESUMED_TURN} of a resumed thread, ms",
+    ]
+    # A saver on a Redis server needs a core for it too: under load its ratio falls further.
+    loaded = f"Load average {load[0]:.1f} before the sync rounds, {load[1]:.1f} after."
+    return [*table(header, body), "", loaded, "", _wrong(wrong), ""]
 
 
 def _async_section(ctx: Context, env: Environment, specs: Sequence[SaverSpec]) -> list[str]:
@@ -160,7 +197,8 @@ def run_e2e(ctx: Context) -> list[str]:
         (
             f"A turn: user message -> model asks for a tool -> tool -> model answers; "
             f"{SUPERSTEPS_PER_TURN} supersteps, {MESSAGES_PER_TURN} messages of ~500 bytes. "
-            f"Sync: {p.e2e_rounds} interleaved rounds of {p.e2e_turns} turns on a new thread; "
+            f"Sync: {p.e2e_rounds} interleaved rounds of {p.e2e_turns} turns on a new thread "
+            "(rate: median of rounds; ratio: median of the per-round ratios); "
             f"resumed: median of {p.resume_samples} threads. Async: {p.e2e_turns} turns on each "
             "of C concurrent threads, one event loop, default client settings."
         ),

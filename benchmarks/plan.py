@@ -34,7 +34,8 @@ class Plan:
         scale_samples: timed calls per op, saver and scaling point.
         storage_threads: growing conversations written for the storage section.
         storage_steps: steps (checkpoints) of each of them.
-        e2e_rounds: interleaved rounds of the sync agent loop.
+        e2e_rounds: interleaved rounds of the sync agent loop (each ~0.1 s a saver by default;
+            ratios are medians of per-round ratios, which settle with many short rounds).
         e2e_turns: user turns per thread in the agent loop (4 supersteps each).
         e2e_concurrency: concurrent threads of the async agent loop.
         resume_samples: threads whose 20th turn is timed, per saver.
@@ -63,7 +64,7 @@ DEFAULT = Plan(
     scale_samples=40,
     storage_threads=10,
     storage_steps=40,
-    e2e_rounds=4,
+    e2e_rounds=40,
     e2e_turns=5,
     e2e_concurrency=(1, 16, 64),
     resume_samples=4,
@@ -78,7 +79,7 @@ QUICK = Plan(
     scale_samples=10,
     storage_threads=3,
     storage_steps=40,
-    e2e_rounds=2,
+    e2e_rounds=4,
     e2e_turns=2,
     e2e_concurrency=(1, 16, 64),
     resume_samples=1,

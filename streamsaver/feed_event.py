@@ -20,7 +20,7 @@ import orjson
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from streamsaver import compression, deltas
-from streamsaver.codec import escape, unpack
+from streamsaver.codec import escape, unpack, unpack_head
 from streamsaver.errors import (
     ConfigurationError,
     EventDecodeError,
@@ -162,7 +162,7 @@ class FeedEvent:
         deliveries: 1 on the first attempt, n after n - 1 failed attempts.
     """
 
-    __slots__ = ("_entry", "_serde", "_source", "checkpoint_id", "checkpoint_ns", "deliveries", "feed_id",
+    __slots__ = ("_entry", "_links", "_read", "_serde", "_source", "checkpoint_id", "checkpoint_ns", "deliveries", "feed_id",
                  "log_id", "log_key", "partition", "thread_id", "type")
 
     def __init__(self, *, type_: str, thread_id: str, checkpoint_ns: str | None, checkpoint_id: str | None,
@@ -172,6 +172,8 @@ class FeedEvent:
         self.partition, self.feed_id, self.log_id = partition, feed_id, log_id
         self.log_key, self.deliveries, self._serde, self._source = log_key, deliveries, serde, source
         self._entry: Entry | None = None
+        self._links: dict[tuple[str, str], bytes | None] = {}
+        self._read: tuple[Entry, Event | None] | None = None
 
     def __repr__(self) -> str:
         return f"FeedEvent({self.type} {self.thread_id!r} ns={self.checkpoint_ns!r} cid={self.checkpoint_id} #{self.id})"
@@ -189,6 +191,34 @@ class FeedEvent:
     def set_entry(self, entry: Entry) -> None:
         """Hand over the log entry's fields read in the subscriber's batch (empty: gone)."""
         self._entry = entry
+
+    def entry(self) -> Entry | None:
+        """The log entry's fields, if read (empty: gone); None when not read yet."""
+        return self._entry
+
+    def links_wanted(self) -> list[tuple[str, str]]:
+        """The (log entry id, channel) pairs `payload` would read next to join the deltas of
+        this event's loaded entry with what they extend, given the links handed over so far;
+        empty when nothing more is needed, the entry is not loaded, or it cannot be decoded
+        (`payload` reports that)."""
+        if self._entry is None or self.type != CheckpointSaved.TYPE or not _holds_delta(self._entry):
+            return []
+        try:
+            event = self._record(self._entry)
+        except EventDecodeError:
+            return []
+        if event is None:
+            return []
+        wanted, seen = [], dict(self._links)
+        while (link := missing_link(event, seen)) is not None:
+            wanted.append(link)
+            seen[link] = None  # ends that chain here: the next call asks past it once it is held
+        return wanted
+
+    def set_link(self, link: tuple[str, str], entry: Entry) -> None:
+        """Hand over the log entry (its fields; empty: gone) that `link` (from `links_wanted`)
+        names, read in the subscriber's batch: `payload` then reads nothing for it."""
+        self._links[link] = _held(entry, link[1])
 
     def _metadata(self) -> Mapping[str, Any] | None:
         return metadata_of((self._entry or {}).get(b"meta")) if self.type == CheckpointSaved.TYPE else None
@@ -216,7 +246,13 @@ class FeedEvent:
             return ThreadDeleted(self.thread_id)
         if not entry:
             return None
-        event = from_fields(entry, self.log_id)
+        if self._read is not None and self._read[0] is entry:
+            return self._read[1]  # events are immutable: decoded once (prefetch, then payload)
+        event = self._checked(from_fields(entry, self.log_id))
+        self._read = (entry, event)
+        return event
+
+    def _checked(self, event: Event) -> Event | None:
         if self.type == CheckpointSaved.TYPE and isinstance(event, ValuesRetained) and event.thread_id == self.thread_id:
             return None  # the checkpoint was pruned since: its entry keeps only values others point at
         if event.thread_id != self.thread_id or event.TYPE != self.type:
@@ -258,7 +294,7 @@ class FeedEvent:
         event = self.record()
         if event is None:
             return None
-        links: dict[tuple[str, str], bytes | None] = {}
+        links = dict(self._links)  # those read with the batch (prefetch)
         while (wanted := missing_link(event, links)) is not None:  # one log read per link
             links[wanted] = _held(self._source_or_fail().fetch_entry(self.log_key, wanted[0]), wanted[1])
         return self._decoded(event, links)
@@ -268,7 +304,7 @@ class FeedEvent:
         event = await self.arecord()
         if event is None:
             return None
-        links: dict[tuple[str, str], bytes | None] = {}
+        links = dict(self._links)  # those read with the batch (prefetch)
         while (wanted := missing_link(event, links)) is not None:
             links[wanted] = _held(await self._source_or_fail().afetch_entry(self.log_key, wanted[0]), wanted[1])
         return self._decoded(event, links)
@@ -303,6 +339,22 @@ def missing_link(event: Event, links: Links) -> tuple[str, str] | None:
                 break
             type_name, hops = type_bytes.decode(), hops + 1
     return None
+
+
+_DELTA_MARK = deltas.MARK.encode()
+
+
+def _holds_delta(entry: Entry) -> bool:
+    """Whether a channel value of the log entry may be a delta (read from the packing's type
+    part, without decoding the event); a malformed one counts, for the decode to report."""
+    for key, value in entry.items():
+        if key.startswith(b"c:"):
+            try:
+                if unpack_head(value, 3, 4)[2].startswith(_DELTA_MARK):
+                    return True
+            except ValueError:
+                return True
+    return False
 
 
 def _held(entry: Entry | None, channel: str) -> bytes | None:

@@ -18,9 +18,10 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.exceptions import RedisError
 
+from streamsaver import deltas
 from streamsaver.errors import ConfigurationError
 from streamsaver.events import CheckpointSaved, ThreadDeleted
-from streamsaver.feed_event import EntrySource, FeedEvent
+from streamsaver.feed_event import Entry, EntrySource, FeedEvent
 from streamsaver.keys import Keyspace
 from streamsaver.ownership import LEASE, ROSTER, Program, Wait, call, lease_call, roster_call, share
 from streamsaver.saver.core import Command
@@ -220,6 +221,28 @@ class SubscriberCore:
             if isinstance(reply, Exception):
                 raise reply
             event.set_entry({} if not reply else _fields(reply[0][1]))
+        if self.o.prefetch:
+            yield from self._prefetch_links(wanted)
+
+    def _prefetch_links(self, events: list[FeedEvent]) -> Program[None]:
+        """Read the entries the batch's deltas link to (`streamsaver.deltas`), one pipeline per
+        link level (one level since deltas link to their base), so `payload` reads nothing; an
+        entry the batch holds already is not read again."""
+        known: dict[tuple[str, str], Entry] = {
+            (e.log_key, e.log_id): entry for e in events if (entry := e.entry()) is not None}
+        for _ in range(deltas.READ_LIMIT):
+            wanted = [(e, link) for e in events for link in e.links_wanted()]
+            if not wanted:
+                return
+            unread = list(dict.fromkeys((e.log_key, link[0]) for e, link in wanted if (e.log_key, link[0]) not in known))
+            if unread:
+                replies = yield from call([["XRANGE", key, entry, entry] for key, entry in unread], self.loads)
+                for at, reply in zip(unread, replies):
+                    if isinstance(reply, Exception):
+                        raise reply
+                    known[at] = {} if not reply else _fields(reply[0][1])
+            for e, link in wanted:
+                e.set_link(link, known[(e.log_key, link[0])])
 
     def _run_partition(self, partition: int, items: list[Item], deadline: float,
                        stats: SubscriberStats) -> Program[None]:

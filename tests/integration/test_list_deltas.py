@@ -428,3 +428,39 @@ def test_a_page_holding_a_base_and_its_deltas_decompresses_each_payload_once(
     assert [len(t.checkpoint["channel_values"]["messages"]) for t in listed] == [24, 22, 20, 18, 16]
     assert listed[0].checkpoint["channel_values"]["messages"] == messages
     assert len(frames) == len(set(frames)), "the base, a row's own value too, is expanded once a read"
+
+
+@pytest.mark.parametrize("batch", [1, 100], ids=["batch-1", "batch-100"])
+def test_a_prefetching_subscriber_reads_delta_links_with_its_batch(
+    saver: StreamSaver, client: redis.Redis, prefix: str, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    """With ``prefetch=True`` the entries a batch's deltas link to are read with the batch (the
+    base is often an earlier event of the same batch): a handler's `payload` reads nothing."""
+    from streamsaver.feed_event import FeedEvent
+    from streamsaver.subscribe import Subscriber
+
+    _grow(saver, "t", 12)
+    assert sum(t.startswith("delta:") for t in _stored_types(client, saver, "t")) >= 8
+    reads: list[str] = []
+    on_demand = Subscriber.fetch_entry
+
+    def counted(self: Subscriber, log_key: str, log_id: str) -> Any:
+        reads.append(log_id)
+        return on_demand(self, log_key, log_id)
+
+    monkeypatch.setattr(Subscriber, "fetch_entry", counted)
+    payloads: list[Any] = []
+
+    def handle(event: FeedEvent) -> None:
+        if event.type == "CheckpointSaved":
+            payload = event.payload()
+            assert payload is not None
+            payloads.append(payload["checkpoint"]["channel_values"]["messages"])
+
+    stats = Subscriber(client, "audit", handle, prefix=prefix, prefetch=True, batch=batch).run_burst()
+    assert stats.failed == 0 and stats.dead == 0
+    assert payloads == [_messages(n) for n in range(1, 13)]
+    assert reads == []
+    # the same handler without prefetch reads each entry and each link on demand
+    Subscriber(client, "on-demand", handle, prefix=prefix, batch=batch).run_burst()
+    assert payloads[12:] == payloads[:12] and len(reads) > 12

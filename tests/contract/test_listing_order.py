@@ -31,9 +31,9 @@ async def _threads(saver: SaverAdapter) -> dict[str, int]:
     """130 threads of one checkpoint each; most ids share their first 12 characters."""
     rng = random.Random(5)
     made: dict[str, int] = {}
-    ids = [TIED + "%06x" % rng.getrandbits(24) for _ in range(80)]
-    ids += [NEXT + "%06x" % rng.getrandbits(24) for _ in range(40)]
-    ids += ["1f1e7380-c3d" + "%04x" % rng.getrandbits(16) for _ in range(3)] + ODD
+    ids = [TIED + f"{rng.getrandbits(24):06x}" for _ in range(80)]
+    ids += [NEXT + f"{rng.getrandbits(24):06x}" for _ in range(40)]
+    ids += ["1f1e7380-c3d" + f"{rng.getrandbits(16):04x}" for _ in range(3)] + ODD
     for n, checkpoint_id in enumerate(ids):
         checkpoint, versions = new_checkpoint({"n": n})
         checkpoint["id"] = checkpoint_id

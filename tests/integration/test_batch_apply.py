@@ -19,7 +19,13 @@ from streamsaver import StreamSaver
 from streamsaver.events import Event
 from streamsaver.keys import Keyspace
 from streamsaver.replay import Replayer
-from streamsaver.saver.append import apply_batch_call, apply_call, checkpoint_saved, thread_deleted, writes_saved
+from streamsaver.saver.append import (
+    apply_batch_call,
+    apply_call,
+    checkpoint_saved,
+    thread_deleted,
+    writes_saved,
+)
 from streamsaver.saver.sync import round_trip
 from streamsaver.scripts import APPLY
 

@@ -3,6 +3,7 @@ the source; a fork in time copies the thread as it was at a checkpoint or an ins
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import datetime, timezone
 from typing import Any
@@ -109,7 +110,7 @@ async def test_a_fork_at_an_instant_copies_what_was_logged_by_then(h: Harness, c
     last_ms = int(client.xrevrange(log, count=1)[0][0].split(b"-")[0])
     deadline = time.monotonic() + 5
     while time.time() * 1000 <= last_ms + 1 and time.monotonic() < deadline:
-        time.sleep(0.001)  # wait for the clock to leave the first run's last millisecond
+        await asyncio.sleep(0.001)  # wait for the clock to leave the first run's last millisecond
     await driver.invoke({"entries": ["again"]}, thread("src"))
 
     instant = datetime.fromtimestamp(last_ms / 1000, tz=timezone.utc)

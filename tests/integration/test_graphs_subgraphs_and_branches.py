@@ -13,8 +13,8 @@ from typing import Annotated, Any, TypedDict
 import pytest
 import redis
 from graph_harness import Harness, harness_fixture, kind_fixture, thread, view_fixture  # noqa: F401
-from langgraph.graph import END, START, StateGraph
 from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 from streamsaver.events import WritesSaved, from_fields

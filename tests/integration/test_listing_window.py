@@ -40,7 +40,7 @@ def _ids(rng: random.Random) -> list[str]:
     ids = [_uuid6(NOW - rng.randrange(36_000_000_000)) for _ in range(70)]  # the last hour
     ids += [_uuid6(NOW - 10**15 - rng.randrange(10**14)) for _ in range(20)]  # ~3 years ago
     tied = _uuid6(NOW - 50_000_000)[:12]
-    ids += [tied + "%06x" % rng.getrandbits(24) for _ in range(40)]
+    ids += [tied + f"{rng.getrandbits(24):06x}" for _ in range(40)]
     ids += ["ffff" + str(n) for n in range(10)] + ["zz-top", "~last", "Zed", "A0", "0", "", ".", "1f:9", "é", "字"]
     ids += [rng.choice(ids) for _ in range(15)]
     return ids

@@ -20,7 +20,7 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 import redis
-from helpers import config, new_checkpoint, snapshot
+from helpers import new_checkpoint, snapshot
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.graph import END, START, StateGraph

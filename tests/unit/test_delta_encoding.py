@@ -115,7 +115,7 @@ def test_every_delta_links_to_the_last_full_value_and_holds_everything_since(com
         elements = compression.expand(Blob(delta.elements_type, delta.elements)).data
         assert elements == b"".join(ormsgpack.packb(e) for e in values[i][len(values[base]):])
         followed: list[str] = []
-        joined = compression.joined(blob, lambda link: followed.append(link) or log.fields.get(link))
+        joined = compression.joined(blob, lambda link, followed=followed: followed.append(link) or log.fields.get(link))
         assert followed == [delta.link]  # a read follows one link
         assert (joined.type, joined.data) == SERDE.dumps_typed(values[i])
 
@@ -151,7 +151,6 @@ def test_a_reader_follows_a_chain_of_links_to_versions_before_as_older_writers_s
     values = _growing(8)
     fields: dict[str, bytes] = {}
     for i, value in enumerate(values):
-        _, data = SERDE.dumps_typed(value)
         if i == 0:
             blob = Blob(*SERDE.dumps_typed(value))
         else:

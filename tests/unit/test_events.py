@@ -7,7 +7,6 @@ import pytest
 from projectors import PROJECTORS
 from streamsaver import events
 from streamsaver.errors import EventDecodeError
-from streamsaver.keys import Keyspace
 from streamsaver.events import (
     Blob,
     ChannelValue,
@@ -18,6 +17,7 @@ from streamsaver.events import (
     from_fields,
     to_fields,
 )
+from streamsaver.keys import Keyspace
 
 SAVED = CheckpointSaved(
     thread_id="t:{1}",

@@ -9,7 +9,14 @@ import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from streamsaver.errors import InvalidInputError
-from streamsaver.events import Blob, ChannelValue, CheckpointSaved, PendingWrite, ThreadDeleted, WritesSaved
+from streamsaver.events import (
+    Blob,
+    ChannelValue,
+    CheckpointSaved,
+    PendingWrite,
+    ThreadDeleted,
+    WritesSaved,
+)
 from streamsaver.examples.analytics import node_of
 from streamsaver.examples.audit import GENESIS, verify
 from streamsaver.feed_event import EventFilter, decode_payload

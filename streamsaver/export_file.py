@@ -3,7 +3,8 @@
 `streamsaver.transfer` writes and imports these files; this module reads and checks them
 (format, base64, stream ids rising within each thread, every event readable by this version,
 trailer counts) so that a truncated or corrupt file is refused before anything is written.
-The format itself is described in `streamsaver.transfer`.
+The format itself is described in `streamsaver.transfer`. Version 1 files (no expiry lines)
+still read: their threads carry no expiry.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from streamsaver.errors import EventDecodeError, ExportFileError
 from streamsaver.events import from_fields
 from streamsaver.progress import Progress
 
-__all__ = ["FORMAT", "VERSION", "Entry", "Header", "ProgressFactory", "check_export", "phase_bar", "records"]
+__all__ = ["FORMAT", "VERSION", "Checked", "Entry", "Expiry", "Header", "ProgressFactory", "check_export",
+           "check_file", "phase_bar", "records"]
 
 FORMAT = "streamsaver-logs"
-VERSION = 1
+VERSION = 2
 _ID = re.compile(r"^[0-9]+-[0-9]+$")
 
 ProgressFactory = Callable[[str, "int | None"], Progress]
@@ -55,6 +57,33 @@ class Entry:
     id: str
     fields: list[tuple[bytes, bytes]]
 
+
+@dataclass(frozen=True)
+class Expiry:
+    """A thread's expiry at export (version 2: the line after its last entry).
+
+    Attributes:
+        line: its line number.
+        thread: the thread id.
+        expires_at_ms: the deadline of every key of the thread, ms since the epoch; None: none.
+        pinned: the thread was pinned (never expires; a pin persists every key, whatever the deadline).
+    """
+
+    line: int
+    thread: str
+    expires_at_ms: int | None
+    pinned: bool
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What `check_file` found: the header, the thread and entry counts, and each thread's
+    expiry (empty for a version-1 file)."""
+
+    header: Header
+    threads: int
+    entries: int
+    expiries: dict[str, Expiry]
 
 
 def phase_bar(progress: ProgressFactory | None, label: str, total: int | None) -> Progress:
@@ -110,9 +139,20 @@ def _entry(document: dict[str, Any], number: int) -> Entry:
     return Entry(number, thread, entry_id, fields)
 
 
-def records(path: str | os.PathLike[str]) -> Iterator[Header | Entry | tuple[int, int]]:
-    """The header, the entries and the trailer's counts (threads, entries); ExportFileError
-    for a file that is not an export, is truncated or corrupt."""
+def _expiry(document: dict[str, Any], number: int) -> Expiry:
+    thread, deadline, pinned = document.get("thread"), document.get("expires_at_ms"), document.get("pinned")
+    if not isinstance(thread, str):
+        raise ExportFileError(f"line {number} of the export is an expiry line without a valid thread")
+    if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, int) or deadline < 0):
+        raise ExportFileError(f"line {number} of the export has an expires_at_ms that is neither null nor epoch ms")
+    if not isinstance(pinned, bool):
+        raise ExportFileError(f"line {number} of the export has a pinned that is not true or false")
+    return Expiry(number, thread, deadline, pinned)
+
+
+def records(path: str | os.PathLike[str]) -> Iterator[Header | Entry | Expiry | tuple[int, int]]:
+    """The header, the entries, the expiry lines (version 2) and the trailer's counts (threads,
+    entries); ExportFileError for a file that is not an export, is truncated or corrupt."""
     lines = _lines(path)
     number, first = next(lines, (0, b""))
     if number == 0:
@@ -128,11 +168,18 @@ def records(path: str | os.PathLike[str]) -> Iterator[Header | Entry | tuple[int
             except (KeyError, TypeError, ValueError) as exc:
                 raise ExportFileError(f"the export's trailer (line {number}) lacks or garbles {exc}") from exc
             return
-        yield _entry(document, number)
+        yield _expiry(document, number) if "pinned" in document or "expires_at_ms" in document else _entry(
+            document, number)
     raise ExportFileError(f"{os.fspath(path)} ends without its trailer line: the file is truncated")
 
 
 def check_export(path: str | os.PathLike[str], *, progress: ProgressFactory | None = None) -> tuple[Header, int, int]:
+    """`check_file`'s header, number of threads and number of entries."""
+    checked = check_file(path, progress=progress)
+    return checked.header, checked.threads, checked.entries
+
+
+def check_file(path: str | os.PathLike[str], *, progress: ProgressFactory | None = None) -> Checked:
     """Read a whole export file without writing anything: is it complete and importable?
 
     Args:
@@ -140,31 +187,52 @@ def check_export(path: str | os.PathLike[str], *, progress: ProgressFactory | No
         progress: makes the progress display (phase ``check``); none if None.
 
     Returns:
-        The header, the number of threads and the number of entries.
+        The header, the numbers of threads and entries, and each thread's expiry (version 2:
+        one per thread, after its last entry; none in a version-1 file).
 
     Raises:
         ExportFileError: the file is not an export, is of a newer format, is truncated or
-            corrupt, or holds an event this version cannot read.
+            corrupt (an expiry line included), or holds an event this version cannot read.
     """
     reading = records(path)
     header = next(reading)
     assert isinstance(header, Header)
     last: dict[str, tuple[int, ...]] = {}
+    expiries: dict[str, Expiry] = {}
     entries = 0
     with phase_bar(progress, "check", None) as bar:
         for record in reading:
             if isinstance(record, tuple):
-                if record != (len(last), entries):
-                    raise ExportFileError(
-                        f"the export's trailer counts {record[0]} threads and {record[1]} entries, "
-                        f"the file holds {len(last)} and {entries}"
-                    )
-                return header, len(last), entries
+                _check_trailer(header, record, (len(last), entries), expiries)
+                return Checked(header, len(last), entries, expiries)
+            if isinstance(record, Expiry):
+                _check_expiry(header, record, last, expiries)
+                continue
             assert isinstance(record, Entry)
+            if record.thread in expiries:
+                raise ExportFileError(f"line {record.line}: an entry of thread {record.thread!r} after its expiry line")
             _check_entry(record, last)
             entries += 1
             bar.advance()
     raise AssertionError("unreachable: records ends with a trailer or raises")
+
+
+def _check_trailer(header: Header, counts: tuple[int, int], held: tuple[int, int], expiries: dict[str, Expiry]) -> None:
+    if counts != held:
+        raise ExportFileError(
+            f"the export's trailer counts {counts[0]} threads and {counts[1]} entries, "
+            f"the file holds {held[0]} and {held[1]}"
+        )
+    if header.version >= 2 and len(expiries) != held[0]:
+        raise ExportFileError(f"the export holds {held[0]} threads but {len(expiries)} expiry lines")
+
+
+def _check_expiry(header: Header, expiry: Expiry, last: dict[str, tuple[int, ...]], seen: dict[str, Expiry]) -> None:
+    if header.version < 2:
+        raise ExportFileError(f"line {expiry.line}: an expiry line in a version-{header.version} export")
+    if expiry.thread not in last or expiry.thread in seen:
+        raise ExportFileError(f"line {expiry.line}: an expiry line of thread {expiry.thread!r} not after its entries")
+    seen[expiry.thread] = expiry
 
 
 def _check_entry(entry: Entry, last: dict[str, tuple[int, ...]]) -> None:

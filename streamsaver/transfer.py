@@ -4,16 +4,25 @@ The logs are the truth, so they are all a deployment needs to move. `export_logs
 a file; `import_logs` restores them into an empty deployment (on the same or another server,
 under the same or another prefix) and folds the views from them with `Replayer`, through the
 same apply path as any replay. Views point at log entries by stream id, so the logs keep their
-original ids, and the rebuilt views are byte-identical to the source's.
+original ids, and the rebuilt views are byte-identical to the source's. Each thread's expiry
+travels with it (version 2), so a retention policy is not lost on the way.
 
-File format ``streamsaver-logs`` version 1: gzip-compressed JSON Lines (UTF-8), one object a line:
+File format ``streamsaver-logs`` version 2: gzip-compressed JSON Lines (UTF-8), one object a line:
 
-* a header: ``{"format": "streamsaver-logs", "version": 1, "prefix": "streamsaver",
+* a header: ``{"format": "streamsaver-logs", "version": 2, "prefix": "streamsaver",
   "partitions": 16, "created": "2025-01-31T12:00:00+00:00", "streamsaver": "0.1.0"}``;
-* one line per log entry, log after log, each log oldest first:
+* per thread, one line per log entry, oldest first:
   ``{"thread": "<thread id>", "id": "<original stream id>", "fields": [["<name>", "<value>"], ...]}``
   with every field name and value base64-encoded (binary-safe), in the entry's order;
+  then one expiry line: ``{"thread": "<thread id>", "expires_at_ms": 1767225600000, "pinned": false}``,
+  the deadline every key of the thread shares (the log's ``PEXPIRETIME``, ms since the epoch;
+  ``null``: none) and whether it is pinned (``@pinned``: it never expires), both as they are
+  when the export reads them, after the thread's entries (with ``--until`` too: the expiry is
+  the current one, not the one of that moment, which Redis does not keep). A log gone by then
+  (deleted, or expired during the export) gets the export's clock as its deadline;
 * a trailer: ``{"end": true, "threads": 2, "entries": 40}``; a file without one is incomplete.
+
+Version 1 is the same without expiry lines; its threads import without expiry (never expire).
 
 **Export** reads each log in XRANGE pages and writes as it goes (memory: one page and the log
 keys) into ``FILE.part``, renamed to ``FILE`` when complete. Under concurrent writes it is
@@ -21,9 +30,19 @@ consistent per thread, not across threads; export a quiet deployment for an exac
 
 **Import** refuses a target prefix holding any key, then reads the file twice. The first pass
 checks all of it (format, base64, ids rising within each thread, every event readable by this
-version, trailer counts), so a truncated or corrupt file writes nothing. The second sets the
-deployment up with the file's partition count (each thread keeps its partition) and XADDs each
-entry under its original id.
+version, one well-typed expiry line per thread after its entries, trailer counts), so a
+truncated or corrupt file writes nothing. The second sets the deployment up with the file's
+partition count (each thread keeps its partition) and XADDs each entry under its original id.
+After the replay, every key of a thread (log, positions, every view key) gets the thread's
+absolute deadline (``PEXPIREAT``, through ``ttl.lua``), and a pinned thread is pinned again
+(its deadline, if any, is moot: a pin persists every key).
+
+**A deadline already past** when the restore starts (by the importing machine's clock) means
+the thread had expired in the source: it is not imported at all (no log, feed pointers or
+views; counted in `TransferStats.expired`), as if the export had been taken a moment later.
+Importing it without its expiry would resurrect data a retention or erasure policy removed. A
+deadline that passes during the import is Redis's to enforce: ``PEXPIREAT`` of a past moment
+deletes the keys (the thread's feed pointers stay, as they do when a thread expires).
 
 **Partition feeds are regenerated**, one pointer per restored entry, exactly as the append
 writes it, in log order within each thread (the only order the feeds promise). The pointers get
@@ -37,7 +56,8 @@ from __future__ import annotations
 import base64
 import gzip
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -53,9 +73,11 @@ from streamsaver.export_file import (
     FORMAT,
     VERSION,
     Entry,
+    Expiry,
     Header,
     ProgressFactory,
     check_export,
+    check_file,
     phase_bar,
     records,
 )
@@ -64,7 +86,8 @@ from streamsaver.progress import Progress
 from streamsaver.replay import Replayer
 from streamsaver.restore import log_bound
 from streamsaver.saver.append import feed_pointer
-from streamsaver.saver.sync import StreamSaver
+from streamsaver.saver.sync import StreamSaver, round_trip
+from streamsaver.saver.ttl import ttl_call
 
 __all__ = ["FORMAT", "VERSION", "Header", "ProgressFactory", "TransferStats", "check_export", "export_logs",
            "import_logs"]  # the file format's names stay importable from here
@@ -83,6 +106,7 @@ class TransferStats:
         partitions: the partition count of both deployments.
         threads, entries: thread logs and log entries exported or restored.
         replayed: events folded into the views (import only).
+        expired: threads of the file not restored, their deadline past (import only).
     """
 
     prefix: str
@@ -91,6 +115,7 @@ class TransferStats:
     threads: int = 0
     entries: int = 0
     replayed: int = 0
+    expired: int = 0
 
 
 def _line(document: Any) -> bytes:
@@ -105,7 +130,8 @@ def export_logs(
     """Write every thread log of the deployment under `prefix` to the file `path`.
 
     With `until`, each log only up to that moment (see `streamsaver.saver.bounds.log_bound`): the
-    deployment as it was then, which `import_logs` restores under a new prefix.
+    deployment as it was then, which `import_logs` restores under a new prefix. Each thread's
+    expiry (deadline, pin) is the one it has when the export reads it, `until` or not.
 
     Args:
         client: a ``redis.Redis`` with ``decode_responses=False``.
@@ -140,7 +166,9 @@ def export_logs(
                       "until": bound}
             out.write(_line(header | {"created": created, "streamsaver": __version__}))
             for log in logs:
-                count = _export_log(client, keyspace, log, out, (bound, page), bar)
+                count, thread = _export_log(client, keyspace, log, out, (bound, page), bar)
+                if thread is not None:
+                    out.write(_line(_expiry_line(client, keyspace, thread)))
                 stats.threads += count > 0
                 stats.entries += count
             out.write(_line({"end": True, "threads": stats.threads, "entries": stats.entries}))
@@ -163,7 +191,8 @@ def _entry_count(client: Redis, logs: list[bytes]) -> int:
 
 def _export_log(
     client: Redis, keyspace: Keyspace, log: bytes, out: gzip.GzipFile, reading: tuple[str, int], bar: Progress
-) -> int:
+) -> tuple[int, str | None]:
+    """Write the entries of `log`; returns their number and the thread (None: no entry)."""
     xrange: Callable[..., Any] = client.xrange
     (bound, page), start, count, thread = reading, "-", 0, None
     entries: list[tuple[bytes, dict[bytes, bytes]]]
@@ -176,7 +205,23 @@ def _export_log(
         count += len(entries)
         bar.advance(len(entries))
         start = "(" + entries[-1][0].decode()
-    return count
+    return count, thread
+
+
+def _expiry_line(client: Redis, keyspace: Keyspace, thread: str) -> dict[str, Any]:
+    """The thread's expiry line: its log's deadline as it is now, and its pin."""
+    keys = keyspace.thread(thread)
+    pipe: Any = client.pipeline(transaction=False)
+    pipe.execute_command("PEXPIRETIME", keys.log)
+    pipe.hexists(keys.positions, "@pinned")
+    deadline, pinned = pipe.execute()
+    if deadline == -2:  # gone since its entries were read: deleted, or expired meanwhile
+        deadline = _now_ms()
+    return {"thread": thread, "expires_at_ms": deadline if deadline >= 0 else None, "pinned": bool(pinned)}
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def _thread_of(keyspace: Keyspace, log: bytes, fields: dict[bytes, bytes], entry_id: str) -> str:
@@ -224,14 +269,35 @@ def import_logs(
     assert isinstance(header, Header)
     keyspace = Keyspace(prefix or header.prefix, header.partitions)
     _refuse_unless_empty(client, keyspace.prefix)
-    _, threads, entries = check_export(path, progress=progress)
-    stats = TransferStats(keyspace.prefix, header.prefix, keyspace.partitions, threads, entries)
+    checked = check_file(path, progress=progress)
+    now = _now_ms()
+    expired = {t for t, e in checked.expiries.items() if _expired(e, now)}
+    stats = TransferStats(keyspace.prefix, header.prefix, keyspace.partitions, checked.threads, checked.entries)
     StreamSaver(client, prefix=keyspace.prefix, partitions=keyspace.partitions).setup()
-    with phase_bar(progress, "restore", entries) as bar:
-        _restore(client, keyspace, path, feeds, bar)
-    with phase_bar(progress, "replay", entries) as bar:
+    with phase_bar(progress, "restore", checked.entries) as bar:
+        skipped = _restore(client, keyspace, path, (feeds, expired), bar)
+    stats.threads, stats.entries, stats.expired = checked.threads - len(expired), checked.entries - skipped, len(expired)
+    with phase_bar(progress, "replay", stats.entries) as bar:
         stats.replayed = Replayer(client, keyspace, page=page).replay(VIEWS, progress=bar.advance).events
+    _restore_expiries(client, keyspace, [e for t, e in checked.expiries.items() if t not in expired])
     return stats
+
+
+def _expired(expiry: Expiry, now: int) -> bool:
+    """Had the thread expired in the source by `now`? A pinned thread never does."""
+    return not expiry.pinned and expiry.expires_at_ms is not None and expiry.expires_at_ms <= now
+
+
+def _restore_expiries(client: Redis, keyspace: Keyspace, expiries: Sequence[Expiry]) -> None:
+    """Give each thread's keys its deadline, or pin it again (``ttl.lua``, batched)."""
+    calls = []
+    for expiry in expiries:
+        if expiry.pinned:
+            calls.append(ttl_call(keyspace, expiry.thread, 0, "pin"))
+        elif expiry.expires_at_ms is not None:
+            calls.append(ttl_call(keyspace, expiry.thread, expiry.expires_at_ms, "at"))
+    for start in range(0, len(calls), _BATCH):
+        round_trip(client, calls[start : start + _BATCH])
 
 
 def _refuse_unless_empty(client: Redis, prefix: str) -> None:
@@ -242,12 +308,21 @@ def _refuse_unless_empty(client: Redis, prefix: str) -> None:
         )
 
 
-def _restore(client: Redis, keyspace: Keyspace, path: str | os.PathLike[str], feeds: bool, bar: Progress) -> None:
+def _restore(
+    client: Redis, keyspace: Keyspace, path: str | os.PathLike[str], writing: tuple[bool, set[str]], bar: Progress
+) -> int:
+    """XADD the entries of the file (but those of the `expired` threads) and their feed
+    pointers when `feeds`; returns the number of entries skipped."""
+    (feeds, expired), skipped = writing, 0
     pipe: Any = client.pipeline(transaction=False)
     keys: ThreadKeys | None = None
     thread: str | None = None
     for record in records(path):
         if not isinstance(record, Entry):
+            continue
+        if record.thread in expired:
+            skipped += 1
+            bar.advance()
             continue
         if record.thread != thread:
             thread, keys = record.thread, keyspace.thread(record.thread)
@@ -259,6 +334,7 @@ def _restore(client: Redis, keyspace: Keyspace, path: str | os.PathLike[str], fe
         if len(pipe) >= _BATCH:
             bar.advance(_sent(pipe, feeds))
     bar.advance(_sent(pipe, feeds))
+    return skipped
 
 
 def _sent(pipe: Any, feeds: bool) -> int:

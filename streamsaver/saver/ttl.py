@@ -50,6 +50,7 @@ def ttl_block(keyspace: Keyspace, thread_id: str, ttl: int) -> list[Arg]:
 
 
 def ttl_call(keyspace: Keyspace, thread_id: str, ttl: int, mode: str) -> list[Arg]:
-    """The ``ttl.lua`` call: mode ``touch``, ``pin`` or ``unpin``."""
+    """The ``ttl.lua`` call: mode ``touch``, ``pin``, ``unpin``, or ``at`` (then `ttl` is an
+    absolute deadline in ms since the epoch, given to every key of the thread)."""
     keys = keyspace.thread(thread_id)
     return TTL.evalsha_args([keys.log, keys.positions], [mode, *ttl_block(keyspace, thread_id, ttl)])

@@ -83,9 +83,11 @@ def test_the_file_holds_a_header_every_log_entry_and_a_trailer(
     client: redis.Redis, source: str, export_file: Path
 ) -> None:
     lines = [json.loads(line) for line in gzip.decompress(export_file.read_bytes()).splitlines()]
-    header, entries, trailer = lines[0], lines[1:-1], lines[-1]
+    header, trailer = lines[0], lines[-1]
+    entries = [line for line in lines[1:-1] if "id" in line]
+    expiries = [line for line in lines[1:-1] if "id" not in line]
 
-    assert header["format"] == FORMAT and header["version"] == 1
+    assert header["format"] == FORMAT and header["version"] == 2
     assert header["prefix"] == source and header["partitions"] == 16
     assert {"created", "streamsaver"} <= set(header)
     logs = [
@@ -96,6 +98,12 @@ def test_the_file_holds_a_header_every_log_entry_and_a_trailer(
         thread = log[0][1][b"thread"].decode()
         assert [e["id"] for e in entries if e["thread"] == thread] == [i.decode() for i, _ in log]
     assert DELETED not in {e["thread"] for e in entries}
+    threads = [e["thread"] for e in entries]
+    assert expiries == [  # the demo's saver has no TTL: one expiry line after each thread's entries
+        {"thread": t, "expires_at_ms": None, "pinned": False} for t in dict.fromkeys(threads)
+    ]
+    assert all(lines.index(x) == max(i for i, e in enumerate(lines) if e.get("thread") == x["thread"])
+               for x in expiries)
     assert trailer == {"end": True, "threads": 3, "entries": len(entries)}
 
 
@@ -206,7 +214,7 @@ def _damaged(kind: str, good: Path, tmp_path: Path) -> Path:
         )
     elif kind == "newer-version":
         _rewrite(
-            good, bad, lambda lines: [lines[0].replace(b'"version":1', b'"version":2'), *lines[1:]]
+            good, bad, lambda lines: [lines[0].replace(b'"version":2', b'"version":3'), *lines[1:]]
         )
     elif kind == "not-an-export":
         _rewrite(good, bad, lambda lines: [b'{"hello": "world"}\n', *lines[1:]])
@@ -222,7 +230,7 @@ def _damaged(kind: str, good: Path, tmp_path: Path) -> Path:
         ("no-trailer", "without its trailer"),
         ("entry-missing", "trailer counts"),
         ("bad-base64", "not base64"),
-        ("newer-version", "version 2"),
+        ("newer-version", "version 3: this streamsaver reads up to 2"),
         ("not-an-export", "not a streamsaver export"),
     ],
 )

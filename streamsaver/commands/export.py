@@ -39,7 +39,8 @@ def register(
         description="Write every thread log of the deployment under --prefix to FILE: gzip-compressed "
         "JSON Lines, a header (format, version, prefix, partition count, time, streamsaver version), "
         "one line per log entry with its thread, its original stream id and its fields (base64), "
-        "and a trailer with the counts. The views are not exported: 'streamsaver import' rebuilds "
+        "after each thread's entries its expiry (deadline in epoch ms or none, pinned or not: the "
+        "current one, also with --until), and a trailer with the counts. The views are not exported: 'streamsaver import' rebuilds "
         "them from the logs. FILE is written as FILE.part and renamed when complete. With --until, "
         "the deployment as it was at that moment: import the file under a new prefix for a "
         "point-in-time copy of every thread.",

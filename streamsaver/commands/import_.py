@@ -32,6 +32,7 @@ def _run(args: argparse.Namespace) -> int:
         print(
             f"imported {stats.entries:,} log entries of {stats.threads:,} threads (exported from "
             f"{stats.source!r}) into {stats.prefix!r} and replayed {stats.replayed:,} events into the views"
+            + (f"; skipped {stats.expired:,} threads whose deadline had passed" if stats.expired else "")
         )
     return 0
 
@@ -48,7 +49,9 @@ def register(
         "deployment: check the whole file first (a truncated or corrupt file writes nothing), refuse a "
         "target prefix that holds any key, set the deployment up with the file's partition count, add "
         "every entry with its original stream id, regenerate the partition feeds (new feed ids; consumer "
-        "groups start afresh) and rebuild the views from the logs. The target is --into-prefix, or the "
+        "groups start afresh), rebuild the views from the logs and give every key of each thread its "
+        "exported deadline and pin again; a thread whose deadline has passed is not imported (it had "
+        "expired in the source). The target is --into-prefix, or the "
         "prefix the file was exported from (--prefix is not used).",
     )
     parser.add_argument("file", metavar="FILE", help="an export file")

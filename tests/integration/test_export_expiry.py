@@ -17,6 +17,7 @@ import redis
 from helpers import config, keys_of, new_checkpoint
 
 from streamsaver import StreamSaver
+from streamsaver.cli import main
 from streamsaver.codec import escape
 from streamsaver.errors import ExportFileError
 from streamsaver.transfer import export_logs, import_logs
@@ -248,3 +249,18 @@ def test_export_until_a_past_moment_carries_the_current_expiry(
     [deadline] = deadlines(client, source, TIMED)
     [line] = [x for x in lines_of(path) if x.get("thread") == TIMED and "pinned" in x]
     assert line["expires_at_ms"] == deadline
+
+
+def test_the_cli_import_says_how_many_threads_it_skipped_as_expired(
+    redis_url: str, export_file: Path, tmp_path: Path, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    past = time.time_ns() // 1_000_000 - 1
+
+    def expire(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [x | {"expires_at_ms": past, "pinned": False} if "pinned" in x else x for x in lines]
+
+    path = str(rewrite(export_file, tmp_path / "all-past.jsonl.gz", expire))
+
+    assert main(["import", path, "--url", redis_url, "--into-prefix", prefix]) == 0
+    assert "imported 0 log entries of 0 threads" in (out := capsys.readouterr().out)
+    assert "skipped 3 threads whose deadline had passed" in out

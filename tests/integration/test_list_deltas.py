@@ -464,3 +464,26 @@ def test_a_prefetching_subscriber_reads_delta_links_with_its_batch(
     # the same handler without prefetch reads each entry and each link on demand
     Subscriber(client, "on-demand", handle, prefix=prefix, batch=batch).run_burst()
     assert payloads[12:] == payloads[:12] and len(reads) > 12
+
+
+def test_a_rewrite_by_a_compressing_writer_compresses_a_large_joined_value_whose_base_was_small(
+    client: redis.Redis, prefix: str
+) -> None:
+    # The base of steps 4-7 (step 0: two messages) is below compression.MIN_BYTES, so the
+    # writer stored it uncompressed; the values re-joined when it is dropped are large: the
+    # writer would have compressed them, and a rewrite stores them as the writer would.
+    saver = StreamSaver(client, prefix=prefix, compression="zstd")
+    saver.setup()
+    _grow(saver, "t", 12)
+    entries = _channel_entries(client, saver, "t")
+    held = {entry_id: fields[channel_field("messages")] for entry_id, fields, _ in entries}
+    assert not entries[0][2][2].startswith(b"zstd:"), "a small base, stored as it is"
+    rejoined = {
+        entry_id: compression.joined(Blob(type_.decode(), data), held.get) for entry_id, _, (_, _, type_, data) in entries[4:8]
+    }
+    expected = {entry_id: compression.shrink(whole).type for entry_id, whole in rejoined.items()}
+    assert all(t.startswith("zstd:") for t in expected.values()), "what the writer stores for these values"
+    saver.delete_for_runs(["r0"])  # drops the base of the deltas of steps 4-7: they are stored whole
+    after = {entry_id: type_.decode() for entry_id, _, (_, _, type_, _) in _channel_entries(client, saver, "t")}
+    assert {entry_id: after[entry_id] for entry_id in rejoined} == expected
+    assert _whole_history(saver, "t") == _expected(12)[:8]

@@ -487,3 +487,43 @@ def test_a_rewrite_by_a_compressing_writer_compresses_a_large_joined_value_whose
     after = {entry_id: type_.decode() for entry_id, _, (_, _, type_, _) in _channel_entries(client, saver, "t")}
     assert {entry_id: after[entry_id] for entry_id in rejoined} == expected
     assert _whole_history(saver, "t") == _expected(12)[:8]
+
+
+@pytest.mark.parametrize("prefetch", [True, False], ids=["prefetch", "on-demand"])
+def test_a_base_whose_stored_type_is_not_text_fails_the_payloads_of_its_deltas_not_the_batch(
+    saver: StreamSaver, client: redis.Redis, prefix: str, prefetch: bool
+) -> None:
+    """A damaged base (its stored type not UTF-8): each handler's `payload` reports it as a
+    `PayloadDecodeError` naming its entry; the prefetching subscriber's link scan does not fail
+    the batch (the handler is where a damaged entry is reported)."""
+    from streamsaver.errors import EventDecodeError, PayloadDecodeError
+    from streamsaver.feed_event import FeedEvent
+    from streamsaver.subscribe import Subscriber
+
+    _grow(saver, "t", 3)
+    log = saver.core.keys.thread("t").log
+    field = channel_field("messages")
+    entries = _channel_entries(client, saver, "t")
+    base_id, base_fields, (channel, version, _, data) = entries[0]
+    assert all(deltas.split(t.decode(), d).link == base_id for _, _, (_, _, t, d) in entries[1:])
+    all_entries = client.xrange(log)
+    client.delete(log)
+    for entry_id, fields in all_entries:
+        if entry_id.decode() == base_id:
+            fields = {**fields, field: pack([channel, version, b"\xff\xfe", data])}
+        client.xadd(log, fields, id=entry_id)
+    outcomes: dict[str, str] = {}
+
+    def handle(event: FeedEvent) -> None:
+        if event.type == "CheckpointSaved":
+            try:
+                event.payload()
+                outcomes[event.log_id] = "ok"
+            except EventDecodeError as exc:
+                assert exc.event_id == event.log_id
+                outcomes[event.log_id] = type(exc).__name__
+
+    stats = Subscriber(client, "audit", handle, prefix=prefix, prefetch=prefetch).run_burst()
+    assert stats.failed == 0 and stats.dead == 0
+    assert outcomes[base_id] in ("EventDecodeError", "PayloadDecodeError")
+    assert {outcomes[entry_id] for entry_id, _, _ in entries[1:]} == {PayloadDecodeError.__name__}

@@ -504,7 +504,7 @@ def test_a_base_whose_stored_type_is_not_text_fails_the_payloads_of_its_deltas_n
     log = saver.core.keys.thread("t").log
     field = channel_field("messages")
     entries = _channel_entries(client, saver, "t")
-    base_id, base_fields, (channel, version, _, data) = entries[0]
+    base_id, _, (channel, version, _, data) = entries[0]
     assert all(deltas.split(t.decode(), d).link == base_id for _, _, (_, _, t, d) in entries[1:])
     all_entries = client.xrange(log)
     client.delete(log)

@@ -382,13 +382,13 @@ def test_every_delta_links_to_its_base_and_a_read_follows_one_link(saver: Stream
             assert deltas.split(type_.decode(), data).link == base  # the last full value's entry
 
 
-def test_chains_of_links_to_the_version_before_stay_readable(saver: StreamSaver, client: redis.Redis) -> None:
-    # Writers before base links stored each delta against the version before: a chain of up to
-    # 7 links. Rewrite this log's deltas that way (same ids, so the views still point at them).
-    messages, _, ids = _grow(saver, "t", 10)
-    log = saver.core.keys.thread("t").log
+def _rechain(client: redis.Redis, saver: StreamSaver, thread: str) -> list[str]:
+    """Rewrite the deltas of `thread`'s log as writers before base links stored them: each
+    against the version before, a chain of up to 7 links (same ids, so the views still point at
+    them). Returns the links, in log order."""
+    log = saver.core.keys.thread(thread).log
     field = channel_field("messages")
-    entries = _channel_entries(client, saver, "t")
+    entries = _channel_entries(client, saver, thread)
     held = {entry_id: fields[field] for entry_id, fields, _ in entries}
     whole = {e: compression.joined(Blob(t.decode(), d), held.get) for e, _, (_, _, t, d) in entries}
     rewritten: dict[str, dict[bytes, bytes]] = {}
@@ -407,8 +407,14 @@ def test_chains_of_links_to_the_version_before_stay_readable(saver: StreamSaver,
     client.delete(log)
     for entry_id, fields in all_entries:
         client.xadd(log, rewritten.get(entry_id.decode(), fields), id=entry_id)
-    links = [deltas.split(t.decode(), d).link for _, _, (_, _, t, d) in _channel_entries(client, saver, "t") if deltas.is_delta(t.decode())]
+    links = [deltas.split(t.decode(), d).link for _, _, (_, _, t, d) in _channel_entries(client, saver, thread) if deltas.is_delta(t.decode())]
     assert links == [e for e, _, _ in entries[:7]] + [entries[8][0]]  # a chain, 7 links long at the 8th version
+    return links
+
+
+def test_chains_of_links_to_the_version_before_stay_readable(saver: StreamSaver, client: redis.Redis) -> None:
+    messages, _, ids = _grow(saver, "t", 10)
+    _rechain(client, saver, "t")
     for n, cid in enumerate(ids):
         one = saver.get_tuple(config("t", "", cid))
         assert one is not None and one.checkpoint["channel_values"]["messages"] == messages[: 2 * (n + 1)]
@@ -527,3 +533,59 @@ def test_a_base_whose_stored_type_is_not_text_fails_the_payloads_of_its_deltas_n
     assert stats.failed == 0 and stats.dead == 0
     assert outcomes[base_id] in ("EventDecodeError", "PayloadDecodeError")
     assert {outcomes[entry_id] for entry_id, _, _ in entries[1:]} == {PayloadDecodeError.__name__}
+
+
+def _counting_fetches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from streamsaver.subscribe import Subscriber
+
+    reads: list[str] = []
+    on_demand = Subscriber.fetch_entry
+
+    def counted(self: Subscriber, log_key: str, log_id: str) -> Any:
+        reads.append(log_id)
+        return on_demand(self, log_key, log_id)
+
+    monkeypatch.setattr(Subscriber, "fetch_entry", counted)
+    return reads
+
+
+@pytest.mark.parametrize("batch", [1, 3, 100], ids=["batch-1", "batch-3", "batch-100"])
+def test_a_prefetching_subscriber_reads_old_chains_and_threads_sharing_ids_with_its_batch(
+    saver: StreamSaver, client: redis.Redis, prefix: str, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    """Chains of several links (old writers) are read level by level with the batch; threads
+    whose log entries share ids (a copy, an import) each read their own log's links."""
+    from streamsaver.feed_event import FeedEvent
+    from streamsaver.subscribe import Subscriber
+
+    _grow(saver, "old", 10)
+    _rechain(client, saver, "old")
+    # "twin": whole values, its log entries renumbered to the ids of "old"'s (its pointers too)
+    whole = StreamSaver(client, prefix=prefix, deltas=False)
+    _grow(whole, "twin", 10, start=100)
+    keys = saver.core.keys.thread("twin")
+    old_ids = [e for e, _ in client.xrange(saver.core.keys.thread("old").log)]
+    twin_entries = client.xrange(keys.log)
+    assert len(old_ids) == len(twin_entries) == 10
+    renumbered = {e.decode(): new.decode() for (e, _), new in zip(twin_entries, old_ids)}
+    client.delete(keys.log)
+    for (_, fields), new in zip(twin_entries, old_ids):
+        client.xadd(keys.log, fields, id=new)
+    for pointer_id, fields in client.xrange(keys.feed):
+        if fields[b"thread"] == b"twin":
+            client.xdel(keys.feed, pointer_id)
+            client.xadd(keys.feed, {**fields, b"id": renumbered[fields[b"id"].decode()].encode()})
+    reads = _counting_fetches(monkeypatch)
+    payloads: dict[str, list[Any]] = {"old": [], "twin": []}
+
+    def handle(event: FeedEvent) -> None:
+        if event.type == "CheckpointSaved":
+            payload = event.payload()
+            assert payload is not None
+            payloads[event.thread_id].append(payload["checkpoint"]["channel_values"]["messages"])
+
+    stats = Subscriber(client, "audit", handle, prefix=prefix, prefetch=True, batch=batch).run_burst()
+    assert stats.failed == 0 and stats.dead == 0
+    assert payloads["old"] == [_messages(n) for n in range(1, 11)]
+    assert payloads["twin"] == [_messages(n, 100) for n in range(1, 11)]
+    assert reads == []

@@ -147,8 +147,8 @@ def keep(blob: Blob) -> Blob:
 
 
 def is_compressed(blob: Blob) -> bool:
-    """Whether `blob` (as stored) holds a compressed payload."""
-    return blob.type.startswith(_ZSTD)
+    """Whether `blob` (as stored) holds a compressed payload (a delta: its elements)."""
+    return blob.type.removeprefix(deltas.MARK).startswith(_ZSTD)
 
 
 def expand(blob: Blob) -> Blob:

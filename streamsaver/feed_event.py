@@ -335,9 +335,10 @@ def missing_link(event: Event, links: Links) -> tuple[str, str] | None:
                 break
             try:
                 type_bytes, data = unpack(held)[2:4]
-            except ValueError:
+                type_name = type_bytes.decode()
+            except ValueError:  # UnicodeDecodeError too: the join reports a damaged link
                 break
-            type_name, hops = type_bytes.decode(), hops + 1
+            hops += 1
     return None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from enum import Enum
 from typing import Any
 from uuid import UUID
 
@@ -126,6 +127,9 @@ def _checked_depth(value: Any) -> int:
     deepest, todo = 0, [(value, 1)]
     while todo:
         item, level = todo.pop()
+        if isinstance(item, Enum):
+            todo.append((item.value, level))  # orjson writes an Enum as its value, nested or NaN alike
+            continue
         if isinstance(item, dict):
             children: Iterable[Any] = item.values()
         elif isinstance(item, (list, tuple)):

@@ -17,7 +17,7 @@ counts updates for (metadata ``counters_since_delta_snapshot``).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -26,13 +26,13 @@ import orjson
 from streamsaver import compression, deltas
 from streamsaver.errors import PayloadDecodeError
 from streamsaver.events import (
+    Blob,
     ChannelValue,
     CheckpointSaved,
     Event,
     ThreadDeleted,
     ValuesRetained,
     WritesSaved,
-    decode_channel_value,
     encode_channel_value,
     from_fields,
     to_fields,
@@ -234,28 +234,48 @@ def whole_values(source: Sequence[Entry], out: Sequence[tuple[str, _E]]) -> list
     }
     written: dict[tuple[str, str], bytes] = {}
     result: list[tuple[str, _E]] = []
+    store = compression.shrink if _writer_compresses(source) else compression.keep
     for entry_id, event in out:
         if isinstance(event, (CheckpointSaved, ValuesRetained)) and event.values:
-            values = tuple(_whole(entry_id, cv, original, written) for cv in event.values)
+            values = tuple(_whole(entry_id, cv, original, written, store) for cv in event.values)
             if values != event.values:
                 event = replace(event, values=values)
         result.append((entry_id, event))
     return result
 
 
+def _writer_compresses(source: Sequence[Entry]) -> bool:
+    """Whether the writer of the log `source` compresses payloads: whether any payload in it
+    (a body, a channel value, a delta's elements, a write) is stored compressed. A rewrite
+    stores a re-joined value as that writer would store it whole: a saver made with
+    ``compression=None`` never finds a compressed payload in its log after a rewrite. Not the
+    base alone: a compressing writer leaves a base under `compression.MIN_BYTES` uncompressed
+    while the values joined with it may be large (and an old chain's link is a delta)."""
+    for _, event in source:
+        if isinstance(event, CheckpointSaved) and compression.is_compressed(event.body):
+            return True
+        if isinstance(event, (CheckpointSaved, ValuesRetained)) and any(
+            compression.is_compressed(cv.blob) for cv in event.values
+        ):
+            return True
+        if isinstance(event, WritesSaved) and any(compression.is_compressed(w.blob) for w in event.writes):
+            return True
+    return False
+
+
 def _whole(
-    entry_id: str, cv: ChannelValue, original: Mapping[tuple[str, str], bytes], written: dict[tuple[str, str], bytes]
+    entry_id: str,
+    cv: ChannelValue,
+    original: Mapping[tuple[str, str], bytes],
+    written: dict[tuple[str, str], bytes],
+    store: Callable[[Blob], Blob],
 ) -> ChannelValue:
     if deltas.is_delta(cv.blob.type):
         try:
             link = deltas.split(cv.blob.type, cv.blob.data).link
             if entry_id == "*" or written.get((link, cv.channel)) != original.get((link, cv.channel)):
                 whole = compression.joined(cv.blob, lambda at: original.get((at, cv.channel)))
-                # Stored as the writer stored the base: a saver made with compression=None
-                # never finds a compressed payload in its log after a rewrite.
-                base = original.get((link, cv.channel))
-                compressed = base is not None and compression.is_compressed(decode_channel_value(base).blob)
-                cv = ChannelValue(cv.channel, cv.version, (compression.shrink if compressed else compression.keep)(whole))
+                cv = ChannelValue(cv.channel, cv.version, store(whole))  # as its writer stores (see above)
         except ValueError as exc:
             raise PayloadDecodeError(f"cannot join the delta of channel {cv.channel!r}: {exc}", event_id=entry_id) from exc
     if entry_id != "*":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import pytest
@@ -34,3 +35,19 @@ def test_metadata_as_deep_as_allowed_round_trips(sync_saver: StreamSaver) -> Non
     saved = sync_saver.put(config("deep"), checkpoint, metadata, versions)
     got = sync_saver.get_tuple(saved)
     assert got is not None and got.metadata["deep"] == metadata["deep"]
+
+
+class _Deep(enum.Enum):
+    """orjson writes an Enum as its value: metadata may nest inside one."""
+
+    VALUE = _nested(MAX_METADATA_DEPTH + 1)
+
+
+def test_too_deep_metadata_inside_an_enum_is_refused_and_nothing_is_written(
+    sync_saver: StreamSaver, client: redis.Redis, prefix: str
+) -> None:
+    before = snapshot(client, prefix)
+    checkpoint, versions = new_checkpoint({"messages": ["a"]})
+    with pytest.raises(InvalidInputError, match="nested deeper"):
+        sync_saver.put(config("deep"), checkpoint, {"deep": _Deep.VALUE}, versions)
+    assert snapshot(client, prefix) == before

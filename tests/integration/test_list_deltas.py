@@ -382,13 +382,13 @@ def test_every_delta_links_to_its_base_and_a_read_follows_one_link(saver: Stream
             assert deltas.split(type_.decode(), data).link == base  # the last full value's entry
 
 
-def test_chains_of_links_to_the_version_before_stay_readable(saver: StreamSaver, client: redis.Redis) -> None:
-    # Writers before base links stored each delta against the version before: a chain of up to
-    # 7 links. Rewrite this log's deltas that way (same ids, so the views still point at them).
-    messages, _, ids = _grow(saver, "t", 10)
-    log = saver.core.keys.thread("t").log
+def _rechain(client: redis.Redis, saver: StreamSaver, thread: str) -> list[str]:
+    """Rewrite the deltas of `thread`'s log as writers before base links stored them: each
+    against the version before, a chain of up to 7 links (same ids, so the views still point at
+    them). Returns the links, in log order."""
+    log = saver.core.keys.thread(thread).log
     field = channel_field("messages")
-    entries = _channel_entries(client, saver, "t")
+    entries = _channel_entries(client, saver, thread)
     held = {entry_id: fields[field] for entry_id, fields, _ in entries}
     whole = {e: compression.joined(Blob(t.decode(), d), held.get) for e, _, (_, _, t, d) in entries}
     rewritten: dict[str, dict[bytes, bytes]] = {}
@@ -407,8 +407,14 @@ def test_chains_of_links_to_the_version_before_stay_readable(saver: StreamSaver,
     client.delete(log)
     for entry_id, fields in all_entries:
         client.xadd(log, rewritten.get(entry_id.decode(), fields), id=entry_id)
-    links = [deltas.split(t.decode(), d).link for _, _, (_, _, t, d) in _channel_entries(client, saver, "t") if deltas.is_delta(t.decode())]
+    links = [deltas.split(t.decode(), d).link for _, _, (_, _, t, d) in _channel_entries(client, saver, thread) if deltas.is_delta(t.decode())]
     assert links == [e for e, _, _ in entries[:7]] + [entries[8][0]]  # a chain, 7 links long at the 8th version
+    return links
+
+
+def test_chains_of_links_to_the_version_before_stay_readable(saver: StreamSaver, client: redis.Redis) -> None:
+    messages, _, ids = _grow(saver, "t", 10)
+    _rechain(client, saver, "t")
     for n, cid in enumerate(ids):
         one = saver.get_tuple(config("t", "", cid))
         assert one is not None and one.checkpoint["channel_values"]["messages"] == messages[: 2 * (n + 1)]
@@ -464,3 +470,122 @@ def test_a_prefetching_subscriber_reads_delta_links_with_its_batch(
     # the same handler without prefetch reads each entry and each link on demand
     Subscriber(client, "on-demand", handle, prefix=prefix, batch=batch).run_burst()
     assert payloads[12:] == payloads[:12] and len(reads) > 12
+
+
+def test_a_rewrite_by_a_compressing_writer_compresses_a_large_joined_value_whose_base_was_small(
+    client: redis.Redis, prefix: str
+) -> None:
+    # The base of steps 4-7 (step 0: two messages) is below compression.MIN_BYTES, so the
+    # writer stored it uncompressed; the values re-joined when it is dropped are large: the
+    # writer would have compressed them, and a rewrite stores them as the writer would.
+    saver = StreamSaver(client, prefix=prefix, compression="zstd")
+    saver.setup()
+    _grow(saver, "t", 12)
+    entries = _channel_entries(client, saver, "t")
+    held = {entry_id: fields[channel_field("messages")] for entry_id, fields, _ in entries}
+    assert not entries[0][2][2].startswith(b"zstd:"), "a small base, stored as it is"
+    rejoined = {
+        entry_id: compression.joined(Blob(type_.decode(), data), held.get) for entry_id, _, (_, _, type_, data) in entries[4:8]
+    }
+    expected = {entry_id: compression.shrink(whole).type for entry_id, whole in rejoined.items()}
+    assert all(t.startswith("zstd:") for t in expected.values()), "what the writer stores for these values"
+    saver.delete_for_runs(["r0"])  # drops the base of the deltas of steps 4-7: they are stored whole
+    after = {entry_id: type_.decode() for entry_id, _, (_, _, type_, _) in _channel_entries(client, saver, "t")}
+    assert {entry_id: after[entry_id] for entry_id in rejoined} == expected
+    assert _whole_history(saver, "t") == _expected(12)[:8]
+
+
+@pytest.mark.parametrize("prefetch", [True, False], ids=["prefetch", "on-demand"])
+def test_a_base_whose_stored_type_is_not_text_fails_the_payloads_of_its_deltas_not_the_batch(
+    saver: StreamSaver, client: redis.Redis, prefix: str, prefetch: bool
+) -> None:
+    """A damaged base (its stored type not UTF-8): each handler's `payload` reports it as a
+    `PayloadDecodeError` naming its entry; the prefetching subscriber's link scan does not fail
+    the batch (the handler is where a damaged entry is reported)."""
+    from streamsaver.errors import EventDecodeError, PayloadDecodeError
+    from streamsaver.feed_event import FeedEvent
+    from streamsaver.subscribe import Subscriber
+
+    _grow(saver, "t", 3)
+    log = saver.core.keys.thread("t").log
+    field = channel_field("messages")
+    entries = _channel_entries(client, saver, "t")
+    base_id, _, (channel, version, _, data) = entries[0]
+    assert all(deltas.split(t.decode(), d).link == base_id for _, _, (_, _, t, d) in entries[1:])
+    all_entries = client.xrange(log)
+    client.delete(log)
+    for entry_id, fields in all_entries:
+        if entry_id.decode() == base_id:
+            fields = {**fields, field: pack([channel, version, b"\xff\xfe", data])}
+        client.xadd(log, fields, id=entry_id)
+    outcomes: dict[str, str] = {}
+
+    def handle(event: FeedEvent) -> None:
+        if event.type == "CheckpointSaved":
+            try:
+                event.payload()
+                outcomes[event.log_id] = "ok"
+            except EventDecodeError as exc:
+                assert exc.event_id == event.log_id
+                outcomes[event.log_id] = type(exc).__name__
+
+    stats = Subscriber(client, "audit", handle, prefix=prefix, prefetch=prefetch).run_burst()
+    assert stats.failed == 0 and stats.dead == 0
+    assert outcomes[base_id] in ("EventDecodeError", "PayloadDecodeError")
+    assert {outcomes[entry_id] for entry_id, _, _ in entries[1:]} == {PayloadDecodeError.__name__}
+
+
+def _counting_fetches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from streamsaver.subscribe import Subscriber
+
+    reads: list[str] = []
+    on_demand = Subscriber.fetch_entry
+
+    def counted(self: Subscriber, log_key: str, log_id: str) -> Any:
+        reads.append(log_id)
+        return on_demand(self, log_key, log_id)
+
+    monkeypatch.setattr(Subscriber, "fetch_entry", counted)
+    return reads
+
+
+@pytest.mark.parametrize("batch", [1, 3, 100], ids=["batch-1", "batch-3", "batch-100"])
+def test_a_prefetching_subscriber_reads_old_chains_and_threads_sharing_ids_with_its_batch(
+    saver: StreamSaver, client: redis.Redis, prefix: str, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    """Chains of several links (old writers) are read level by level with the batch; threads
+    whose log entries share ids (a copy, an import) each read their own log's links."""
+    from streamsaver.feed_event import FeedEvent
+    from streamsaver.subscribe import Subscriber
+
+    _grow(saver, "old", 10)
+    _rechain(client, saver, "old")
+    # "twin": whole values, its log entries renumbered to the ids of "old"'s (its pointers too)
+    whole = StreamSaver(client, prefix=prefix, deltas=False)
+    _grow(whole, "twin", 10, start=100)
+    keys = saver.core.keys.thread("twin")
+    old_ids = [e for e, _ in client.xrange(saver.core.keys.thread("old").log)]
+    twin_entries = client.xrange(keys.log)
+    assert len(old_ids) == len(twin_entries) == 10
+    renumbered = {e.decode(): new.decode() for (e, _), new in zip(twin_entries, old_ids)}
+    client.delete(keys.log)
+    for (_, fields), new in zip(twin_entries, old_ids):
+        client.xadd(keys.log, fields, id=new)
+    for pointer_id, fields in client.xrange(keys.feed):
+        if fields[b"thread"] == b"twin":
+            client.xdel(keys.feed, pointer_id)
+            client.xadd(keys.feed, {**fields, b"id": renumbered[fields[b"id"].decode()].encode()})
+    reads = _counting_fetches(monkeypatch)
+    payloads: dict[str, list[Any]] = {"old": [], "twin": []}
+
+    def handle(event: FeedEvent) -> None:
+        if event.type == "CheckpointSaved":
+            payload = event.payload()
+            assert payload is not None
+            payloads[event.thread_id].append(payload["checkpoint"]["channel_values"]["messages"])
+
+    stats = Subscriber(client, "audit", handle, prefix=prefix, prefetch=True, batch=batch).run_burst()
+    assert stats.failed == 0 and stats.dead == 0
+    assert payloads["old"] == [_messages(n) for n in range(1, 11)]
+    assert payloads["twin"] == [_messages(n, 100) for n in range(1, 11)]
+    assert reads == []

@@ -30,8 +30,10 @@ from test_worker import history, play, reads, shallow_reader, view_state, writer
 
 from streamsaver import AsyncStreamSaver, StreamSaver
 from streamsaver.cli import main
+from streamsaver.codec import unpack
 from streamsaver.embedded_cluster import EmbeddedCluster
 from streamsaver.errors import InvalidInputError
+from streamsaver.events import channel_field
 from streamsaver.feed_event import FeedEvent
 from streamsaver.inspection import deployment_stats
 from streamsaver.replay import Replayer
@@ -497,3 +499,50 @@ async def test_delete_for_runs_goes_on_when_the_slot_of_an_index_moved(
         await aclient.aclose()
 
     assert left == ["run-1"] * 15
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_prefetching_subscriber_reads_the_links_of_deltas_on_every_primary(
+    cluster_client: RedisCluster, cluster_url: str, prefix: str, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The XRANGEs of a batch's delta links go to each log's own primary: payloads are whole
+    and no handler reads a link on its own."""
+    saver = StreamSaver(cluster_client, prefix=prefix)
+    saver.setup()
+    threads = [f"grow-{i}" for i in range(6)]
+    expected: dict[str, list[list[str]]] = {}
+    for thread in threads:
+        previous, parent, messages = None, None, []
+        for step in range(10):
+            messages = messages + [f"{thread} {step} " + "message text " * 20]
+            checkpoint, versions = new_checkpoint({"messages": messages}, previous)
+            parent = saver.put(config(thread, "", parent), checkpoint, {}, versions)["configurable"]["checkpoint_id"]
+            previous = checkpoint
+            expected.setdefault(thread, []).append(messages)
+    assert len({key_slot(saver.core.keys.thread(t).log.encode()) // 5462 for t in threads}) > 1, "several primaries"
+    field = channel_field("messages")
+    stored = [unpack(f[field])[2] for t in threads for _, f in cluster_client.xrange(saver.core.keys.thread(t).log)]
+    assert sum(t.startswith(b"delta:") for t in stored) >= 30, stored
+    fetched: list[str] = []
+    seen: dict[str, list[Any]] = {t: [] for t in threads}
+    monkeypatch.setattr(Subscriber, "fetch_entry", lambda self, key, entry: fetched.append(entry))
+    monkeypatch.setattr(Subscriber, "afetch_entry", lambda self, key, entry: fetched.append(entry))
+    if mode == "sync":
+        def handle(event: FeedEvent) -> None:
+            payload = event.payload()
+            assert payload is not None
+            seen[event.thread_id].append(payload["checkpoint"]["channel_values"]["messages"])
+
+        stats = Subscriber(cluster_client, "audit", handle, prefix=prefix, prefetch=True).run_burst()
+    else:
+        aclient = AsyncRedisCluster.from_url(cluster_url)
+
+        async def ahandle(event: FeedEvent) -> None:
+            payload = await event.apayload()
+            assert payload is not None
+            seen[event.thread_id].append(payload["checkpoint"]["channel_values"]["messages"])
+
+        stats = await Subscriber(aclient, "audit", ahandle, prefix=prefix, prefetch=True).async_run_burst()
+        await aclient.aclose()
+    assert stats.failed == 0 and stats.dead == 0
+    assert seen == expected and fetched == []

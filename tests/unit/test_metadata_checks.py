@@ -4,6 +4,7 @@ can be neither)."""
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import pytest
@@ -37,5 +38,18 @@ def test_the_tightest_metadata_as_deep_as_allowed_is_accepted() -> None:
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
 def test_a_short_metadata_with_a_float_json_cannot_hold_is_refused(value: float) -> None:
+    with pytest.raises(InvalidInputError, match="no JSON form"):
+        _put({"x": value})
+
+
+class _Float(enum.Enum):
+    """orjson writes an Enum as its value: a NaN there is written as null, as a bare one is."""
+
+    NAN = float("nan")
+    INF = float("inf")
+
+
+@pytest.mark.parametrize("value", [_Float.NAN, _Float.INF, {"nested": [_Float.NAN]}])
+def test_a_float_json_cannot_hold_inside_an_enum_is_refused(value: Any) -> None:
     with pytest.raises(InvalidInputError, match="no JSON form"):
         _put({"x": value})

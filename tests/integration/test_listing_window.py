@@ -71,7 +71,8 @@ def _page(client: redis.Redis, prefix: str, filter: dict[str, Any], before: str,
     its row's); by default it sorts all matches only when a window could hold them all, so that
     these few hundred checkpoints exercise the window search."""
     query = " ".join(f"@mt:{{{t}}}" for t in metadata_tags(sorted(filter.items()))) or "*"
-    args = [query, before, order_key(before) if before else "", offset, size, top, width, sort_all_below, int(fresh)]
+    args = [query, before, order_key(before) if before else "", offset, size, top, width, sort_all_below, int(fresh),
+            "0", "", ""]
     index = Keyspace(prefix).index("full")
     if read:
         width_used, reply, checkpoints = client.execute_command(*LIST_PAGE.evalsha_args([index], [*args, prefix, "full"]))

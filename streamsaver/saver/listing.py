@@ -356,10 +356,11 @@ class ListPager:
         so that checkpoints deleted meanwhile shift nothing past the page. Within one thread and
         namespace ids are unique: below the last id (`_bounds`); otherwise (several threads or
         namespaces, where one id can repeat: `copy_thread` copies ids) after the last row in the
-        listing's order (`_cursors`: id DESC, then tk, nk ASC). An id a FILTER cannot quote keeps
-        the bound where it was and counts on from it (`_offsets` rows further)."""
+        listing's order (`_cursors`: id DESC, then tk, nk ASC). An id a FILTER cannot quote (or
+        the empty id, which stands for no bound) keeps the bound where it was and counts on from
+        it (`_offsets` rows further)."""
         last = rows[-1] if rows else None
-        if last is None or not _SAFE_ID.match(last[2]):
+        if last is None or not last[2] or not _SAFE_ID.match(last[2]):  # '' bounds nothing
             self._offsets[n] += len(rows)
         elif not self._across and self.checkpoint_ns is not None:
             self._bounds[n], self._offsets[n] = last[2], 0

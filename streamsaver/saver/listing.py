@@ -106,6 +106,16 @@ def _tie_order(row: Row) -> tuple[str, str]:
 
 
 
+def _after(cursor: Row) -> str:
+    """A FILTER keeping the rows strictly after `cursor` in the listing's order (id DESC,
+    then ``tk``, ``nk`` ASC). Its id is checked (`_SAFE_ID`), thread and namespace are escaped
+    (`escape`: ``[A-Za-z0-9._%-]``): nothing in it can end a quoted string."""
+    thread, ns, cid = cursor
+    tk, nk = escape(thread), escape(ns)
+    return (f"(@checkpoint_id < '{cid}') || (@checkpoint_id == '{cid}' && "
+            f"(@tk > '{tk}' || (@tk == '{tk}' && @nk > '{nk}')))")
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -121,13 +131,15 @@ class ListPager:
     one pipelined fetch of the checkpoints it found. Metadata matches are re-checked exactly.
 
     Across threads, an index query is one ``list_window.lua`` call: it sorts only the newest
-    matches, a window of ``ck`` (`order_key` of the id) holding the offset and the page, found
-    by capped counts in the same call, so the cost follows the page, not the matches. On a
+    matches below the index's keyset cursor, a window of ``ck`` (`order_key` of the id) holding
+    the page, found by capped counts in the same call, so the cost follows the page, not the
+    matches. A page starts strictly after the last row its index gave (`_advance`): rows deleted
+    between pages shift nothing, so none is skipped. On a
     single server it is a ``list_page.lua`` call instead, which also reads the page's
     checkpoints: one round trip a page.
 
     On Redis Cluster a view has one index per primary (`targets`): the query goes to each in the
-    same pipelined round trip, each with its own offset, and the rows are merged newest
+    same pipelined round trip, each with its own cursor, and the rows are merged newest
     checkpoint id first; a row is taken only while every index that may hold more has rows
     buffered, so the merge equals one index's order. A single server is the one-target case.
     """
@@ -152,6 +164,7 @@ class ListPager:
     _emitted: int = 0
     _offsets: list[int] = field(default_factory=list)
     _bounds: list[str] = field(default_factory=list)
+    _cursors: list[Row | None] = field(default_factory=list)
     _buffers: list[list[Row]] = field(default_factory=list)
     _exhausted: list[bool] = field(default_factory=list)
     _asked: list[int] = field(default_factory=list)
@@ -163,7 +176,7 @@ class ListPager:
     def __post_init__(self) -> None:
         n = len(self.targets)
         self._offsets, self._buffers, self._exhausted = [0] * n, [[] for _ in range(n)], [False] * n
-        self._bounds = [self.before] * n
+        self._bounds, self._cursors = [self.before] * n, [None] * n
         self._widths, self._fresh = [FIRST_WIDTH] * n, [False] * n
         if self.hints is not None and self._across and not self.before:
             hints = [self.hints.get(target.name, self._query()) for target in self.targets]
@@ -252,7 +265,7 @@ class ListPager:
         return self._across and len(self.targets) == 1 and self.targets[0].route is None
 
     def _remember(self, n: int) -> None:
-        if self.hints is not None and not self.before and self._offsets[n] == 0:
+        if self.hints is not None and not self.before and self._offsets[n] == 0 and self._cursors[n] is None:
             width = self._widths[n]
             self.hints.put(self.targets[n].name, self._query(), 0 if width >= WHOLE else self.top - width)
 
@@ -274,19 +287,25 @@ class ListPager:
         return self.before
 
     def _search(self, n: int) -> Command:
-        before = self._checked_before() if self.before else ""
+        if self.before:
+            self._checked_before()
+        cursor = self._cursors[n]
         if self._across:
             # Across threads the matches may be many: the script sorts only a window of the
-            # newest of them that holds the page (_window.lua).
-            args: Command = [self._query(), before, order_key(before) if before else "", self._offsets[n],
-                             self._want, self.top, self._widths[n], SORT_ALL_BELOW, int(self._fresh[n])]
+            # newest of them that holds the page (_window.lua), below the cursor if any.
+            bound = cursor[2] if cursor else self.before
+            after: Command = ["1", escape(cursor[0]), escape(cursor[1])] if cursor else ["0", "", ""]
+            args: Command = [self._query(), bound, order_key(bound) if bound else "", self._offsets[n],
+                             self._want, self.top, self._widths[n], SORT_ALL_BELOW, int(self._fresh[n]), *after]
             self._fresh[n] = False  # a later page needs a window further down: counted
             if self._one_trip:
                 return LIST_PAGE.evalsha_args([self.targets[n].name], [*args, self.keyspace.prefix, self.view])
             return LIST_WINDOW.evalsha_args([self.targets[n].name], args)
         command: Command = ["FT.AGGREGATE", self.targets[n].name, self._query()]
         bound = self._bounds[n]  # `before` (checked above), then a fetched id (`_advance`)
-        if bound:
+        if cursor:
+            command += ["FILTER", _after(cursor)]
+        elif bound:
             command += ["FILTER", f"@checkpoint_id < '{bound}'"]
         if self.only and _SAFE_ID.match(self.only):
             command += ["FILTER", f"@checkpoint_id == '{self.only}'"]
@@ -333,15 +352,20 @@ class ListPager:
         return self._keep(decode_rows(self.serde, [c for c in checkpoints if c]))
 
     def _advance(self, n: int, rows: Sequence[Row]) -> None:
-        """Where index `n`'s next page starts: below the last id fetched (`_bounds`, at offset
-        0) where ids are unique, that is within one thread and namespace, so that checkpoints
-        deleted meanwhile shift nothing past the page; otherwise `_offsets` rows further (an id
-        a FILTER cannot quote keeps the bound where it was and counts on from it)."""
-        last = rows[-1][2] if rows else ""
-        if not self._across and self.checkpoint_ns is not None and last and _SAFE_ID.match(last):
-            self._bounds[n], self._offsets[n] = last, 0
-        else:
+        """Where index `n`'s next page starts: strictly after the last row fetched, at offset 0,
+        so that checkpoints deleted meanwhile shift nothing past the page. Within one thread and
+        namespace ids are unique: below the last id (`_bounds`); otherwise (several threads or
+        namespaces, where one id can repeat: `copy_thread` copies ids) after the last row in the
+        listing's order (`_cursors`: id DESC, then tk, nk ASC). An id a FILTER cannot quote (or
+        the empty id, which stands for no bound) keeps the bound where it was and counts on from
+        it (`_offsets` rows further)."""
+        last = rows[-1] if rows else None
+        if last is None or not last[2] or not _SAFE_ID.match(last[2]):  # '' bounds nothing
             self._offsets[n] += len(rows)
+        elif not self._across and self.checkpoint_ns is not None:
+            self._bounds[n], self._offsets[n] = last[2], 0
+        else:
+            self._cursors[n], self._offsets[n] = last, 0
 
     def _merge(self) -> list[Row]:
         """Up to a page of buffered rows, newest first, while no index that may hold more has
@@ -358,8 +382,9 @@ class ListPager:
         return merged
 
     def _keep(self, tuples: list[CheckpointTuple]) -> list[CheckpointTuple]:
-        # Pages are offsets into a live index: checkpoints added meanwhile shift older ones into
-        # the next page, so a checkpoint already returned is not returned again.
+        # Pages are read from a live index: a checkpoint added meanwhile with an id below the
+        # cursor (a copied thread keeps its ids), or rows shifting into a page counted by offset
+        # (an id a FILTER cannot quote), may come again: a checkpoint returned is not returned again.
         kept = []
         for t in tuples:
             seen = _identity(t)

@@ -8,7 +8,10 @@
 -- values are all inside). The window is found by counting matches, each count capped (an
 -- FT.AGGREGATE without sorting stops at its LIMIT), so it costs what the page asks, not what
 -- the index holds. With `before`, the counts leave out the matches tying with its key (their
--- ids may not be below it), so a window holds enough of the matches the page may show.
+-- ids may not be below it), so a window holds enough of the matches the page may show. A
+-- keyset cursor (`after`: the last row a listing returned, id `before` with its `tk`, `nk`)
+-- bounds the page the same way, except that it also keeps the rows of id `before` that sort
+-- after the cursor (id DESC, tk ASC, nk ASC): rows deleted above it shift nothing.
 -- Every query says TIMEOUT 0: cut short at RediSearch's own timeout, a count or a sort would
 -- answer with what it reached as if whole.
 
@@ -18,12 +21,26 @@ local function num(x) return string.format('%.0f', x) end
 -- before (`before` id or ''), bkey (its order key or ''), offset, size, base (the order key a
 -- window hangs from without `before`), width (the first window's width), few (below how many
 -- matches to sort them all), fresh (true: the first window is a remembered one, recent enough
--- to be sorted without counting first; the sort tells whether it held the page), load (extra
--- FT.AGGREGATE arguments after the sort, or nil).
+-- to be sorted without counting first; the sort tells whether it held the page), after (nil,
+-- or {tk, nk}: `before` is then a cursor's id, see above), load (extra FT.AGGREGATE arguments
+-- after the sort, or nil). The client checks `before`, tk and nk: [A-Za-z0-9._:%-] only,
+-- quoted verbatim (checked here again: no input alters a query).
 -- Returns {'missing'} when a match has no `ck` (written before index schema v3), else
 -- {width of the window used (2^53: the whole index), FT.AGGREGATE reply (RESP2)}.
 local function window_page(p)
   local idx, query, before, bkey = p.idx, p.query, p.before, p.bkey
+  local bound = ''
+  if before ~= '' then
+    for _, s in ipairs({before, unpack(p.after or {})}) do
+      if not string.find(s, '^[%w._:%%-]*$') then error('unsafe id in a listing bound') end
+    end
+    bound = "@checkpoint_id < '" .. before .. "'"
+    if p.after then
+      local tk, nk = p.after[1], p.after[2]
+      bound = '(' .. bound .. ") || (@checkpoint_id == '" .. before .. "' && (@tk > '" .. tk ..
+              "' || (@tk == '" .. tk .. "' && @nk > '" .. nk .. "')))"
+    end
+  end
   local offset, size = p.offset, p.size
   local need = offset + size
   -- a window may hold up to `cap` matches: a few more than the page, so it is found in few
@@ -121,9 +138,9 @@ local function window_page(p)
       q, used = filter .. '@ck:[' .. num(lo) .. ' ' .. upper .. ']', base - lo
     end
     local command = {'FT.AGGREGATE', idx, q}
-    if before ~= '' then
+    if bound ~= '' then
       table.insert(command, 'FILTER')
-      table.insert(command, "@checkpoint_id < '" .. before .. "'")
+      table.insert(command, bound)
     end
     for _, arg in ipairs({'SORTBY', 6, '@checkpoint_id', 'DESC', '@tk', 'ASC', '@nk', 'ASC',
                           'LIMIT', offset, size}) do

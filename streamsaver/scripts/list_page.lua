@@ -4,15 +4,16 @@
 -- one server: the page's checkpoints are keys the call does not declare (on Redis Cluster they
 -- live on other primaries, so there the page is found with list_window.lua and fetched after).
 -- KEYS[1] the view's index
--- ARGV[1..9] as list_window.lua, ARGV[10] key prefix, ARGV[11] view ('full' or 'shallow')
+-- ARGV[1..12] as list_window.lua, ARGV[13] key prefix, ARGV[14] view ('full' or 'shallow')
 -- Returns: {'missing'} when a match has no `ck` (written before index schema v3), else
 --          {width of the window used (2^53: the whole index), FT.AGGREGATE reply (RESP2, each
 --          row with its document's key `__key`), the page's checkpoints in row order as
 --          read_full.lua / read_shallow.lua return one (false where none is found)}.
-local prefix, view = ARGV[10], ARGV[11]
+local prefix, view = ARGV[13], ARGV[14]
 local found = window_page({idx = KEYS[1], query = ARGV[1], before = ARGV[2], bkey = ARGV[3],
                            offset = tonumber(ARGV[4]), size = tonumber(ARGV[5]), base = tonumber(ARGV[6]),
                            width = tonumber(ARGV[7]), few = tonumber(ARGV[8]), fresh = ARGV[9] == '1',
+                           after = ARGV[10] == '1' and {ARGV[11], ARGV[12]} or nil,
                            load = {'LOAD', 1, '@__key'}})
 if found[1] == 'missing' then return found end
 local stem = prefix .. ':' .. view .. ':'

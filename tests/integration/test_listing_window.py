@@ -19,6 +19,7 @@ from langgraph.checkpoint.base.id import uuid6
 from streamsaver import StreamSaver
 from streamsaver.codec import ORDER_KEY_MAX, escape, metadata_tags, order_key
 from streamsaver.keys import Keyspace
+from streamsaver.saver import listing
 from streamsaver.saver.listing import SORT_ALL_BELOW
 from streamsaver.scripts import LIST_PAGE, LIST_WINDOW
 
@@ -71,7 +72,8 @@ def _page(client: redis.Redis, prefix: str, filter: dict[str, Any], before: str,
     its row's); by default it sorts all matches only when a window could hold them all, so that
     these few hundred checkpoints exercise the window search."""
     query = " ".join(f"@mt:{{{t}}}" for t in metadata_tags(sorted(filter.items()))) or "*"
-    args = [query, before, order_key(before) if before else "", offset, size, top, width, sort_all_below, int(fresh)]
+    args = [query, before, order_key(before) if before else "", offset, size, top, width, sort_all_below, int(fresh),
+            "0", "", ""]
     index = Keyspace(prefix).index("full")
     if read:
         width_used, reply, checkpoints = client.execute_command(*LIST_PAGE.evalsha_args([index], [*args, prefix, "full"]))
@@ -221,3 +223,21 @@ def test_a_fresh_window_that_holds_the_page_is_sorted_without_counting(
     assert queries == [3, 2]
     _, found = _page(client, prefix, {"group": 1}, "", 0, 3, keys[0], 1, 0, True, read)
     assert found == _expected(rows, {"group": 1}, "", 0, 3)
+
+
+@pytest.mark.parametrize("page", [1, 3, 7, 40])
+def test_a_listing_pages_by_its_cursor_through_tied_ids_and_ids_a_filter_cannot_quote(
+    stored: tuple[redis.Redis, str, list[tuple[str, str, str, int]]], monkeypatch: pytest.MonkeyPatch, page: int
+) -> None:
+    """Small pages put page edges among ids repeated across threads (the cursor's tk and nk
+    order them) and after ids outside ``[A-Za-z0-9._:-]`` (the next page counts on from the
+    last cursor instead): page by page, the listing is still the full sort."""
+    client, prefix, rows = stored
+    monkeypatch.setattr(listing, "PAGE", page)
+    saver = StreamSaver(client, prefix=prefix)
+    for filter in ({}, {"group": 1}):
+        listed = [
+            (c["checkpoint_id"], escape(c["thread_id"]), escape(c["checkpoint_ns"]))
+            for c in (t.config["configurable"] for t in saver.list(None, filter=filter))
+        ]
+        assert listed == _expected(rows, filter, "", 0, len(rows)), (page, filter)

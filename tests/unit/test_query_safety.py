@@ -44,11 +44,12 @@ def test_list_queries_hold_only_digests(thread: str | None, ns: str | None, filt
         if command[0] == "EVALSHA" and command[1] == LIST_WINDOW.sha:
             # across threads: list_window.lua builds its queries from the query, the `before`
             # id and numbers (its order key, offset, size, window)
-            _, _, _, _, query, before_arg, before_key, *numbers = command
+            _, _, _, _, query, before_arg, before_key, *numbers, after, tk, nk = command
             assert QUERY.match(str(query)), query
             assert before_arg == (before or "") and SAFE_BEFORE.match(str(before_arg))
             assert before_key == (order_key(before) if before else "")
             assert all(isinstance(n, int) for n in numbers)
+            assert (after, tk, nk) == ("0", "", "")  # a first page: no cursor yet
             continue
         if command[0] != "FT.AGGREGATE":
             continue  # the id walk of one thread: a script call, no query

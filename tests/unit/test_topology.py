@@ -116,8 +116,10 @@ def test_an_index_is_asked_again_only_when_its_rows_ran_out() -> None:
     again = pager.next_request()
 
     assert again is not None and [q.key for q in again] == ["{i0}"]  # type: ignore[union-attr]
-    # the script's offset and page size (list_window.lua ARGV[4], ARGV[5])
-    assert again[0].command[3 + 1 + 3 : 3 + 1 + 5] == [3, 3]  # type: ignore[union-attr]
+    # it starts strictly after the last row it returned (a keyset cursor: list_window.lua
+    # ARGV[2] its id, ARGV[10..12] '1', its tk and nk), at offset 0, a page of 3 (ARGV[4], ARGV[5])
+    args = again[0].command[3 + 1 :]  # type: ignore[union-attr]
+    assert args[1] == "c7" and args[3:5] == [0, 3] and args[9:] == ["1", "a", ""]
 
 
 def test_a_row_of_a_document_from_before_schema_v2_asks_for_a_replay() -> None:
@@ -165,14 +167,15 @@ def test_a_match_without_an_order_key_asks_for_a_replay() -> None:
 def test_an_index_is_asked_again_from_the_window_its_last_page_needed() -> None:
     pager = _pager(2, limit=3)
     first = pager.next_request()
-    assert first is not None and [q.command[-3] for q in first] == [FIRST_WIDTH, FIRST_WIDTH]  # type: ignore[union-attr]
+    # from the end: width (ARGV[7]) at -6, fresh (ARGV[9]) at -4, then the cursor (ARGV[10..12])
+    assert first is not None and [q.command[-6] for q in first] == [FIRST_WIDTH, FIRST_WIDTH]  # type: ignore[union-attr]
     pager.feed([[5000, [9, _row("c9", "a"), _row("c8", "a"), _row("c7", "a")]], [2**53, [1, _row("c1", "b")]]])
     pager._found, pager._emitted = [], 0
 
     again = pager.next_request()
 
     assert again is not None and [q.key for q in again] == ["{i0}"]  # type: ignore[union-attr]
-    assert again[0].command[-3] == 5000  # type: ignore[union-attr]
+    assert again[0].command[-6] == 5000  # type: ignore[union-attr]
 
 
 def test_a_listing_starts_from_the_window_the_last_listing_of_its_query_needed() -> None:
@@ -189,9 +192,9 @@ def test_a_listing_starts_from_the_window_the_last_listing_of_its_query_needed()
     second = plan()
     [query] = second.next_request() or []
 
-    assert query.command[-3] == max(second.top - (first.top - 500), 1)  # type: ignore[union-attr]
+    assert query.command[-6] == max(second.top - (first.top - 500), 1)  # type: ignore[union-attr]
     [bounded] = plan("c5").next_request() or []
-    assert bounded.command[-3] == FIRST_WIDTH  # type: ignore[union-attr]  # `before` sets its own top
+    assert bounded.command[-6] == FIRST_WIDTH  # type: ignore[union-attr]  # `before` sets its own top
 
 
 def test_a_fresh_remembered_window_is_sorted_before_counting_and_only_on_the_first_page() -> None:
@@ -204,16 +207,16 @@ def test_a_fresh_remembered_window_is_sorted_before_counting_and_only_on_the_fir
 
     first = plan()
     [query] = first.next_request() or []
-    assert query.command[-1] == 0  # type: ignore[union-attr]  # nothing remembered yet
+    assert query.command[-4] == 0  # type: ignore[union-attr]  # nothing remembered yet
     first.feed([[500, [1, _row("c9", "a")]]])
     now[0] += FRESH_S / 2
     fresh = plan()
     [query] = fresh.next_request() or []
-    assert query.command[-1] == 1  # type: ignore[union-attr]
+    assert query.command[-4] == 1  # type: ignore[union-attr]
     fresh.feed([[500, [1, _row("c9", "a")]]])
     fresh._found, fresh._emitted, fresh.limit = [], 0, 2  # as if the page was fetched; a next page
     [later] = fresh.next_request() or []
-    assert later.command[-1] == 0  # type: ignore[union-attr]  # a page further down is counted
+    assert later.command[-4] == 0  # type: ignore[union-attr]  # a page further down is counted
     now[0] += FRESH_S
     [stale] = plan().next_request() or []
-    assert stale.command[-1] == 0  # type: ignore[union-attr]
+    assert stale.command[-4] == 0  # type: ignore[union-attr]

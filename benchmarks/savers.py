@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, closing
@@ -109,6 +110,21 @@ class Environment:
         # One stop takes seconds (SHUTDOWN waits for the server); stop them side by side.
         with ThreadPoolExecutor(max_workers=len(self.servers)) as pool:
             list(pool.map(EmbeddedRedis.stop, self.servers))
+
+    def settle(self, timeout_s: float = 300.0) -> float:
+        """Wait until no server of this environment is rewriting its AOF (or saving a snapshot);
+        returns the seconds waited. A large fill makes Redis rewrite its AOF in a forked child,
+        which takes one of the machine's two cores: calls timed meanwhile measure the rewrite."""
+        started = time.perf_counter()
+        for server in self.servers:
+            with closing(redis.Redis.from_url(server.url)) as client:
+                while time.perf_counter() - started < timeout_s:
+                    info = client.info("persistence")
+                    busy = ("aof_rewrite_in_progress", "aof_rewrite_scheduled", "rdb_bgsave_in_progress")
+                    if not any(int(info.get(key, 0)) for key in busy):
+                        break
+                    time.sleep(0.05)  # polling the server's state: nothing to wait on instead
+        return time.perf_counter() - started
 
     def redis_client(self, server: EmbeddedRedis) -> redis.Redis:
         return self.stack.enter_context(closing(redis.Redis.from_url(server.url)))

@@ -115,7 +115,8 @@ def _axis(
             here = [s for s in subjects if s.reaches(point, cap)]
             for scaled in here:
                 grow(scaled, point)
-            progress(f"scaling: {name} {point:,} filled")
+            waited = env.settle()
+            progress(f"scaling: {name} {point:,} filled" + (f" (AOF rewrites done after {waited:.0f} s)" if waited >= 1 else ""))
             _measure(here, point, ctx.plan.scale_samples, list_all)
     return subjects
 

@@ -30,7 +30,7 @@ from langchain_core.messages import AIMessage
 
 from benchmarks.agent import MESSAGES_PER_TURN, SUPERSTEPS_PER_TURN, build_agent, turn_input
 from benchmarks.plan import Context, progress
-from benchmarks.report import ratio, table
+from benchmarks.report import paired_ratios, ratio, table
 from benchmarks.savers import Environment, Opened, SaverSpec
 
 __all__ = ["paired_ratios", "run_e2e"]
@@ -83,17 +83,6 @@ def _resumed(opened: Opened) -> tuple[float, bool]:
 
 def _rotations(items: Sequence[Any], rounds: int) -> list[list[Any]]:
     return [[*items[r % len(items) :], *items[: r % len(items)]] for r in range(rounds)]
-
-
-def paired_ratios(rates: Sequence[float], base: Sequence[float]) -> list[float]:
-    """The ratio of each round's rate to the base saver's rate in the same round.
-
-    Raises:
-        ValueError: the two lists have different lengths (not the same rounds).
-    """
-    if len(rates) != len(base):
-        raise ValueError(f"{len(rates)} rates against {len(base)} base rates: not the same rounds")
-    return [rate / other for rate, other in zip(rates, base, strict=True)]
 
 
 def _ratio_cell(rates: Sequence[float], base: Sequence[float]) -> tuple[str, str]:

@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Column", "Row", "micro_tables", "ratio", "table"]
+__all__ = ["Column", "Row", "micro_tables", "paired_ratios", "ratio", "table"]
 
 
 @dataclass(frozen=True)
@@ -82,3 +82,14 @@ def micro_tables(rows: Sequence[Row], ops: Sequence[str]) -> list[str]:
         lines += _latency_table(rows, ops, stat) + [""]
     lines += ["#### Storage and result checks", "", *_other_table(rows, ops)]
     return lines
+
+
+def paired_ratios(rates: Sequence[float], base: Sequence[float]) -> list[float]:
+    """The ratio of each round's rate to the base saver's rate in the same round.
+
+    Raises:
+        ValueError: the two lists have different lengths (not the same rounds).
+    """
+    if len(rates) != len(base):
+        raise ValueError(f"{len(rates)} rates against {len(base)} base rates: not the same rounds")
+    return [rate / other for rate, other in zip(rates, base, strict=True)]

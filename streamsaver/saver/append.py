@@ -7,9 +7,7 @@ nothing.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
-from enum import Enum
 from typing import Any
 from uuid import UUID
 
@@ -41,15 +39,13 @@ from streamsaver.events import (
 )
 from streamsaver.keys import Keyspace, ViewName
 from streamsaver.saver.delta_plan import PutPlan
+from streamsaver.saver.metadata import checked_metadata
 from streamsaver.scripts import APPEND, APPLY
 
 __all__ = [
     "append_call", "apply_batch_call", "apply_call", "checkpoint_saved", "feed_pointer", "held_entry_probe", "thread_deleted",
     "thread_id_of", "view_blocks", "writes_saved",
 ]
-
-MAX_METADATA_DEPTH = 100
-"""How deep metadata may nest (the checkpoint document adds two levels; RedisJSON allows 128)."""
 
 EMPTY = Blob("empty", b"")
 """Stands for a channel with a new version but no value (LangGraph's convention)."""
@@ -116,41 +112,6 @@ def _channel_blob(
     return plan.blob(channel, version, *_serialized(serde, value, f"channel {channel!r}"))
 
 
-def _checked_depth(value: Any) -> int:
-    """How many levels of lists and dicts the metadata `value` nests (iteratively: no recursion
-    limit).
-
-    Raises:
-        InvalidInputError: a NaN or infinite float, which JSON has no form for (orjson writes
-            null: the value would read back as None).
-    """
-    deepest, todo = 0, [(value, 1)]
-    while todo:
-        item, level = todo.pop()
-        if isinstance(item, Enum):
-            todo.append((item.value, level))  # orjson writes an Enum as its value, nested or NaN alike
-            continue
-        if isinstance(item, dict):
-            children: Iterable[Any] = item.values()
-        elif isinstance(item, (list, tuple)):
-            children = item
-        else:
-            if isinstance(item, float) and not math.isfinite(item):
-                raise InvalidInputError(f"checkpoint metadata must be JSON-serializable: {item!r} has no JSON form")
-            continue
-        deepest = max(deepest, level)
-        todo.extend((child, level + 1) for child in children)
-    return deepest
-
-
-def _may_be_deep_or_nan(md_json: bytes) -> bool:
-    """Whether metadata whose JSON is `md_json` needs `_checked_depth`: JSON nests one level
-    per two bytes at most (``[]``), and orjson writes a NaN or infinite float as ``null``; so
-    a short JSON without ``null`` is neither too deep nor hiding a NaN (the walk it spares
-    cost ~2 µs a put)."""
-    return len(md_json) > 2 * MAX_METADATA_DEPTH or b"null" in md_json
-
-
 def checkpoint_saved(
     serde: SerializerProtocol,
     config: RunnableConfig,
@@ -185,10 +146,7 @@ def checkpoint_saved(
         md_json = strict_json(md)
     except TypeError as exc:
         raise InvalidInputError(f"checkpoint metadata must be JSON-serializable: {exc}") from exc
-    if _may_be_deep_or_nan(md_json) and _checked_depth(md) > MAX_METADATA_DEPTH:
-        # RedisJSON refuses documents nested past 128 levels; the log entry would be written and
-        # the document refused, so the call is refused here, before any write.
-        raise InvalidInputError(f"checkpoint metadata is nested deeper than {MAX_METADATA_DEPTH} levels")
+    checked_metadata(md, md_json)
     channel_versions = dict(checkpoint.get("channel_versions", {}))
     try:
         strict_json(channel_versions)

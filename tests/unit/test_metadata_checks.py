@@ -12,7 +12,8 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from streamsaver.errors import InvalidInputError
-from streamsaver.saver.append import MAX_METADATA_DEPTH, checkpoint_saved
+from streamsaver.saver.append import checkpoint_saved
+from streamsaver.saver.metadata import MAX_METADATA_DEPTH
 
 
 def _lists(levels: int) -> Any:

@@ -87,7 +87,7 @@ from streamsaver.replay import Replayer
 from streamsaver.restore import log_bound
 from streamsaver.saver.append import feed_pointer
 from streamsaver.saver.sync import StreamSaver, round_trip
-from streamsaver.saver.ttl import ttl_call
+from streamsaver.saver.ttl import PINNED_FIELD, ttl_call
 
 __all__ = ["FORMAT", "VERSION", "Header", "ProgressFactory", "TransferStats", "check_export", "export_logs",
            "import_logs"]  # the file format's names stay importable from here
@@ -213,7 +213,7 @@ def _expiry_line(client: Redis, keyspace: Keyspace, thread: str) -> dict[str, An
     keys = keyspace.thread(thread)
     pipe: Any = client.pipeline(transaction=False)
     pipe.execute_command("PEXPIRETIME", keys.log)
-    pipe.hexists(keys.positions, "@pinned")
+    pipe.hexists(keys.positions, PINNED_FIELD)
     deadline, pinned = pipe.execute()
     if deadline == -2:  # gone since its entries were read: deleted, or expired meanwhile
         deadline = _now_ms()

@@ -18,9 +18,12 @@ from streamsaver.events import ThreadDeleted
 from streamsaver.keys import Keyspace
 from streamsaver.scripts import TTL
 
-__all__ = ["ttl_block", "ttl_call", "ttl_ms"]
+__all__ = ["PINNED_FIELD", "ttl_block", "ttl_call", "ttl_ms"]
 
 Arg = str | bytes | int
+
+PINNED_FIELD = "@pinned"
+"""Positions-hash field of a pinned thread (written and read by ``ttl.lua`` and ``_lib.lua``)."""
 
 
 def ttl_ms(default_ttl: float | None) -> int:

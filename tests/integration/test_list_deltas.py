@@ -447,14 +447,7 @@ def test_a_prefetching_subscriber_reads_delta_links_with_its_batch(
 
     _grow(saver, "t", 12)
     assert sum(t.startswith("delta:") for t in _stored_types(client, saver, "t")) >= 8
-    reads: list[str] = []
-    on_demand = Subscriber.fetch_entry
-
-    def counted(self: Subscriber, log_key: str, log_id: str) -> Any:
-        reads.append(log_id)
-        return on_demand(self, log_key, log_id)
-
-    monkeypatch.setattr(Subscriber, "fetch_entry", counted)
+    reads = _counting_fetches(monkeypatch)
     payloads: list[Any] = []
 
     def handle(event: FeedEvent) -> None:

@@ -40,10 +40,10 @@ import redis
 
 from benchmarks.workload import Conversation
 from streamsaver import StreamSaver
-from streamsaver.embedded import EmbeddedRedis
-from streamsaver.keys import ViewName
-from streamsaver.replay import Replayer
-from streamsaver.replay_jobs import replay_in_jobs
+from streamsaver.log.keys import ViewName
+from streamsaver.ops.replay import Replayer
+from streamsaver.ops.replay_jobs import replay_in_jobs
+from streamsaver.server.embedded import EmbeddedRedis
 
 PREFIX = "bench"
 RUNS: tuple[tuple[ViewName, ...], ...] = (("full", "shallow"), ("full",), ("shallow",))

@@ -31,7 +31,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from streamsaver import AsyncStreamSaver, StreamSaver
-from streamsaver.embedded import EmbeddedRedis
+from streamsaver.server.embedded import EmbeddedRedis
 
 __all__ = [
     "EXTRA_SAVERS",

@@ -41,10 +41,10 @@ import redis
 from langgraph.checkpoint.base import empty_checkpoint
 
 from streamsaver import StreamSaver
-from streamsaver.embedded import EmbeddedRedis
-from streamsaver.feed_admin import group_health
-from streamsaver.keys import Keyspace
-from streamsaver.subscribe import Subscriber
+from streamsaver.feeds.admin import group_health
+from streamsaver.feeds.subscriber import Subscriber
+from streamsaver.log.keys import Keyspace
+from streamsaver.server.embedded import EmbeddedRedis
 
 PREFIX = "bench"
 

@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 from projectors import full, shallow
 from projectors.commands import Command
-from streamsaver.events import Event
-from streamsaver.keys import Keyspace, ViewName
+from streamsaver.log.events import Event
+from streamsaver.log.keys import Keyspace, ViewName
 
 __all__ = ["PROJECTORS", "Projector"]
 

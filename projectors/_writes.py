@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from projectors.commands import POINT, POINT_IF_NEW, Command
 from projectors.documents import write_field
-from streamsaver.events import WritesSaved
+from streamsaver.log.events import WritesSaved
 
 
 def store_writes(key: str, event: WritesSaved) -> list[Command]:

@@ -21,8 +21,8 @@ from typing import Any
 
 import orjson
 
-from streamsaver.codec import escape, metadata_tags, order_key, strict_json, tag
-from streamsaver.events import CheckpointSaved
+from streamsaver.log.codec import escape, metadata_tags, order_key, strict_json, tag
+from streamsaver.log.events import CheckpointSaved
 
 __all__ = [
     "BODY_FIELD",
@@ -67,7 +67,7 @@ def write_field(task_id: str, idx: int) -> str:
 def checkpoint_document(event: CheckpointSaved, refs: Sequence[str]) -> bytes:
     """The JSON document of a checkpoint: ``strict_json({**head, "refs": list(refs), **tail})``.
 
-    Ids are indexed as digests (`streamsaver.codec.tag`) and every top-level metadata pair as
+    Ids are indexed as digests (`streamsaver.log.codec.tag`) and every top-level metadata pair as
     one tag in ``mt``, so any equality filter is one TAG query and no input can alter a query.
     """
     before, after = _indexed_json(event)

@@ -14,9 +14,15 @@ from typing import Final
 from projectors._writes import store_writes
 from projectors.commands import POINT, POINT_IF_NEW, PURGE, Command
 from projectors.documents import body_field, checkpoint_document, versioned_field
-from streamsaver.codec import escape
-from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, ValuesRetained, WritesSaved
-from streamsaver.keys import Keyspace, ViewName
+from streamsaver.log.codec import escape
+from streamsaver.log.events import (
+    CheckpointSaved,
+    Event,
+    ThreadDeleted,
+    ValuesRetained,
+    WritesSaved,
+)
+from streamsaver.log.keys import Keyspace, ViewName
 
 __all__ = ["VIEW", "project"]
 

@@ -1,6 +1,6 @@
 """The RediSearch index of each view, as data (redisvl's schema dictionary format).
 
-Bump `streamsaver.keys.INDEX_SCHEMA_VERSION` when a schema changes: the index name carries it,
+Bump `streamsaver.log.keys.INDEX_SCHEMA_VERSION` when a schema changes: the index name carries it,
 so a new index is built beside the old one instead of a live index changing under readers.
 """
 
@@ -28,11 +28,11 @@ v4): a value unique to each document costs the index a tag entry of its own (~40
 checkpoint; ~600 with the parent digest ``ph``, which the documents still carry and no query
 used);
 ``mt``: one digest per metadata ``(key, value)`` pair (see `projectors.documents`);
-``tk``/``nk``: thread id and namespace as keys spell them (`streamsaver.codec.escape`: ASCII, no
+``tk``/``nk``: thread id and namespace as keys spell them (`streamsaver.log.codec.escape`: ASCII, no
 NUL, which a sorting vector would cut at), not searchable, kept verbatim (UNF) in the sorting
 vector, so a query returns which checkpoint each row is from its own index without loading the
 document (RediSearch on Redis Cluster does not load documents: ``LOAD`` gives empty rows there);
-``ck``: `streamsaver.codec.order_key` of the checkpoint id, a number in id order (ties allowed),
+``ck``: `streamsaver.log.codec.order_key` of the checkpoint id, a number in id order (ties allowed),
 so a listing across threads narrows the matches to a range of the newest before sorting them
 (``_window.lua``); indexed when missing too, so a document from before schema v3 is found
 and reported instead of silently falling outside every range."""

@@ -25,9 +25,15 @@ from projectors.documents import (
     channel_field,
     checkpoint_document,
 )
-from streamsaver.codec import escape
-from streamsaver.events import CheckpointSaved, Event, ThreadDeleted, ValuesRetained, WritesSaved
-from streamsaver.keys import Keyspace, ViewName
+from streamsaver.log.codec import escape
+from streamsaver.log.events import (
+    CheckpointSaved,
+    Event,
+    ThreadDeleted,
+    ValuesRetained,
+    WritesSaved,
+)
+from streamsaver.log.keys import Keyspace, ViewName
 
 __all__ = ["VIEW", "project"]
 

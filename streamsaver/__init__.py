@@ -13,15 +13,15 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from streamsaver.feeds.subscriber import Subscriber
     from streamsaver.saver.aio import AsyncStreamSaver
     from streamsaver.saver.sync import StreamSaver
-    from streamsaver.subscribe import Subscriber
 
 __all__ = ["AsyncStreamSaver", "StreamSaver", "Subscriber", "__version__"]
 __version__ = "0.1.0"
 
 _LAZY = {"StreamSaver": "streamsaver.saver.sync", "AsyncStreamSaver": "streamsaver.saver.aio",
-         "Subscriber": "streamsaver.subscribe"}
+         "Subscriber": "streamsaver.feeds.subscriber"}
 
 
 def __getattr__(name: str) -> Any:

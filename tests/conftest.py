@@ -20,7 +20,7 @@ from helpers import async_client, cluster_of_three, sync_client
 from streamsaver import AsyncStreamSaver, StreamSaver
 
 if TYPE_CHECKING:
-    from streamsaver.embedded_cluster import EmbeddedCluster
+    from streamsaver.server.cluster import EmbeddedCluster
 
 
 @pytest.fixture(scope="session")
@@ -34,7 +34,7 @@ def redis_url() -> Iterator[str]:
             host, port = container.get_container_host_ip(), container.get_exposed_port(6379)
             yield f"redis://{host}:{port}/0"
     else:
-        from streamsaver.embedded import EmbeddedRedis
+        from streamsaver.server.embedded import EmbeddedRedis
 
         with EmbeddedRedis() as server:
             yield server.url

@@ -29,8 +29,8 @@ from langgraph.checkpoint.base import (
 )
 
 from streamsaver import AsyncStreamSaver, StreamSaver
-from streamsaver.keys import Keyspace
-from streamsaver.saver.core import SaverCore
+from streamsaver.checkpoints.core import SaverCore
+from streamsaver.log.keys import Keyspace
 
 KINDS = ("sync", "async")
 VIEWS = ("full", "shallow")
@@ -44,7 +44,7 @@ CLUSTER_URLS: set[str] = set()
 @contextmanager
 def cluster_of_three() -> Iterator[Any]:
     """A new embedded Redis Cluster of three primaries, its URL in `CLUSTER_URLS` while it runs."""
-    from streamsaver.embedded_cluster import EmbeddedCluster
+    from streamsaver.server.cluster import EmbeddedCluster
 
     with EmbeddedCluster(3) as cluster:
         CLUSTER_URLS.add(cluster.url)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from streamsaver.cli import main
+from streamsaver.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["demo", *sys.argv[1:]]))

@@ -15,8 +15,8 @@ from redis import Redis
 from streamsaver.demo import scenes
 from streamsaver.demo.show import Show
 from streamsaver.demo.stored import StoredFacts, command, what_is_stored
-from streamsaver.embedded import EmbeddedRedis
 from streamsaver.saver.sync import StreamSaver
+from streamsaver.server.embedded import EmbeddedRedis
 
 __all__ = ["DemoReport", "run_demo"]
 

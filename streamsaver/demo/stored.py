@@ -1,7 +1,7 @@
 """The demo's last scene: what the runs left in Redis, read with plain Redis commands.
 
 The thread logs (Streams, the truth) are read with XRANGE and decoded with
-`streamsaver.events.from_fields`; the views are read with FT.SEARCH and JSON.GET.
+`streamsaver.log.events.from_fields`; the views are read with FT.SEARCH and JSON.GET.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 import orjson
 from redis import Redis
 
-from streamsaver.codec import tag
 from streamsaver.demo.show import Show, short_id
-from streamsaver.events import CheckpointSaved, Event, WritesSaved, from_fields
-from streamsaver.keys import ViewName
+from streamsaver.log.codec import tag
+from streamsaver.log.events import CheckpointSaved, Event, WritesSaved, from_fields
+from streamsaver.log.keys import ViewName
 from streamsaver.saver.sync import StreamSaver
 
 __all__ = ["LoggedEvent", "StoredFacts", "command", "read_log", "what_is_stored"]

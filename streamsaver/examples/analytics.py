@@ -17,12 +17,12 @@ from typing import Any
 
 from redis.exceptions import NoScriptError
 
-from streamsaver.events import CheckpointSaved, WritesSaved
-from streamsaver.feed_event import FeedEvent
-from streamsaver.inspection import deployment_keyspace
-from streamsaver.keys import Keyspace
+from streamsaver.feeds.event import FeedEvent
+from streamsaver.feeds.subscriber import Subscriber
+from streamsaver.log.events import CheckpointSaved, WritesSaved
+from streamsaver.log.keys import Keyspace
+from streamsaver.ops.inspection import deployment_keyspace
 from streamsaver.scripts import Script
-from streamsaver.subscribe import Subscriber
 
 __all__ = ["Analytics", "NodeStats", "Report", "analytics_subscriber", "node_of", "report"]
 

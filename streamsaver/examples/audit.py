@@ -22,8 +22,8 @@ from typing import IO, Any
 
 import orjson
 
-from streamsaver.feed_event import FeedEvent
-from streamsaver.subscribe import Subscriber
+from streamsaver.feeds.event import FeedEvent
+from streamsaver.feeds.subscriber import Subscriber
 
 __all__ = ["GENESIS", "AuditTrail", "Verdict", "audit_subscriber", "verify"]
 

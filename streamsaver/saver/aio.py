@@ -31,9 +31,8 @@ from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.exceptions import NoScriptError, ResponseError
 
-from streamsaver.keys import DEFAULT_PREFIX
-from streamsaver.saver import setup
-from streamsaver.saver.core import (
+from streamsaver.checkpoints import setup
+from streamsaver.checkpoints.core import (
     CONNECTION_RETRIES,
     Command,
     CoreBinding,
@@ -43,9 +42,8 @@ from streamsaver.saver.core import (
     failed_reply,
     retry_backoff,
 )
-from streamsaver.saver.maintenance import Program
-from streamsaver.topology import (
-    Step,
+from streamsaver.checkpoints.maintenance import Program
+from streamsaver.drivers.cluster import (
     acluster_enabled,
     enqueue,
     execute,
@@ -53,6 +51,8 @@ from streamsaver.topology import (
     is_cluster,
     node_name,
 )
+from streamsaver.log.keys import DEFAULT_PREFIX
+from streamsaver.log.routing import Step
 
 __all__ = ["AsyncStreamSaver"]
 
@@ -262,7 +262,7 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         self, source_thread_id: str, target_thread_id: str, *, until: str | datetime | None = None
     ) -> None:
         """Copy a thread's whole log (or, with `until`, the thread as it was then) into a new
-        thread; see `streamsaver.saver.maintenance.copy_thread`."""
+        thread; see `streamsaver.checkpoints.maintenance.copy_thread`."""
         await self._drive((await self._ready()).copy_program(source_thread_id, target_thread_id, until))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -278,7 +278,7 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
             await self._drive(self.core.runs_program(run_ids))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Prune threads, DeltaChannel-safe; see `streamsaver.saver.maintenance.prune`."""
+        """Prune threads, DeltaChannel-safe; see `streamsaver.checkpoints.maintenance.prune`."""
         await self._drive((await self._ready()).prune_program(thread_ids, strategy))
 
     async def aretain(

@@ -25,9 +25,8 @@ from redis.cluster import RedisCluster
 from redis.exceptions import NoScriptError, ResponseError
 from redis.retry import Retry
 
-from streamsaver.keys import DEFAULT_PREFIX
-from streamsaver.saver import setup
-from streamsaver.saver.core import (
+from streamsaver.checkpoints import setup
+from streamsaver.checkpoints.core import (
     CONNECTION_RETRIES,
     LOAD_SCRIPTS,
     Command,
@@ -38,9 +37,11 @@ from streamsaver.saver.core import (
     failed_reply,
     retry_backoff,
 )
-from streamsaver.saver.lane import Lane
-from streamsaver.saver.maintenance import Program
-from streamsaver.topology import Routed, Step, connect, enqueue, execute, is_cluster, node_name
+from streamsaver.checkpoints.maintenance import Program
+from streamsaver.drivers.cluster import connect, enqueue, execute, is_cluster, node_name
+from streamsaver.drivers.lane import Lane
+from streamsaver.log.keys import DEFAULT_PREFIX
+from streamsaver.log.routing import Routed, Step
 
 __all__ = ["StreamSaver", "round_trip", "send_raw"]
 
@@ -111,7 +112,7 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
             wrote them. Either saver reads both forms.
         deltas: store a ``msgpack`` list that extends the value this saver last stored of its
             channel (LangGraph's ``messages``) as the elements added, with a full value every
-            8 versions (`streamsaver.deltas`); False stores full values. Reading always
+            8 versions (`streamsaver.log.deltas`); False stores full values. Reading always
             understands deltas (readers older than this option do not: upgrade them first).
 
     `put`, `put_writes` and `get_tuple` make one round trip each; `list` makes one per page of
@@ -283,7 +284,7 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
         self, source_thread_id: str, target_thread_id: str, *, until: str | datetime | None = None
     ) -> None:
         """Copy a thread's whole log (or, with `until`, the thread as it was then) into a new
-        thread; see `streamsaver.saver.maintenance.copy_thread`."""
+        thread; see `streamsaver.checkpoints.maintenance.copy_thread`."""
         self._drive(self._ready().copy_program(source_thread_id, target_thread_id, until))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -299,7 +300,7 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
             self._drive(self.core.runs_program(run_ids))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Prune threads, DeltaChannel-safe; see `streamsaver.saver.maintenance.prune`."""
+        """Prune threads, DeltaChannel-safe; see `streamsaver.checkpoints.maintenance.prune`."""
         self._drive(self._ready().prune_program(thread_ids, strategy))
 
     def retain(

@@ -1,4 +1,4 @@
--- Prelude of the scripts that meet append-only list deltas (streamsaver/deltas.py): append
+-- Prelude of the scripts that meet append-only list deltas (streamsaver/log/deltas.py): append
 -- checks a delta's link (the base: the last full value), the readers follow links. A stored channel value is a packing of
 -- {channel, version, type, data} (4-byte big-endian length before each part); a delta's type
 -- starts with 'delta:' and its data packs {link entry id, link version, link field size,

@@ -1,4 +1,4 @@
--- Prelude of every script that names view keys: the key escaping rule of streamsaver/codec.py
+-- Prelude of every script that names view keys: the key escaping rule of streamsaver/log/codec.py
 -- `escape` (thread ids, namespaces and checkpoint ids in key names).
 
 local function esc(s)

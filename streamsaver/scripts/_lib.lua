@@ -43,7 +43,7 @@ local function view_keys(nsset, cp, ids, ptrs, writes, out)
   return out
 end
 
--- TTL of a thread (see streamsaver/saver/ttl.py). Every key of the thread shares the log's
+-- TTL of a thread (see streamsaver/checkpoints/ttl.py). Every key of the thread shares the log's
 -- deadline. `stems` are ARGV from index `s`: a count, then 5 purge stems per view. When the log
 -- has less than half of `ttl` ms left (or none), every key gets `ttl` again; otherwise only the
 -- keys in `touched` get the log's deadline. A pinned thread (positions field @pinned) is left.

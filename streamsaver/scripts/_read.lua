@@ -33,7 +33,7 @@ end
 
 -- Adds to `chain` what the delta `payload` (stored in log field `field`) extends: flat {entry
 -- id, field, payload} for each link followed, at most 64: one for a delta linked to its base
--- (streamsaver/saver/delta_plan.py), up to 7 for one an older writer linked to the version before.
+-- (streamsaver/checkpoints/delta_plan.py), up to 7 for one an older writer linked to the version before.
 -- A link already returned in this call from the same log is not returned again (nor what it
 -- extends): the client joins with the links of every earlier row of the same thread.
 local function follow_links(read, field, payload, chain)

@@ -2,7 +2,7 @@
 -- query, sorted among the newest matches only.
 --
 -- Sorting every match by checkpoint id costs what the matches count; the page needs only the
--- offset + size newest. `ck` (streamsaver.codec.order_key) never disagrees with the id order,
+-- offset + size newest. `ck` (streamsaver.log.codec.order_key) never disagrees with the id order,
 -- so the window `@ck:[lo top]` holding at least offset + size of the matches holds the page:
 -- a match outside it has a smaller `ck`, so a smaller id, than every match inside (equal `ck`
 -- values are all inside). The window is found by counting matches, each count capped (an

@@ -53,7 +53,7 @@ if KEYS[4] then
   end
 end
 
--- A delta must extend a value this log holds (streamsaver/deltas.py): refuse before the first
+-- A delta must extend a value this log holds (streamsaver/log/deltas.py): refuse before the first
 -- write when its link entry does not hold that version at that size (what the saver remembered
 -- is stale: another writer, a deletion, a prune, a copy or restore, retention), so the saver
 -- sends the full value instead and no delta ever points at nothing.

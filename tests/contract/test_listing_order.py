@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from helpers import VARIANT_IDS, VARIANTS, SaverAdapter, config, new_checkpoint, open_adapter
 
-from streamsaver.saver import listing
+from streamsaver.checkpoints import listing
 
 TIED = "1f1e7380-c3e"  # 12 characters: ids that start with it share one order key
 NEXT = "1f1e7380-c3f"

@@ -24,10 +24,10 @@ from helpers import (
 from test_round_trips import TripCounter, counting_async_client, counting_sync_client
 
 from streamsaver import AsyncStreamSaver, StreamSaver
-from streamsaver.codec import escape, tag
 from streamsaver.errors import InvalidInputError
-from streamsaver.replay import Replayer
-from streamsaver.worker import ProjectorWorker
+from streamsaver.feeds.worker import ProjectorWorker
+from streamsaver.log.codec import escape, tag
+from streamsaver.ops.replay import Replayer
 
 MINUTE_MS = 60_000
 

@@ -16,7 +16,7 @@ import redis
 from langgraph.checkpoint.base import empty_checkpoint
 
 from streamsaver import StreamSaver
-from streamsaver.keys import Keyspace
+from streamsaver.log.keys import Keyspace
 
 
 def handled_key(prefix: str) -> str:
@@ -56,7 +56,7 @@ def partitions_of(client: redis.Redis, prefix: str) -> int:
 
 
 def main(url: str, prefix: str, group: str, name: str, lease_ms: str) -> None:
-    from streamsaver.subscribe import Subscriber
+    from streamsaver.feeds.subscriber import Subscriber
 
     client = redis.Redis.from_url(url)
     key = handled_key(prefix)

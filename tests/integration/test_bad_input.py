@@ -25,9 +25,9 @@ from langchain_core.runnables import RunnableConfig
 from redis.exceptions import NoPermissionError
 
 from streamsaver import AsyncStreamSaver, StreamSaver
-from streamsaver.embedded import EmbeddedRedis
 from streamsaver.errors import ConfigurationError, InvalidInputError, MissingModuleError
-from streamsaver.keys import Keyspace
+from streamsaver.log.keys import Keyspace
+from streamsaver.server.embedded import EmbeddedRedis
 
 
 @pytest.fixture(params=VARIANTS, ids=VARIANT_IDS)

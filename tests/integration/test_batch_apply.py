@@ -16,16 +16,16 @@ from helpers import config, new_checkpoint, snapshot
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from streamsaver import StreamSaver
-from streamsaver.events import Event
-from streamsaver.keys import Keyspace
-from streamsaver.replay import Replayer
-from streamsaver.saver.append import (
+from streamsaver.checkpoints.append import (
     apply_batch_call,
     apply_call,
     checkpoint_saved,
     thread_deleted,
     writes_saved,
 )
+from streamsaver.log.events import Event
+from streamsaver.log.keys import Keyspace
+from streamsaver.ops.replay import Replayer
 from streamsaver.saver.sync import round_trip
 from streamsaver.scripts import APPLY
 

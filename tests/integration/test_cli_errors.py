@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from streamsaver.cli import build_parser, main
+from streamsaver.cli.main import build_parser, main
 from streamsaver.demo import run_demo
 
 

@@ -22,12 +22,18 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from streamsaver import StreamSaver
-from streamsaver.codec import pack, unpack
-from streamsaver.compression import MIN_BYTES
 from streamsaver.errors import InvalidInputError, PayloadDecodeError
-from streamsaver.events import Blob, CheckpointSaved, WritesSaved, decode_channel_value, from_fields
-from streamsaver.feed_event import FeedEvent, decode_payload
-from streamsaver.transfer import export_logs, import_logs
+from streamsaver.feeds.event import FeedEvent, decode_payload
+from streamsaver.log.codec import pack, unpack
+from streamsaver.log.compression import MIN_BYTES
+from streamsaver.log.events import (
+    Blob,
+    CheckpointSaved,
+    WritesSaved,
+    decode_channel_value,
+    from_fields,
+)
+from streamsaver.ops.transfer import export_logs, import_logs
 
 WORDS = ["agent", "tool", "call", "result", "thread", "state", "graph", "node", "edge", "message", "redis"]
 

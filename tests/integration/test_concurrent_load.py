@@ -27,7 +27,7 @@ import redis
 from load_parts import build, values
 
 from streamsaver import StreamSaver
-from streamsaver.verify import verify
+from streamsaver.ops.verify import verify
 
 pytestmark = pytest.mark.slow
 

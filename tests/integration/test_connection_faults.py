@@ -25,8 +25,8 @@ from redis.exceptions import OutOfMemoryError
 from redis.retry import Retry
 
 from streamsaver import StreamSaver
-from streamsaver.embedded import EmbeddedRedis
-from streamsaver.verify import verify
+from streamsaver.ops.verify import verify
+from streamsaver.server.embedded import EmbeddedRedis
 
 STEPS = 6
 

@@ -17,9 +17,9 @@ from langchain_core.runnables import RunnableConfig
 
 from streamsaver import AsyncStreamSaver
 from streamsaver.errors import InvalidInputError, ThreadExistsError
-from streamsaver.events import ThreadCopied, from_fields
-from streamsaver.keys import Keyspace
-from streamsaver.replay import Replayer
+from streamsaver.log.events import ThreadCopied, from_fields
+from streamsaver.log.keys import Keyspace
+from streamsaver.ops.replay import Replayer
 
 pytestmark = pytest.mark.parametrize("view", ["full"])
 START = {"entries": ["start"], "notes": [], "steps": 0}

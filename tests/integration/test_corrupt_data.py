@@ -17,11 +17,11 @@ import pytest
 import redis
 from helpers import KINDS, VARIANT_IDS, VARIANTS, SaverAdapter, config, open_adapter
 
-from streamsaver.codec import pack
 from streamsaver.errors import EventDecodeError, PayloadDecodeError
-from streamsaver.keys import Keyspace
-from streamsaver.verify import verify
-from streamsaver.worker import ProjectorWorker
+from streamsaver.feeds.worker import ProjectorWorker
+from streamsaver.log.codec import pack
+from streamsaver.log.keys import Keyspace
+from streamsaver.ops.verify import verify
 
 
 @pytest.fixture(params=VARIANTS, ids=VARIANT_IDS)

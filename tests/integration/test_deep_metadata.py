@@ -10,8 +10,8 @@ import redis
 from helpers import config, new_checkpoint, snapshot
 
 from streamsaver import StreamSaver
+from streamsaver.checkpoints.metadata import MAX_METADATA_DEPTH
 from streamsaver.errors import InvalidInputError
-from streamsaver.saver.metadata import MAX_METADATA_DEPTH
 
 
 def _nested(levels: int) -> Any:

@@ -15,14 +15,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
 from streamsaver import AsyncStreamSaver
-from streamsaver.events import (
+from streamsaver.log.events import (
     CheckpointSaved,
     RunsDeleted,
     ValuesRetained,
     WritesSaved,
     from_fields,
 )
-from streamsaver.replay import Replayer
+from streamsaver.ops.replay import Replayer
 
 pytestmark = pytest.mark.parametrize("view", ["full"])
 

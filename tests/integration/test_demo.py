@@ -22,10 +22,10 @@ from langchain_core.runnables import RunnableConfig
 
 from projectors.schema import FIELDS
 from streamsaver import StreamSaver
-from streamsaver.cli import build_parser, main
+from streamsaver.cli.main import build_parser, main
 from streamsaver.demo import DemoReport, run_demo
 from streamsaver.demo.graphs import build_approval, build_chat
-from streamsaver.events import CheckpointSaved, Event, WritesSaved, from_fields
+from streamsaver.log.events import CheckpointSaved, Event, WritesSaved, from_fields
 
 SECTIONS = [
     "1. Memory across invocations",

@@ -26,9 +26,9 @@ from helpers import config, new_checkpoint
 from langgraph.checkpoint.base import Checkpoint
 
 from streamsaver import StreamSaver
-from streamsaver.embedded import EmbeddedRedis, free_port
 from streamsaver.errors import DurabilityError, InvalidInputError
-from streamsaver.verify import verify
+from streamsaver.ops.verify import verify
+from streamsaver.server.embedded import EmbeddedRedis, free_port
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,8 @@ from redis.cluster import RedisCluster
 from redis.commands.search.query import Query
 from redis.exceptions import MovedError
 
-from streamsaver.embedded_cluster import EmbeddedCluster
-from streamsaver.keys import Keyspace
+from streamsaver.log.keys import Keyspace
+from streamsaver.server.cluster import EmbeddedCluster
 
 pytestmark = pytest.mark.slow
 

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from streamsaver import embedded
-from streamsaver.embedded import EmbeddedRedis
 from streamsaver.errors import EmbeddedServerError
+from streamsaver.server import embedded
+from streamsaver.server.embedded import EmbeddedRedis
 
 
 @pytest.fixture

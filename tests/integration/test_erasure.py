@@ -14,8 +14,8 @@ from graph_harness import Harness, harness_fixture, kind_fixture, thread, view_f
 from helpers import snapshot
 
 from streamsaver import AsyncStreamSaver
-from streamsaver.codec import escape, tag
-from streamsaver.keys import Keyspace
+from streamsaver.log.codec import escape, tag
+from streamsaver.log.keys import Keyspace
 
 POINTER_FIELDS = {b"id", b"type", b"thread", b"ns", b"cid"}
 

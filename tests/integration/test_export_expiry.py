@@ -17,11 +17,11 @@ import redis
 from helpers import config, keys_of, new_checkpoint
 
 from streamsaver import StreamSaver
-from streamsaver.cli import main
-from streamsaver.codec import escape
+from streamsaver.cli.main import main
 from streamsaver.errors import ExportFileError
-from streamsaver.transfer import export_logs, import_logs
-from streamsaver.verify import verify
+from streamsaver.log.codec import escape
+from streamsaver.ops.transfer import export_logs, import_logs
+from streamsaver.ops.verify import verify
 
 TTL_MINUTES = 60
 TIMED, PINNED, FOREVER = "timed", "pinned", "forever"

@@ -18,11 +18,11 @@ from helpers import keys_of, snapshot
 from langgraph.checkpoint.base import CheckpointTuple
 
 from streamsaver import StreamSaver
-from streamsaver.cli import main
+from streamsaver.cli.main import main
 from streamsaver.demo import run_demo
-from streamsaver.embedded import EmbeddedRedis
 from streamsaver.errors import ExportFileError, TargetNotEmptyError
-from streamsaver.transfer import FORMAT, export_logs, import_logs
+from streamsaver.ops.transfer import FORMAT, export_logs, import_logs
+from streamsaver.server.embedded import EmbeddedRedis
 
 DELETED = "trip"
 

@@ -17,8 +17,8 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from streamsaver.events import WritesSaved, from_fields
-from streamsaver.keys import Keyspace
+from streamsaver.log.events import WritesSaved, from_fields
+from streamsaver.log.keys import Keyspace
 
 
 class Parent(TypedDict):

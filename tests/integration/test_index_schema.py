@@ -10,7 +10,7 @@ import redis
 from helpers import config, new_checkpoint
 
 from streamsaver import StreamSaver
-from streamsaver.keys import Keyspace
+from streamsaver.log.keys import Keyspace
 
 
 def _attributes(client: redis.Redis, index: str) -> dict[str, list[str]]:

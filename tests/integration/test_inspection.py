@@ -9,11 +9,11 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from streamsaver.cli import main
+from streamsaver.cli.main import main
 from streamsaver.demo import run_demo
 from streamsaver.errors import InvalidInputError
-from streamsaver.events import CheckpointSaved, from_fields
-from streamsaver.inspection import deployment_keyspace, deployment_stats, thread_history
+from streamsaver.log.events import CheckpointSaved, from_fields
+from streamsaver.ops.inspection import deployment_keyspace, deployment_stats, thread_history
 
 
 @pytest.fixture(scope="module")

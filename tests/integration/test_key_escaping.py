@@ -10,7 +10,7 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamsaver.codec import escape
+from streamsaver.log.codec import escape
 from streamsaver.scripts import Script
 
 LUA_ESCAPE = Script.with_library("escape-probe", "return esc(ARGV[1])", "#!lua flags=no-writes")

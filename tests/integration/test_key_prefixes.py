@@ -10,8 +10,8 @@ from helpers import config, new_checkpoint
 
 from streamsaver import StreamSaver
 from streamsaver.errors import ConfigurationError
-from streamsaver.keys import KEY_KINDS
-from streamsaver.replay import Replayer
+from streamsaver.log.keys import KEY_KINDS
+from streamsaver.ops.replay import Replayer
 
 
 @pytest.mark.parametrize("kind", sorted(KEY_KINDS))

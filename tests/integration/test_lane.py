@@ -1,5 +1,5 @@
 """The sync saver's round trips on a plain client skip ``execute_command``'s per-command work
-(`streamsaver.saver.lane`) without taking from the client what it promises others: connections
+(`streamsaver.drivers.lane`) without taking from the client what it promises others: connections
 its pool allows, commands its instrumentation sees, a forked child's own sockets, a server that
 closed an idle connection."""
 
@@ -23,7 +23,7 @@ from redis.credentials import CredentialProvider
 from redis.retry import Retry
 
 from streamsaver import StreamSaver
-from streamsaver.saver import lane
+from streamsaver.drivers import lane
 
 
 def _steps(saver: StreamSaver, thread: str, steps: int = 3) -> None:

@@ -2,7 +2,7 @@
 
 The log keeps, for most versions of an append-only msgpack list (LangGraph's ``messages``), only
 the elements added since the last full value (the base), linked to the entry holding it, with a
-full value every 8 versions (`streamsaver.deltas`); logs written before base links hold chains
+full value every 8 versions (`streamsaver.log.deltas`); logs written before base links hold chains
 of links to the version before, which readers still follow. What a reader gets back must be what was put, byte for
 byte through the serde; and a delta must never point at something the log does not hold: a
 saver whose memory is stale (another writer, a deleted, pruned, copied or restored thread) gets
@@ -20,10 +20,11 @@ from helpers import config, new_checkpoint
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.base import Checkpoint
 
-from streamsaver import StreamSaver, compression, deltas
-from streamsaver.codec import pack, unpack
-from streamsaver.events import Blob, channel_field
-from streamsaver.saver import reads
+from streamsaver import StreamSaver
+from streamsaver.checkpoints import reads
+from streamsaver.log import compression, deltas
+from streamsaver.log.codec import pack, unpack
+from streamsaver.log.events import Blob, channel_field
 
 TEXT = " ".join(["agent", "tool", "call", "result", "graph", "node", "message", "redis"] * 12)
 
@@ -107,7 +108,7 @@ def test_a_delta_is_refused_when_its_link_holds_another_value(client: redis.Redi
     # The remembered entry now holds another version of the channel (a damaged or foreign log):
     # a delta linked to it would join into the wrong list.
     channel, _, type_, data = unpack(fields[channel_field("messages")])
-    from streamsaver.codec import pack
+    from streamsaver.log.codec import pack
 
     client.delete(log)
     client.xadd(log, {**fields, channel_field("messages"): pack([channel, b'"other"', type_, data])}, id=last_id)
@@ -171,7 +172,7 @@ def test_a_rewrite_stores_joined_values_compressed_only_as_the_writer_did(
 
 
 def test_copy_and_restore_store_whole_values(saver: StreamSaver, client: redis.Redis) -> None:
-    from streamsaver.restore import restore_thread
+    from streamsaver.ops.restore import restore_thread
 
     _grow(saver, "t", 10)
     saver.copy_thread("t", "copy")
@@ -187,9 +188,9 @@ def test_shallow_history_subscribers_export_and_verify_read_deltas(
 ) -> None:
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    from streamsaver.feed_event import FeedEvent
-    from streamsaver.transfer import export_logs, import_logs
-    from streamsaver.verify import verify
+    from streamsaver.feeds.event import FeedEvent
+    from streamsaver.ops.transfer import export_logs, import_logs
+    from streamsaver.ops.verify import verify
 
     messages, _, _ = _grow(saver, "t", 10)
     shallow = StreamSaver(client, prefix=prefix, view="shallow")
@@ -322,7 +323,7 @@ def test_subscriber_payloads_after_a_compaction_are_whole_or_gone(
 ) -> None:
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    from streamsaver.feed_event import FeedEvent
+    from streamsaver.feeds.event import FeedEvent
 
     _, _, ids = _grow(saver, "t", 14)
     log = saver.core.keys.thread("t").log
@@ -442,8 +443,8 @@ def test_a_prefetching_subscriber_reads_delta_links_with_its_batch(
 ) -> None:
     """With ``prefetch=True`` the entries a batch's deltas link to are read with the batch (the
     base is often an earlier event of the same batch): a handler's `payload` reads nothing."""
-    from streamsaver.feed_event import FeedEvent
-    from streamsaver.subscribe import Subscriber
+    from streamsaver.feeds.event import FeedEvent
+    from streamsaver.feeds.subscriber import Subscriber
 
     _grow(saver, "t", 12)
     assert sum(t.startswith("delta:") for t in _stored_types(client, saver, "t")) >= 8
@@ -496,8 +497,8 @@ def test_a_base_whose_stored_type_is_not_text_fails_the_payloads_of_its_deltas_n
     `PayloadDecodeError` naming its entry; the prefetching subscriber's link scan does not fail
     the batch (the handler is where a damaged entry is reported)."""
     from streamsaver.errors import EventDecodeError, PayloadDecodeError
-    from streamsaver.feed_event import FeedEvent
-    from streamsaver.subscribe import Subscriber
+    from streamsaver.feeds.event import FeedEvent
+    from streamsaver.feeds.subscriber import Subscriber
 
     _grow(saver, "t", 3)
     log = saver.core.keys.thread("t").log
@@ -529,7 +530,7 @@ def test_a_base_whose_stored_type_is_not_text_fails_the_payloads_of_its_deltas_n
 
 
 def _counting_fetches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    from streamsaver.subscribe import Subscriber
+    from streamsaver.feeds.subscriber import Subscriber
 
     reads: list[str] = []
     on_demand = Subscriber.fetch_entry
@@ -548,8 +549,8 @@ def test_a_prefetching_subscriber_reads_old_chains_and_threads_sharing_ids_with_
 ) -> None:
     """Chains of several links (old writers) are read level by level with the batch; threads
     whose log entries share ids (a copy, an import) each read their own log's links."""
-    from streamsaver.feed_event import FeedEvent
-    from streamsaver.subscribe import Subscriber
+    from streamsaver.feeds.event import FeedEvent
+    from streamsaver.feeds.subscriber import Subscriber
 
     _grow(saver, "old", 10)
     _rechain(client, saver, "old")

@@ -16,8 +16,8 @@ import redis
 from helpers import config, new_checkpoint, sync_client
 
 from streamsaver import StreamSaver
-from streamsaver.codec import escape
-from streamsaver.saver.listing import PAGE
+from streamsaver.checkpoints.listing import PAGE
+from streamsaver.log.codec import escape
 
 Row = tuple[str, str, str]
 

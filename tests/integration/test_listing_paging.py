@@ -8,7 +8,7 @@ import redis
 from helpers import config, new_checkpoint
 
 from streamsaver import StreamSaver
-from streamsaver.saver.listing import PAGE
+from streamsaver.checkpoints.listing import PAGE
 
 
 def test_checkpoints_deleted_between_pages_skip_none_of_those_left(redis_url: str, prefix: str) -> None:

@@ -17,10 +17,10 @@ from helpers import config, new_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 
 from streamsaver import StreamSaver
-from streamsaver.codec import ORDER_KEY_MAX, escape, metadata_tags, order_key
-from streamsaver.keys import Keyspace
-from streamsaver.saver import listing
-from streamsaver.saver.listing import SORT_ALL_BELOW
+from streamsaver.checkpoints import listing
+from streamsaver.checkpoints.listing import SORT_ALL_BELOW
+from streamsaver.log.codec import ORDER_KEY_MAX, escape, metadata_tags, order_key
+from streamsaver.log.keys import Keyspace
 from streamsaver.scripts import LIST_PAGE, LIST_WINDOW
 
 WHOLE = 2**53

@@ -12,8 +12,8 @@ from delta_graphs import Journal, diary
 from helpers import snapshot
 
 from streamsaver import StreamSaver
-from streamsaver.transfer import export_logs, import_logs
-from streamsaver.verify import verify
+from streamsaver.ops.transfer import export_logs, import_logs
+from streamsaver.ops.verify import verify
 
 START = {"entries": ["start"], "notes": [], "steps": 0}
 

@@ -1,6 +1,6 @@
 """Savers agree with a model (LangGraph's `InMemorySaver`) over random work, deltas included.
 
-Random puts of growing message lists (stored as deltas, `streamsaver.deltas`) across ~20 threads
+Random puts of growing message lists (stored as deltas, `streamsaver.log.deltas`) across ~20 threads
 and two namespaces, forks from old checkpoints, writes, and in between `prune`,
 `delete_for_runs`, `copy_thread` and `delete_thread`, by a sync and an async saver on the same
 deployment (their delta memories go stale for each other). After each step some random listings
@@ -26,8 +26,8 @@ from langgraph.checkpoint.base import Checkpoint, CheckpointTuple, empty_checkpo
 from langgraph.checkpoint.memory import InMemorySaver
 
 from streamsaver import AsyncStreamSaver, StreamSaver
-from streamsaver.codec import escape
-from streamsaver.saver.core import SaverCore
+from streamsaver.checkpoints.core import SaverCore
+from streamsaver.log.codec import escape
 
 WORDS = " ".join(["agent", "tool", "call", "result", "graph", "node", "message", "redis"] * 6)
 NAMESPACES = ("", "sub:1")

@@ -22,8 +22,8 @@ from test_verify_and_restore import (
 )
 
 from streamsaver import StreamSaver
-from streamsaver.transfer import import_logs
-from streamsaver.verify import verify
+from streamsaver.ops.transfer import import_logs
+from streamsaver.ops.verify import verify
 
 THREADS = ("alpha", "beta", "gamma")
 

@@ -15,8 +15,8 @@ from helpers import snapshot
 
 from streamsaver import AsyncStreamSaver
 from streamsaver.errors import InvalidInputError
-from streamsaver.events import ThreadPruned, from_fields
-from streamsaver.replay import Replayer
+from streamsaver.log.events import ThreadPruned, from_fields
+from streamsaver.ops.replay import Replayer
 
 pytestmark = pytest.mark.parametrize("view", ["full"])
 START = {"entries": ["start"], "notes": [], "steps": 0}

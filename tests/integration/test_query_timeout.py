@@ -14,9 +14,9 @@ import redis
 from helpers import config, new_checkpoint
 
 from streamsaver import StreamSaver
-from streamsaver.codec import tag
-from streamsaver.embedded import EmbeddedRedis
-from streamsaver.keys import Keyspace
+from streamsaver.log.codec import tag
+from streamsaver.log.keys import Keyspace
+from streamsaver.server.embedded import EmbeddedRedis
 
 CHECKPOINTS = 40_000
 """Enough that sorting the half of them a filter matches outlasts a 1 ms timeout."""

@@ -14,8 +14,8 @@ from helpers import config, new_checkpoint, snapshot
 from streamsaver import StreamSaver
 from streamsaver.demo import run_demo
 from streamsaver.errors import ConfigurationError
-from streamsaver.replay import Replayer
-from streamsaver.shadow import ShadowRebuild
+from streamsaver.ops.replay import Replayer
+from streamsaver.ops.shadow import ShadowRebuild
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ import redis
 from helpers import config, new_checkpoint, snapshot
 
 from streamsaver import StreamSaver
-from streamsaver.keys import ViewName
-from streamsaver.replay import Replayer
+from streamsaver.log.keys import ViewName
+from streamsaver.ops.replay import Replayer
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +29,7 @@ VIEWS: list[ViewName] = ["full", "shallow"]
 CHILD = """
 import sys
 import redis
-from streamsaver.replay import Replayer
+from streamsaver.ops.replay import Replayer
 
 url, prefix, page = sys.argv[1], sys.argv[2], int(sys.argv[3])
 replayer = Replayer.open(redis.Redis.from_url(url), prefix, page=page)

@@ -11,11 +11,11 @@ import redis
 from helpers import snapshot
 
 from streamsaver import StreamSaver
-from streamsaver.cli import main
+from streamsaver.cli.main import main
 from streamsaver.demo import run_demo
 from streamsaver.errors import InvalidInputError, ReplayJobError
-from streamsaver.replay import Replayer
-from streamsaver.replay_jobs import replay_in_jobs
+from streamsaver.ops.replay import Replayer
+from streamsaver.ops.replay_jobs import replay_in_jobs
 
 
 @pytest.fixture(scope="module")

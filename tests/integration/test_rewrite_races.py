@@ -10,8 +10,8 @@ from helpers import config, new_checkpoint, snapshot
 from redis.exceptions import ResponseError
 
 from streamsaver import StreamSaver
+from streamsaver.checkpoints.maintenance import ATTEMPTS
 from streamsaver.errors import ConcurrentChangeError
-from streamsaver.saver.maintenance import ATTEMPTS
 
 
 def _fill(saver: StreamSaver, thread_id: str, steps: int) -> dict:  # type: ignore[type-arg]

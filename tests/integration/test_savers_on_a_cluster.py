@@ -29,22 +29,22 @@ from test_subscribers import check_story, one_thread_story
 from test_worker import history, play, reads, shallow_reader, view_state, writer
 
 from streamsaver import AsyncStreamSaver, StreamSaver
-from streamsaver.cli import main
-from streamsaver.codec import unpack
-from streamsaver.embedded_cluster import EmbeddedCluster
+from streamsaver.cli.main import main
+from streamsaver.drivers.cluster import node_name
 from streamsaver.errors import InvalidInputError
-from streamsaver.events import channel_field
-from streamsaver.feed_event import FeedEvent
-from streamsaver.inspection import deployment_stats
-from streamsaver.replay import Replayer
-from streamsaver.replay_jobs import replay_in_jobs
-from streamsaver.restore import restore_thread
-from streamsaver.shadow import ShadowRebuild
-from streamsaver.subscribe import Subscriber
-from streamsaver.topology import node_name
-from streamsaver.transfer import export_logs, import_logs
-from streamsaver.verify import verify
-from streamsaver.worker import ProjectorWorker
+from streamsaver.feeds.event import FeedEvent
+from streamsaver.feeds.subscriber import Subscriber
+from streamsaver.feeds.worker import ProjectorWorker
+from streamsaver.log.codec import unpack
+from streamsaver.log.events import channel_field
+from streamsaver.ops.inspection import deployment_stats
+from streamsaver.ops.replay import Replayer
+from streamsaver.ops.replay_jobs import replay_in_jobs
+from streamsaver.ops.restore import restore_thread
+from streamsaver.ops.shadow import ShadowRebuild
+from streamsaver.ops.transfer import export_logs, import_logs
+from streamsaver.ops.verify import verify
+from streamsaver.server.cluster import EmbeddedCluster
 
 pytestmark = pytest.mark.slow
 

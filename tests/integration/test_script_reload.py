@@ -7,7 +7,7 @@ import redis
 from helpers import config, new_checkpoint, snapshot
 
 from streamsaver import AsyncStreamSaver, StreamSaver
-from streamsaver.replay import Replayer
+from streamsaver.ops.replay import Replayer
 
 
 def _put(saver: StreamSaver, thread: str) -> None:

@@ -18,9 +18,9 @@ import pytest
 import redis
 
 from streamsaver import AsyncStreamSaver, StreamSaver
-from streamsaver.embedded import EmbeddedRedis
-from streamsaver.keys import Keyspace
-from streamsaver.saver.core import INDEXING_POLL_S
+from streamsaver.checkpoints.core import INDEXING_POLL_S
+from streamsaver.log.keys import Keyspace
+from streamsaver.server.embedded import EmbeddedRedis
 
 DOCUMENTS = 20_000
 """Enough documents that indexing them outlasts several polls."""

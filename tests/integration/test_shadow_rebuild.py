@@ -16,10 +16,10 @@ from helpers import config, keys_of, new_checkpoint, snapshot
 from langgraph.checkpoint.base import Checkpoint
 
 from streamsaver import StreamSaver
-from streamsaver.cli import main
-from streamsaver.keys import ViewName
-from streamsaver.shadow import ShadowRebuild
-from streamsaver.verify import verify
+from streamsaver.cli.main import main
+from streamsaver.log.keys import ViewName
+from streamsaver.ops.shadow import ShadowRebuild
+from streamsaver.ops.verify import verify
 
 THREADS = [f"thread-{i}" for i in range(6)] + ["odd {id}: with * and |"]
 
@@ -151,7 +151,7 @@ def test_the_cli_rebuilds_in_shadow_and_reports_the_swap(
 CHILD = """
 import sys
 import redis
-from streamsaver.shadow import ShadowRebuild
+from streamsaver.ops.shadow import ShadowRebuild
 
 url, prefix = sys.argv[1], sys.argv[2]
 rebuild = ShadowRebuild.open(redis.Redis.from_url(url), prefix, page=4)

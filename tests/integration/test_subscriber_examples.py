@@ -15,10 +15,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 from streamsaver import StreamSaver
-from streamsaver.cli import main
+from streamsaver.cli.main import main
 from streamsaver.examples.analytics import analytics_subscriber, node_of, report
 from streamsaver.examples.audit import AuditTrail, audit_subscriber, verify
-from streamsaver.subscribe import Subscriber
+from streamsaver.feeds.subscriber import Subscriber
 
 
 class Review(TypedDict):

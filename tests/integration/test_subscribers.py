@@ -23,9 +23,9 @@ from subscriber_harness import fill, handled_key
 
 from streamsaver import StreamSaver
 from streamsaver.errors import InvalidInputError
-from streamsaver.feed_admin import dead_letters, group_health, requeue_dead_letters, trim_feeds
-from streamsaver.feed_event import FeedEvent
-from streamsaver.subscribe import Subscriber
+from streamsaver.feeds.admin import dead_letters, group_health, requeue_dead_letters, trim_feeds
+from streamsaver.feeds.event import FeedEvent
+from streamsaver.feeds.subscriber import Subscriber
 
 
 def one_thread_story(saver: StreamSaver) -> None:

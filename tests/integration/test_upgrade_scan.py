@@ -16,8 +16,8 @@ import redis
 from helpers import config, new_checkpoint
 
 from streamsaver import StreamSaver
-from streamsaver.embedded import EmbeddedRedis
-from streamsaver.keys import Keyspace
+from streamsaver.log.keys import Keyspace
+from streamsaver.server.embedded import EmbeddedRedis
 
 OTHER_DOCUMENTS = 100_000
 """Enough documents under the view's prefix that the new index is still scanning them when the

@@ -27,12 +27,12 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, StateSnapshot, interrupt
 
 from streamsaver import StreamSaver
-from streamsaver.cli import main
+from streamsaver.cli.main import main
 from streamsaver.demo import run_demo
 from streamsaver.errors import ConfigurationError, EventDecodeError, InvalidInputError
-from streamsaver.replay import Replayer
-from streamsaver.restore import log_bound, restore_thread
-from streamsaver.verify import verify
+from streamsaver.ops.replay import Replayer
+from streamsaver.ops.restore import log_bound, restore_thread
+from streamsaver.ops.verify import verify
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 

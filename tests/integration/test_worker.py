@@ -20,12 +20,12 @@ from langgraph.checkpoint.base import Checkpoint
 from redis.exceptions import OutOfMemoryError, RedisError
 
 from streamsaver import StreamSaver
-from streamsaver.cli import main
+from streamsaver.cli.main import main
 from streamsaver.errors import InvalidInputError
-from streamsaver.keys import Keyspace, partition_of
-from streamsaver.replay import Replayer
-from streamsaver.worker import ProjectorWorker, WorkerStats, group_name
-from streamsaver.worker_core import WorkerCore
+from streamsaver.feeds.worker import ProjectorWorker, WorkerStats, group_name
+from streamsaver.feeds.worker_core import WorkerCore
+from streamsaver.log.keys import Keyspace, partition_of
+from streamsaver.ops.replay import Replayer
 
 THREADS = ("alpha", "beta", "gamma {x}", "δ:1 @mt:{*}")
 Op = tuple[Any, ...]

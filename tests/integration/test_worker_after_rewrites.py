@@ -9,8 +9,8 @@ from delta_graphs import Journal, diary
 from helpers import snapshot
 
 from streamsaver import StreamSaver
-from streamsaver.replay import Replayer
-from streamsaver.worker import ProjectorWorker
+from streamsaver.feeds.worker import ProjectorWorker
+from streamsaver.ops.replay import Replayer
 
 START = {"entries": ["start"], "notes": [], "steps": 0}
 

@@ -26,8 +26,8 @@ import redis
 from helpers import config, new_checkpoint
 
 from streamsaver import StreamSaver
-from streamsaver.keys import Keyspace
-from streamsaver.verify import verify
+from streamsaver.log.keys import Keyspace
+from streamsaver.ops.verify import verify
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamsaver.codec import (
+from streamsaver.log.codec import (
     canonical_json,
     escape,
     metadata_tags,
@@ -76,7 +76,7 @@ def test_strict_json_refuses_values_that_would_read_back_as_another_type() -> No
     import dataclasses
     import datetime
 
-    from streamsaver.codec import strict_json
+    from streamsaver.log.codec import strict_json
 
     @dataclasses.dataclass
     class Point:

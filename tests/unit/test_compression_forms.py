@@ -11,9 +11,9 @@ import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamsaver import compression
-from streamsaver.compression import MIN_BYTES, expand, keep, shrink
-from streamsaver.events import Blob
+from streamsaver.log import compression
+from streamsaver.log.compression import MIN_BYTES, expand, keep, shrink
+from streamsaver.log.events import Blob
 
 type_names = st.one_of(
     st.sampled_from(["msgpack", "json", "bytes", "null", "empty", "msgpack+aes", "zstd:", "raw:", "zstd:msgpack", "raw:raw:x"]),

@@ -1,4 +1,4 @@
-"""Deltas join back to exactly the bytes the serde wrote (`streamsaver.deltas`), whatever the
+"""Deltas join back to exactly the bytes the serde wrote (`streamsaver.log.deltas`), whatever the
 list holds and however long it grows; the plan stores a delta only for a list that extends the
 remembered one, starts a new chain every 8 versions, and a join refuses a chain it cannot trust.
 """
@@ -14,9 +14,9 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from streamsaver import compression, deltas
-from streamsaver.events import Blob, ChannelValue, encode_channel_value
-from streamsaver.saver.delta_plan import DeltaMemory
+from streamsaver.checkpoints.delta_plan import DeltaMemory
+from streamsaver.log import compression, deltas
+from streamsaver.log.events import Blob, ChannelValue, encode_channel_value
 
 SERDE = JsonPlusSerializer()
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from projectors import PROJECTORS
-from streamsaver import events
 from streamsaver.errors import EventDecodeError
-from streamsaver.events import (
+from streamsaver.log import events
+from streamsaver.log.events import (
     Blob,
     ChannelValue,
     CheckpointSaved,
@@ -17,7 +17,7 @@ from streamsaver.events import (
     from_fields,
     to_fields,
 )
-from streamsaver.keys import Keyspace
+from streamsaver.log.keys import Keyspace
 
 SAVED = CheckpointSaved(
     thread_id="t:{1}",

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from streamsaver.errors import ConfigurationError
-from streamsaver.keys import Keyspace, partition_of
+from streamsaver.log.keys import Keyspace, partition_of
 
 
 def _slot_tag(key: str) -> str:

@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 
 from projectors import full, shallow
-from streamsaver.events import (
+from streamsaver.checkpoints.compaction import (
+    LogIndex,
+    compact,
+    delta_ancestors,
+    removed_for_prune,
+    removed_for_runs,
+    retarget,
+)
+from streamsaver.log.events import (
     Blob,
     ChannelValue,
     CheckpointSaved,
@@ -22,15 +30,7 @@ from streamsaver.events import (
     from_fields,
     to_fields,
 )
-from streamsaver.keys import Keyspace
-from streamsaver.saver.compaction import (
-    LogIndex,
-    compact,
-    delta_ancestors,
-    removed_for_prune,
-    removed_for_runs,
-    retarget,
-)
+from streamsaver.log.keys import Keyspace
 
 KS = Keyspace("p", 1)
 

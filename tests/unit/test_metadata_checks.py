@@ -11,9 +11,9 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from streamsaver.checkpoints.append import checkpoint_saved
+from streamsaver.checkpoints.metadata import MAX_METADATA_DEPTH
 from streamsaver.errors import InvalidInputError
-from streamsaver.saver.append import checkpoint_saved
-from streamsaver.saver.metadata import MAX_METADATA_DEPTH
 
 
 def _lists(levels: int) -> Any:

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.base.id import uuid6
 
-from streamsaver.codec import order_key
+from streamsaver.log.codec import order_key
 
 uuid_like = st.text(alphabet=st.sampled_from("-0123456789abcdef"), max_size=16)
 odd_bytes = st.text(alphabet=st.sampled_from("-0123456789abcdef:zA_.\x00\x7fé字"), max_size=16)

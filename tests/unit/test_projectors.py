@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from projectors import PROJECTORS, full, shallow
 from projectors.documents import checkpoint_document
-from streamsaver.codec import metadata_tags, tag
-from streamsaver.events import (
+from streamsaver.log.codec import metadata_tags, tag
+from streamsaver.log.events import (
     Blob,
     ChannelValue,
     CheckpointSaved,
@@ -23,7 +23,7 @@ from streamsaver.events import (
     from_fields,
     to_fields,
 )
-from streamsaver.keys import Keyspace
+from streamsaver.log.keys import Keyspace
 
 KS = Keyspace("p", 1)
 T = "p:{kind}:{{p0}}:t"

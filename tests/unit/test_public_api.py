@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamsaver
 import streamsaver.errors
-import streamsaver.events
+import streamsaver.log.events
 
 
 def test_package_exports() -> None:
@@ -27,4 +27,4 @@ def test_error_tree() -> None:
 
 def test_event_types() -> None:
     assert {"CheckpointSaved", "WritesSaved", "ThreadDeleted", "ThreadCopied", "ThreadPruned", "RunsDeleted",
-            "ValuesRetained"} <= set(streamsaver.events.__all__)
+            "ValuesRetained"} <= set(streamsaver.log.events.__all__)

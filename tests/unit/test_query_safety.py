@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from streamsaver.codec import order_key
+from streamsaver.checkpoints.listing import ListPager
 from streamsaver.errors import InvalidInputError
-from streamsaver.keys import Keyspace
-from streamsaver.saver.listing import ListPager
+from streamsaver.log.codec import order_key
+from streamsaver.log.keys import Keyspace
 from streamsaver.scripts import LIST_WINDOW
 
 QUERY = re.compile(r"^(\*|@(th|nh|mt):\{[0-9a-f]+\}( @(th|nh|mt):\{[0-9a-f]+\})*)$")

@@ -9,7 +9,12 @@ import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from streamsaver.errors import InvalidInputError
-from streamsaver.events import (
+from streamsaver.examples.analytics import node_of
+from streamsaver.examples.audit import GENESIS, verify
+from streamsaver.feeds.event import EventFilter, decode_payload
+from streamsaver.feeds.ownership import share
+from streamsaver.feeds.subscriber_core import check_group
+from streamsaver.log.events import (
     Blob,
     ChannelValue,
     CheckpointSaved,
@@ -17,11 +22,6 @@ from streamsaver.events import (
     ThreadDeleted,
     WritesSaved,
 )
-from streamsaver.examples.analytics import node_of
-from streamsaver.examples.audit import GENESIS, verify
-from streamsaver.feed_event import EventFilter, decode_payload
-from streamsaver.ownership import share
-from streamsaver.subscribe_core import check_group
 
 
 def test_filters_compare_types_and_top_level_metadata() -> None:

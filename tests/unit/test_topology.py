@@ -10,12 +10,12 @@ import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from redis.crc import key_slot
 
+from streamsaver.checkpoints.core import SaverCore
+from streamsaver.checkpoints.listing import FIRST_WIDTH, ListPager
+from streamsaver.checkpoints.windows import FRESH_S, WindowHints
 from streamsaver.errors import ConfigurationError
-from streamsaver.keys import Keyspace
-from streamsaver.saver.core import SaverCore
-from streamsaver.saver.listing import FIRST_WIDTH, ListPager
-from streamsaver.saver.windows import FRESH_S, WindowHints
-from streamsaver.topology import IndexTarget, Routed, Topology, command_key, index_targets
+from streamsaver.log.keys import Keyspace
+from streamsaver.log.routing import IndexTarget, Routed, Topology, command_key, index_targets
 
 SLOTS_OF_THREE = [
     [0, 5460, [b"127.0.0.1", 7001, b"a"]],

@@ -1,0 +1,413 @@
+"""The plan of a `list` call, without I/O: `ListPager` (see its docstring).
+
+For one thread and namespace of the full view, with no metadata filter, it walks the id index
+with one script call per page (`streamsaver.checkpoints.reads.read_page`). Across threads on a single
+server each page is one ``list_page.lua`` call, which sorts only a window of the newest matches
+and reads the page's checkpoints in the same call. Otherwise each page is one index query
+(across threads on Redis Cluster: ``list_window.lua``, the same window without the reading) and
+one pipelined fetch of the checkpoints it found.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.base.id import uuid6
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from streamsaver.checkpoints.append import namespace_of, thread_id_of
+from streamsaver.checkpoints.reads import Request, decode_rows, read_one, read_page
+from streamsaver.checkpoints.windows import WindowHints
+from streamsaver.errors import ConfigurationError, InvalidInputError
+from streamsaver.log.codec import canonical_json, escape, metadata_tags, order_key, tag, unescape
+from streamsaver.log.keys import Keyspace, ViewName
+from streamsaver.log.routing import IndexTarget
+from streamsaver.scripts import LIST_PAGE, LIST_WINDOW
+
+__all__ = ["FIRST_WIDTH", "PAGE", "SORT_ALL_BELOW", "WHOLE", "ListPager"]
+
+Command = list[str | bytes | int]
+Row = tuple[str, str, str]
+PAGE = 100
+FIRST_WIDTH = 19**2
+"""The first window of a listing across threads, in order-key units: uuid6 ids of the last ~2 s
+(see `streamsaver.log.codec.order_key`); a window grows eightfold while it holds too few matches."""
+SORT_ALL_BELOW = 1024
+"""Below this many matches a listing across threads sorts them all: that costs (~0.3 us a match)
+about what a first search for a window does (up to ~10 counts of 20-60 us)."""
+_SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]*$")
+
+
+def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    return all(k in metadata and canonical_json(metadata[k]) == canonical_json(v) for k, v in wanted.items())
+
+
+def _search_rows(reply: Any) -> list[Row]:
+    """``(thread_id, checkpoint_ns, checkpoint_id)`` of each FT.AGGREGATE row (RESP2 or RESP3).
+
+    Raises:
+        ConfigurationError: a row of a document from before schema v2 (the views need a replay).
+    """
+    if isinstance(reply, dict):
+        results = reply.get(b"results", reply.get("results")) or []
+        rows = [r.get(b"extra_attributes", r.get("extra_attributes")) or {} for r in results]
+        items = [{_text(k): v for k, v in row.items()} for row in rows]
+    else:
+        items = [{_text(row[i]): row[i + 1] for i in range(0, len(row), 2)} for row in reply[1:]]
+    if any("tk" not in i for i in items):
+        raise ConfigurationError(
+            "the view holds checkpoint documents written before index schema v2 (no `tk`): "
+            "rebuild the views once with `streamsaver replay` (see docs/operations.md)"
+        )
+    return [(unescape(_text(i["tk"])), unescape(_text(i.get("nk", b""))), _text(i["checkpoint_id"])) for i in items]
+
+
+def _window_rows(reply: Any) -> tuple[int, list[Row]]:
+    """The width of the window a ``list_window.lua`` or ``list_page.lua`` reply used, and its rows.
+
+    Raises:
+        ConfigurationError: a match has no ``ck`` (written before index schema v3).
+    """
+    if reply and _text(reply[0]) == "missing":
+        raise ConfigurationError(
+            "the view holds checkpoint documents written before index schema v3 (no `ck`): "
+            "rebuild the views once with `streamsaver replay` (see docs/operations.md)"
+        )
+    return int(reply[0]), _search_rows(reply[1])
+
+
+WHOLE = 2**53
+"""The width ``list_window.lua`` reports when its window was the whole index."""
+
+
+def _newest_guess() -> int:
+    """The order key of an id LangGraph would make now: where a listing's first window hangs
+    from when no `before` bounds it. Only a guess: ids of any form list correctly, and ids that
+    do not follow the clock only cost more counts to find their window."""
+    return order_key(str(uuid6()))
+
+
+def _identity(t: CheckpointTuple) -> Row:
+    c = t.config["configurable"]
+    return (c["thread_id"], c.get("checkpoint_ns", ""), c["checkpoint_id"])
+
+
+def _tie_order(row: Row) -> tuple[str, str]:
+    """Among rows of one checkpoint id, the order an index sorts them in (``@tk ASC @nk ASC``:
+    thread and namespace as keys spell them), so rows merged from several indexes order as one
+    index would order them (a copied thread keeps its source's ids)."""
+    thread_id, ns, _ = row
+    return escape(thread_id), escape(ns)
+
+
+
+def _after(cursor: Row) -> str:
+    """A FILTER keeping the rows strictly after `cursor` in the listing's order (id DESC,
+    then ``tk``, ``nk`` ASC). Its id is checked (`_SAFE_ID`), thread and namespace are escaped
+    (`escape`: ``[A-Za-z0-9._%-]``): nothing in it can end a quoted string."""
+    thread, ns, cid = cursor
+    tk, nk = escape(thread), escape(ns)
+    return (f"(@checkpoint_id < '{cid}') || (@checkpoint_id == '{cid}' && "
+            f"(@tk > '{tk}' || (@tk == '{tk}' && @nk > '{nk}')))")
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+
+@dataclass
+class ListPager:
+    """Plans one `list` call. Use: ``while (req := pager.next_request()) is not None:
+    tuples = pager.feed(send(req))``.
+
+    For one thread and namespace of the full view, with no metadata filter, it walks the id
+    index newest first (one script call per page). Otherwise each page is one index query and
+    one pipelined fetch of the checkpoints it found. Metadata matches are re-checked exactly.
+
+    Across threads, an index query is one ``list_window.lua`` call: it sorts only the newest
+    matches below the index's keyset cursor, a window of ``ck`` (`order_key` of the id) holding
+    the page, found by capped counts in the same call, so the cost follows the page, not the
+    matches. A page starts strictly after the last row its index gave (`_advance`): rows deleted
+    between pages shift nothing, so none is skipped. On a
+    single server it is a ``list_page.lua`` call instead, which also reads the page's
+    checkpoints: one round trip a page.
+
+    On Redis Cluster a view has one index per primary (`targets`): the query goes to each in the
+    same pipelined round trip, each with its own cursor, and the rows are merged newest
+    checkpoint id first; a row is taken only while every index that may hold more has rows
+    buffered, so the merge equals one index's order. A single server is the one-target case.
+    """
+
+    keyspace: Keyspace
+    view: ViewName
+    serde: SerializerProtocol
+    thread_id: str | None
+    checkpoint_ns: str | None
+    filter: Mapping[str, Any]
+    before: str
+    limit: int | None
+    targets: tuple[IndexTarget, ...]
+    cursor: str = ""
+    top: int = 0
+    hints: WindowHints | None = None
+    only: str = ""
+    """The checkpoint id the config names, if any: the listing holds that checkpoint only."""
+    _widths: list[int] = field(default_factory=list)
+    _fresh: list[bool] = field(default_factory=list)
+    _read: dict[Row, Any] = field(default_factory=dict)
+    _emitted: int = 0
+    _offsets: list[int] = field(default_factory=list)
+    _bounds: list[str] = field(default_factory=list)
+    _cursors: list[Row | None] = field(default_factory=list)
+    _buffers: list[list[Row]] = field(default_factory=list)
+    _exhausted: list[bool] = field(default_factory=list)
+    _asked: list[int] = field(default_factory=list)
+    _done: bool = False
+    _found: list[Row] = field(default_factory=list)
+    _last: str = ""
+    _returned: set[Row] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        n = len(self.targets)
+        self._offsets, self._buffers, self._exhausted = [0] * n, [[] for _ in range(n)], [False] * n
+        self._bounds, self._cursors = [self.before] * n, [None] * n
+        self._widths, self._fresh = [FIRST_WIDTH] * n, [False] * n
+        if self.hints is not None and self._across and not self.before:
+            hints = [self.hints.get(target.name, self._query()) for target in self.targets]
+            self._widths = [FIRST_WIDTH if h is None else max(self.top - h.low, 1) for h in hints]
+            self._fresh = [h is not None and h.fresh for h in hints]
+
+    @classmethod
+    def plan(
+        cls,
+        keyspace: Keyspace,
+        view: ViewName,
+        serde: SerializerProtocol,
+        config: RunnableConfig | None,
+        filter: Mapping[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+        targets: Sequence[IndexTarget] | None = None,
+        hints: WindowHints | None = None,
+    ) -> ListPager:
+        """Validate the arguments of `list` and plan it (`targets`: the view's indexes, by
+        default the one index of a single server).
+
+        Raises:
+            InvalidInputError: a config without a thread id, a limit not an int >= 0, or a filter
+                that is not JSON.
+        """
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidInputError(f"limit must be None or an int >= 0, not {limit!r}")
+        if filter is not None and not isinstance(filter, Mapping):
+            raise InvalidInputError(f"a filter must be a mapping of metadata keys, not {type(filter).__name__}")
+        if before is not None and not isinstance(before, Mapping):
+            raise InvalidInputError(f"before must be a config (a mapping), not {type(before).__name__}")
+        try:
+            metadata_tags(sorted((filter or {}).items()))
+        except TypeError as exc:
+            raise InvalidInputError(f"a filter must map metadata keys to JSON values: {exc}") from exc
+        thread_id = thread_id_of(config) if config else None
+        has_ns = config is not None and config["configurable"].get("checkpoint_ns") is not None
+        ns = namespace_of(config) if config is not None and has_ns else None
+        before_id = str(((before or {}).get("configurable") or {}).get("checkpoint_id") or "")
+        only = str((config or {}).get("configurable", {}).get("checkpoint_id") or "")
+        indexes = tuple(targets) if targets else (IndexTarget(keyspace.index(view)),)
+        # the newest guess places a first window across threads; a listing of one thread has none
+        top = _newest_guess() if thread_id is None else 0
+        return cls(keyspace, view, serde, thread_id, ns, dict(filter or {}), before_id, limit, indexes, before_id,
+                   top, hints, only)
+
+    @property
+    def _want(self) -> int:
+        left = PAGE if self.limit is None else min(PAGE, self.limit - self._emitted)
+        return max(left, 0)
+
+    @property
+    def _walks_ids(self) -> bool:
+        return self.view == "full" and not self.filter and self.thread_id is not None and self.checkpoint_ns is not None
+
+    def next_request(self) -> Request | None:
+        """The next round trip to make, or None when the listing is complete."""
+        if self._found:
+            return [read_one(self.keyspace, self.view, *row) for row in self._found]
+        if self._done or self._want == 0:
+            return None
+        if self.only and self.thread_id is not None and self.checkpoint_ns is not None:
+            # One checkpoint named in full (as `get_tuple` reads it); `_keep` applies filter and before.
+            self._done, self._found = True, [(self.thread_id, self.checkpoint_ns, self.only)]
+            return [read_one(self.keyspace, self.view, *self._found[0])]
+        if self._walks_ids:
+            assert self.thread_id is not None and self.checkpoint_ns is not None
+            return [read_page(self.keyspace, self.thread_id, self.checkpoint_ns, self.cursor, self._want)]
+        self._asked = [n for n, buffer in enumerate(self._buffers) if not buffer and not self._exhausted[n]]
+        if self._asked:
+            return [self.targets[n].query(self._search(n)) for n in self._asked]
+        self._found = self._merge()
+        if not self._found:
+            self._done = True
+            return None
+        return [read_one(self.keyspace, self.view, *row) for row in self._found]
+
+    @property
+    def _across(self) -> bool:
+        return self.thread_id is None
+
+    @property
+    def _one_trip(self) -> bool:
+        """Across threads on a single server: a page's checkpoints are read with its query."""
+        return self._across and len(self.targets) == 1 and self.targets[0].route is None
+
+    def _remember(self, n: int) -> None:
+        if self.hints is not None and not self.before and self._offsets[n] == 0 and self._cursors[n] is None:
+            width = self._widths[n]
+            self.hints.put(self.targets[n].name, self._query(), 0 if width >= WHOLE else self.top - width)
+
+    def _query(self) -> str:
+        parts = []
+        if self.thread_id is not None:
+            parts.append(f"@th:{{{tag(self.thread_id)}}}")
+        if self.checkpoint_ns is not None:
+            parts.append(f"@nh:{{{tag(self.checkpoint_ns)}}}")
+        parts += [f"@mt:{{{t}}}" for t in metadata_tags(sorted(self.filter.items()))]
+        return " ".join(parts) or "*"
+
+    def _checked_before(self) -> str:
+        if not _SAFE_ID.match(self.before):
+            raise InvalidInputError(
+                f"before={self.before!r}: listing across namespaces or threads compares ids in "
+                "the index, which takes ids of [A-Za-z0-9._:-] only"
+            )
+        return self.before
+
+    def _search(self, n: int) -> Command:
+        if self.before:
+            self._checked_before()
+        cursor = self._cursors[n]
+        if self._across:
+            # Across threads the matches may be many: the script sorts only a window of the
+            # newest of them that holds the page (_window.lua), below the cursor if any.
+            bound = cursor[2] if cursor else self.before
+            after: Command = ["1", escape(cursor[0]), escape(cursor[1])] if cursor else ["0", "", ""]
+            args: Command = [self._query(), bound, order_key(bound) if bound else "", self._offsets[n],
+                             self._want, self.top, self._widths[n], SORT_ALL_BELOW, int(self._fresh[n]), *after]
+            self._fresh[n] = False  # a later page needs a window further down: counted
+            if self._one_trip:
+                return LIST_PAGE.evalsha_args([self.targets[n].name], [*args, self.keyspace.prefix, self.view])
+            return LIST_WINDOW.evalsha_args([self.targets[n].name], args)
+        command: Command = ["FT.AGGREGATE", self.targets[n].name, self._query()]
+        bound = self._bounds[n]  # `before` (checked above), then a fetched id (`_advance`)
+        if cursor:
+            command += ["FILTER", _after(cursor)]
+        elif bound:
+            command += ["FILTER", f"@checkpoint_id < '{bound}'"]
+        if self.only and _SAFE_ID.match(self.only):
+            command += ["FILTER", f"@checkpoint_id == '{self.only}'"]
+        # Sorting by the three sortable fields returns them with each row: no document is
+        # loaded. The sort collects every match: here, the checkpoints of one thread. TIMEOUT 0:
+        # at RediSearch's own timeout (500 ms by default) a sort cut short returns the rows it
+        # reached as if whole (ON_TIMEOUT return, no error in RESP2): a wrong page.
+        return command + [
+            "SORTBY", 6, "@checkpoint_id", "DESC", "@tk", "ASC", "@nk", "ASC",
+            "LIMIT", self._offsets[n], self._want, "DIALECT", 2, "TIMEOUT", 0,
+        ]
+
+    def feed(self, replies: Sequence[Any]) -> list[CheckpointTuple]:
+        """Read the replies to the last request; returns the tuples to yield, in order."""
+        if self._found:
+            self._found = []
+            return self._keep([t for reply in replies for t in decode_rows(self.serde, reply)])
+        if self._walks_ids:
+            rows = replies[0]
+            self._done = len(rows) < self._want
+            tuples = decode_rows(self.serde, rows)
+            if tuples:
+                self.cursor = tuples[-1].config["configurable"]["checkpoint_id"]
+            return self._keep(tuples)
+        for n, reply in zip(self._asked, replies):
+            if self._across:
+                self._widths[n], rows = _window_rows(reply)
+                self._remember(n)
+                if self._one_trip:
+                    self._read.update(zip(rows, reply[2]))
+            else:
+                rows = _search_rows(reply)
+            self._buffers[n] = rows
+            self._exhausted[n] = len(rows) < self._want
+            self._advance(n, rows)
+        self._found = self._merge()
+        self._done = not self._found
+        if not self._one_trip:
+            return []
+        # the checkpoints came with the rows (list_page.lua); a row read as none (false) was
+        # gone, as a fetch of it would find
+        found, self._found = self._found, []
+        checkpoints = [self._read.pop(row) for row in found]
+        return self._keep(decode_rows(self.serde, [c for c in checkpoints if c]))
+
+    def _advance(self, n: int, rows: Sequence[Row]) -> None:
+        """Where index `n`'s next page starts: strictly after the last row fetched, at offset 0,
+        so that checkpoints deleted meanwhile shift nothing past the page. Within one thread and
+        namespace ids are unique: below the last id (`_bounds`); otherwise (several threads or
+        namespaces, where one id can repeat: `copy_thread` copies ids) after the last row in the
+        listing's order (`_cursors`: id DESC, then tk, nk ASC). An id a FILTER cannot quote (or
+        the empty id, which stands for no bound) keeps the bound where it was and counts on from
+        it (`_offsets` rows further)."""
+        last = rows[-1] if rows else None
+        if last is None or not last[2] or not _SAFE_ID.match(last[2]):  # '' bounds nothing
+            self._offsets[n] += len(rows)
+        elif not self._across and self.checkpoint_ns is not None:
+            self._bounds[n], self._offsets[n] = last[2], 0
+        else:
+            self._cursors[n], self._offsets[n] = last, 0
+
+    def _merge(self) -> list[Row]:
+        """Up to a page of buffered rows, newest first, while no index that may hold more has
+        run dry (its next rows could be newer than any buffered)."""
+        merged: list[Row] = []
+        while len(merged) < self._want:
+            if any(not buffer and not self._exhausted[n] for n, buffer in enumerate(self._buffers)):
+                break
+            heads = [buffer for buffer in self._buffers if buffer]
+            if not heads:
+                break
+            newest = max(buffer[0][2] for buffer in heads)
+            merged.append(min((b for b in heads if b[0][2] == newest), key=lambda b: _tie_order(b[0])).pop(0))
+        return merged
+
+    def _keep(self, tuples: list[CheckpointTuple]) -> list[CheckpointTuple]:
+        # Pages are read from a live index: a checkpoint added meanwhile with an id below the
+        # cursor (a copied thread keeps its ids), or rows shifting into a page counted by offset
+        # (an id a FILTER cannot quote), may come again: a checkpoint returned is not returned again.
+        kept = []
+        for t in tuples:
+            seen = _identity(t)
+            if seen in self._returned:
+                continue
+            if (
+                _matches(t.metadata, self.filter)
+                and (not self.before or seen[2] < self.before)
+                and (not self.only or seen[2] == self.only)
+            ):
+                kept.append(t)
+                self._returned.add(seen)
+        if self.limit is not None:
+            kept = kept[: self.limit - self._emitted]
+        self._emitted += len(kept)
+        if kept:
+            self._last = kept[-1].config["configurable"]["checkpoint_id"]
+        return kept
+
+    def resumed(self, targets: Sequence[IndexTarget]) -> ListPager:
+        """The rest of this listing on other indexes (the slots moved): what is older than the
+        last checkpoint returned, up to what is left of `limit`."""
+        before = self._last or self.before
+        limit = None if self.limit is None else self.limit - self._emitted
+        return ListPager(self.keyspace, self.view, self.serde, self.thread_id, self.checkpoint_ns, self.filter,
+                         before, limit, tuple(targets), before, self.top, self.hints, self.only)

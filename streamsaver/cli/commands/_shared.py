@@ -1,0 +1,70 @@
+"""What several subcommands share: the common options and opening the deployment they name."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, cast
+
+import redis
+
+from streamsaver.drivers.cluster import connect
+from streamsaver.errors import ConfigurationError
+from streamsaver.log.keys import DEFAULT_PREFIX, ViewName
+
+__all__ = ["chosen_views", "common_options", "emit_json", "open_client"]
+
+
+def common_options() -> argparse.ArgumentParser:
+    """The options every subcommand takes: --url, --prefix, --json."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--url",
+        default=os.environ.get("REDIS_URL"),
+        metavar="URL",
+        help="the Redis server: redis://[:password@]host:port/db, rediss://... (TLS) or "
+        "unix:///path.sock; it needs the search and JSON modules (Redis 8 or Redis Stack). "
+        "Default: the REDIS_URL environment variable",
+    )
+    common.add_argument(
+        "--prefix",
+        default=os.environ.get("STREAMSAVER_PREFIX", DEFAULT_PREFIX),
+        help="the deployment's key prefix (default: STREAMSAVER_PREFIX or %(default)r)",
+    )
+    common.add_argument(
+        "--json", action="store_true", help="print one JSON document for scripts instead of text"
+    )
+    return common
+
+
+def open_client(args: argparse.Namespace) -> redis.Redis:
+    """A client for ``--url``: a ``RedisCluster`` when the server runs in cluster mode.
+
+    The tools take either: a cluster client offers every command they send, and they scan and
+    send node by node (tests/integration/test_savers_on_a_cluster.py runs them on a cluster).
+
+    Raises:
+        ConfigurationError: neither --url nor REDIS_URL was given.
+    """
+    if not args.url:
+        raise ConfigurationError("no server given: pass --url URL or set REDIS_URL")
+    return connect(args.url)
+
+
+def chosen_views(args: argparse.Namespace) -> list[ViewName]:
+    """The views ``--view`` names, by default those the deployment keeps
+    (`streamsaver.ops.inspection.deployment_views`)."""
+    if args.view:
+        return cast(list[ViewName], list(dict.fromkeys(args.view)))
+    from streamsaver.ops.inspection import deployment_views
+
+    with open_client(args) as client:
+        return list(deployment_views(client, args.prefix))
+
+
+def emit_json(document: Any) -> None:
+    """Print `document` as JSON on stdout (the ``--json`` output)."""
+    json.dump(document, sys.stdout, indent=2, sort_keys=True, default=str)
+    sys.stdout.write("\n")

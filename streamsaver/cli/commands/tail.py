@@ -1,0 +1,48 @@
+"""``streamsaver tail``: events as they are appended, from the partition feeds."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+
+from streamsaver.cli.commands._shared import open_client
+
+__all__ = ["register"]
+
+
+def _run(args: argparse.Namespace) -> int:
+    from streamsaver.ops.inspection import feed_events
+
+    with open_client(args) as client:
+        events = feed_events(client, args.prefix, start="0-0" if args.from_start else "$")
+        for pointer in itertools.islice(events, args.count):
+            if args.json:
+                print(json.dumps(pointer, sort_keys=True), flush=True)
+            else:
+                print(f"{pointer['feed_id']:>18}  p{pointer['partition']:<3} {pointer.get('type', '?'):<16} "
+                      f"thread={pointer.get('thread')!r} ns={pointer.get('ns', '')!r} "
+                      f"checkpoint={pointer.get('cid', '-')} entry={pointer.get('id')}", flush=True)
+    return 0
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
+    return value
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    """Add ``tail``."""
+    parser = commands.add_parser(
+        "tail",
+        parents=[common],
+        help="print events as they are appended (all threads), until interrupted",
+        description="Follow every partition feed and print one line per event appended from now "
+        "on: type, thread, namespace, checkpoint id and log entry id (--json: one JSON object "
+        "per line). Reads only; adds no consumer group.",
+    )
+    parser.add_argument("--count", type=_count, default=None, help="stop after this many events")
+    parser.add_argument("--from-start", action="store_true", help="print what the feeds hold first")
+    parser.set_defaults(handler=_run)

@@ -1,0 +1,93 @@
+"""The ``streamsaver`` command: argument parsing only; every subcommand calls the library.
+
+A subcommand is one module in `streamsaver.cli.commands` whose ``register`` declares its parser and
+sets ``handler``, a function ``(args) -> exit code`` that calls the library (importing heavy
+modules lazily, so ``--help`` stays fast and needs no optional dependency). Options every
+subcommand shares (--url, --prefix, --json) live in `streamsaver.cli.commands._shared`.
+
+Exit codes (also in ``--help``): 0 success, 1 an error (one line on stderr, no traceback), 2 a
+usage error, 130 interrupted. ``verify`` exits 1 when the views differ from the logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from redis.exceptions import RedisError
+
+from streamsaver import __version__
+from streamsaver.cli.commands import modules as subcommand_modules
+from streamsaver.cli.commands._shared import common_options
+from streamsaver.errors import StreamSaverError
+
+__all__ = ["build_parser", "main"]
+
+
+DESCRIPTION = """\
+streamsaver: an event-sourced LangGraph checkpointer on Redis.
+
+Every checkpoint and every pending write LangGraph saves is appended as an event to a Redis
+Stream per thread (the log, which is the truth) and, in the same atomic call, projected into
+RedisJSON documents indexed by RediSearch (the views the checkpointer reads). This command works
+on such a deployment.
+"""
+
+EPILOG = """\
+Run 'streamsaver <command> --help' for the options of one command.
+
+Exit codes: 0 success; 1 an error (a Redis, file or input error, printed as one line
+"streamsaver: error: ..." on stderr; verify also when the views differ from the logs);
+2 a usage error; 130 interrupted (Ctrl-C)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of the ``streamsaver`` command with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="streamsaver",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"streamsaver {__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="<command>", required=True)
+    common = common_options()
+    for module in subcommand_modules():
+        module.register(commands, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse `argv` (default: the process arguments), run the subcommand, return its exit code."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:
+        # argparse exits for --help, --version and usage errors; callers get the code instead.
+        return exit_.code if isinstance(exit_.code, int) else 0 if exit_.code is None else 2
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except BrokenPipeError:
+        # The reader left (e.g. `| head`); point stdout at devnull so the exit flush stays quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (StreamSaverError, RedisError, OSError, ValueError) as exc:
+        # An operator's mistake (a bad URL, a missing directory, a bad value) or a server that
+        # fails: one line that says what, not a traceback. ValueError covers the client's
+        # refusals of a URL or an option (InvalidInputError is one too).
+        print(f"streamsaver: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("streamsaver: interrupted", file=sys.stderr)
+        return 130
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+if __name__ == "__main__":
+    sys.exit(main())

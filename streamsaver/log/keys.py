@@ -1,0 +1,209 @@
+"""Every Redis key streamsaver uses is spelled here, and only here.
+
+Layout (``P`` = key prefix, ``T`` = partition hash tag ``{pN}``, ``t`` / ``n`` / ``c`` = escaped
+thread id / namespace / checkpoint id, see `streamsaver.log.codec.escape`)::
+
+    P:meta                      hash    deployment settings (partition count, schema version)
+    P:log:T:t                   stream  the thread log: every event of one thread (the truth)
+    P:feed:T                    stream  the partition feed: one small pointer per event
+    P:pos:T:t                   hash    view name -> id of the last event applied to that view
+    P:full:cp:T:t:n:c           JSON    full view: one document per checkpoint (indexed)
+    P:full:ids:T:t:n            zset    full view: checkpoint ids of one namespace, by id
+    P:full:ptrs:T:t:n           hash    full view: log entry of each checkpoint body and channel version
+    P:full:writes:T:t:n:c       hash    full view: log entry of each pending write of one checkpoint
+    P:full:ns:T:t               set     full view: escaped namespaces of the thread
+    P:shallow:cp:T:t:n          JSON    shallow view: latest checkpoint of one namespace (indexed)
+    P:shallow:ptrs:T:t:n        hash    shallow view: @cid held; log entry of its body and each channel
+    P:shallow:writes:T:t:n      hash    shallow view: @cid; log entry of each write of that checkpoint
+    P:shallow:ns:T:t            set     shallow view: escaped namespaces of the thread
+    P:<view>:idx:vN             index   RediSearch index over ``P:<view>:cp:``
+    P:<view>:idx:vN:{iK}        index   the same, on Redis Cluster: one per primary, {iK} a tag it owns
+    P:lease:T:<view>            string  projector worker owning partition T for one view (PX TTL)
+    P:projector:workers:<view>  zset    live projector workers of a view -> expiry (server ms)
+    P:projector:dead:<view>     stream  feed pointers a projector worker could not apply
+    P:sub:lease:T:<group>       string  subscriber owning partition T for one group (PX TTL)
+    P:sub:tries:T:<group>       hash    feed entry id -> failed handler attempts (one group)
+    P:sub:members:<group>       zset    live subscribers of a group -> expiry (server ms)
+    P:sub:dead:<group>          stream  events a group's handler kept failing on (dead letters)
+    P:analytics:T:<name>        hash    the analytics example's counters for one partition
+
+Every key of a thread carries the tag of the thread's partition, so one atomic script can touch
+the log, the feed, the views and the positions of a thread, also on Redis Cluster. Every key
+starts with ``P:``, so an ACL rule on ``P:*`` covers a deployment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from streamsaver.errors import ConfigurationError
+from streamsaver.log.codec import escape
+
+__all__ = ["DEFAULT_PARTITIONS", "DEFAULT_PREFIX", "Keyspace", "ThreadKeys", "ViewName"]
+
+DEFAULT_PREFIX = "streamsaver"
+DEFAULT_PARTITIONS = 16
+INDEX_SCHEMA_VERSION = 4
+
+ViewName = Literal["full", "shallow"]
+_PREFIX_RULE = re.compile(r"^[A-Za-z0-9._-]+(:[A-Za-z0-9._-]+)*$")
+KEY_KINDS = frozenset({"meta", "log", "feed", "pos", "full", "shallow", "lease", "projector", "sub", "analytics"})
+"""The words that follow a deployment's prefix in its keys (``P:<kind>:...``). A prefix with one
+of them after its first word would nest its keys among those of the deployment named by the
+words before it (``app:full`` under ``app``'s ``app:full:*``, which a rebuild of ``app``'s full
+view deletes), so such prefixes are refused."""
+
+
+@lru_cache(maxsize=16384)
+def partition_of(thread_id: str, partitions: int) -> int:
+    """The partition of a thread: a stable hash of its id, modulo the partition count."""
+    digest = hashlib.blake2b(thread_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % partitions
+
+
+@dataclass(frozen=True)
+class ThreadKeys:
+    """The keys of one thread in one deployment; built by `Keyspace.thread`."""
+
+    prefix: str
+    slot_tag: str
+    escaped_thread: str
+
+    @property
+    def log(self) -> str:
+        """The thread log stream."""
+        return f"{self.prefix}:log:{self.slot_tag}:{self.escaped_thread}"
+
+    @property
+    def feed(self) -> str:
+        """The feed of the thread's partition."""
+        return f"{self.prefix}:feed:{self.slot_tag}"
+
+    @property
+    def positions(self) -> str:
+        """The hash of last applied event id per view."""
+        return f"{self.prefix}:pos:{self.slot_tag}:{self.escaped_thread}"
+
+    def base(self, view: ViewName, kind: str) -> str:
+        """``P:view:kind:T:t``, the stem that per-namespace keys of one kind extend."""
+        return f"{self.prefix}:{view}:{kind}:{self.slot_tag}:{self.escaped_thread}"
+
+    def namespaces(self, view: ViewName) -> str:
+        """The set of escaped namespaces the view holds for this thread."""
+        return self.base(view, "ns")
+
+    def in_ns(self, view: ViewName, kind: str, checkpoint_ns: str) -> str:
+        """A per-namespace key, e.g. ``P:full:ids:T:t:n``."""
+        return f"{self.prefix}:{view}:{kind}:{self.slot_tag}:{self.escaped_thread}:{escape(checkpoint_ns)}"
+
+    def doc_prefix(self, view: ViewName, kind: str, checkpoint_ns: str) -> str:
+        """The stem of per-checkpoint keys; scripts append the escaped checkpoint id."""
+        return f"{self.in_ns(view, kind, checkpoint_ns)}:"
+
+    def per_checkpoint(self, view: ViewName, kind: str, checkpoint_ns: str, checkpoint_id: str) -> str:
+        """A per-checkpoint key, e.g. ``P:full:cp:T:t:n:c``."""
+        return self.doc_prefix(view, kind, checkpoint_ns) + escape(checkpoint_id)
+
+
+@lru_cache(maxsize=16384)
+def _thread_keys(prefix: str, partitions: int, thread_id: str) -> ThreadKeys:
+    # Cached: every event of a thread names its keys several times, and the partition is a hash.
+    return ThreadKeys(prefix, f"{{p{partition_of(thread_id, partitions)}}}", escape(thread_id))
+
+
+@dataclass(frozen=True)
+class Keyspace:
+    """The keys of one deployment: a prefix and a fixed partition count.
+
+    Raises:
+        ConfigurationError: for a prefix outside ``[A-Za-z0-9._-]`` words joined by ``:``, one
+            with a key kind (`KEY_KINDS`) after its first word, or a partition count outside
+            1..16384.
+    """
+
+    prefix: str = DEFAULT_PREFIX
+    partitions: int = DEFAULT_PARTITIONS
+
+    def __post_init__(self) -> None:
+        if not _PREFIX_RULE.match(self.prefix):
+            raise ConfigurationError(
+                f"key prefix {self.prefix!r} must be words of [A-Za-z0-9._-] joined by ':'"
+            )
+        nested = [word for word in self.prefix.split(":")[1:] if word in KEY_KINDS]
+        if nested:
+            owner = self.prefix[: self.prefix.index(":" + nested[0])]
+            raise ConfigurationError(
+                f"key prefix {self.prefix!r} would put its keys among those of the deployment "
+                f"{owner!r} ({owner}:{nested[0]}:*): a word after the first must not be one of "
+                f"{sorted(KEY_KINDS)} (see docs/operations.md)"
+            )
+        if not 1 <= self.partitions <= 16384:
+            raise ConfigurationError(f"partitions must be 1..16384, not {self.partitions}")
+
+    @property
+    def meta(self) -> str:
+        """The deployment settings hash."""
+        return f"{self.prefix}:meta"
+
+    def slot_tag(self, partition: int) -> str:
+        """The hash tag shared by every key of one partition."""
+        return f"{{p{partition}}}"
+
+    def feed(self, partition: int) -> str:
+        """The feed stream of one partition."""
+        return f"{self.prefix}:feed:{self.slot_tag(partition)}"
+
+    def lease(self, partition: int, view: ViewName) -> str:
+        """The lease naming the projector worker that owns one partition of one view."""
+        return f"{self.prefix}:lease:{self.slot_tag(partition)}:{view}"
+
+    def projector_workers(self, view: ViewName) -> str:
+        """The roster of live projector workers of a view (name -> expiry, server ms)."""
+        return f"{self.prefix}:projector:workers:{view}"
+
+    def dead_letters(self, view: ViewName) -> str:
+        """The dead-letter stream of a view's projector workers."""
+        return f"{self.prefix}:projector:dead:{view}"
+
+    def subscriber_lease(self, partition: int, group: str) -> str:
+        """The lease naming the subscriber that owns one partition for one group."""
+        return f"{self.prefix}:sub:lease:{self.slot_tag(partition)}:{group}"
+
+    def subscriber_attempts(self, partition: int, group: str) -> str:
+        """Failed handler attempts of one group's pending entries on one partition feed."""
+        return f"{self.prefix}:sub:tries:{self.slot_tag(partition)}:{group}"
+
+    def subscribers(self, group: str) -> str:
+        """The roster of a group's live subscribers (name -> expiry, server ms)."""
+        return f"{self.prefix}:sub:members:{group}"
+
+    def subscriber_dead_letters(self, group: str) -> str:
+        """The dead-letter stream of a subscriber group."""
+        return f"{self.prefix}:sub:dead:{group}"
+
+    def analytics(self, partition: int, name: str) -> str:
+        """The counters the analytics example keeps for one partition."""
+        return f"{self.prefix}:analytics:{self.slot_tag(partition)}:{name}"
+
+    def thread(self, thread_id: str) -> ThreadKeys:
+        """The keys of one thread."""
+        return _thread_keys(self.prefix, self.partitions, thread_id)
+
+    def index(self, view: ViewName, tag: str = "", version: int = INDEX_SCHEMA_VERSION) -> str:
+        """The RediSearch index name of a view, versioned by its schema (an older `version`:
+        the name an earlier release gave it); on Redis Cluster one per primary, named with a
+        hash `tag` that primary owns (see `streamsaver.log.routing`)."""
+        name = f"{self.prefix}:{view}:idx:v{version}"
+        return f"{name}:{tag}" if tag else name
+
+    def document_prefix(self, view: ViewName) -> str:
+        """The key prefix the view's index covers."""
+        return f"{self.prefix}:{view}:cp:"
+
+    def view_pattern(self, view: ViewName) -> str:
+        """A SCAN pattern matching every key of a view."""
+        return f"{self.prefix}:{view}:*"

@@ -1,0 +1,207 @@
+"""Read-only looks at a deployment: a thread's history, totals, and the live event feed.
+
+Everything here reads the logs and feeds directly (the truth), never the views, so it also
+works while a view is being rebuilt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis import Redis
+
+from streamsaver.drivers.cluster import is_cluster
+from streamsaver.errors import ConfigurationError, InvalidInputError
+from streamsaver.log.events import CheckpointSaved, WritesSaved, from_fields
+from streamsaver.log.keys import Keyspace, ViewName
+
+__all__ = ["DeploymentStats", "HistoryRow", "PartitionHealth", "deployment_keyspace", "deployment_stats",
+           "deployment_views", "feed_events", "group_health", "thread_history"]
+
+
+def deployment_keyspace(client: Redis, prefix: str) -> Keyspace:
+    """The keyspace of the deployment under `prefix`.
+
+    Raises:
+        ConfigurationError: nothing was ever set up under `prefix`.
+    """
+    partitions = client.hget(Keyspace(prefix).meta, "partitions")
+    if partitions is None:
+        raise ConfigurationError(f"no streamsaver deployment under prefix {prefix!r}")
+    return Keyspace(prefix, int(partitions))
+
+
+def deployment_views(client: Redis, prefix: str) -> tuple[ViewName, ...]:
+    """The views the deployment under `prefix` keeps: those whose index a saver or a projector
+    worker created (of any schema version, on any primary). Both when none has one yet."""
+    any_client: Any = client
+    nodes = any_client.get_primaries() if is_cluster(client) else [None]
+    replies = [any_client.execute_command("FT._LIST", **({"target_nodes": n} if n else {})) for n in nodes]
+    names = {i.decode() if isinstance(i, bytes) else str(i) for reply in replies for i in reply}
+    views: tuple[ViewName, ...] = ("full", "shallow")
+    kept = tuple(v for v in views if any(n.startswith(f"{prefix}:{v}:idx:") for n in names))
+    return kept or views
+
+
+@dataclass
+class HistoryRow:
+    """One checkpoint of a thread, as its log tells it."""
+
+    entry_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    step: Any
+    source: Any
+    new_channels: list[str]
+    bytes: int
+    writes: list[str] = field(default_factory=list)
+    """``task:channel`` of the writes saved against this checkpoint."""
+
+
+def _size(fields: dict[bytes, bytes]) -> int:
+    return sum(len(k) + len(v) for k, v in fields.items())
+
+
+def thread_history(client: Redis, prefix: str, thread_id: str) -> list[HistoryRow]:
+    """Every checkpoint of a thread in log order, with the writes saved against each.
+
+    Raises:
+        InvalidInputError: the thread has no log.
+    """
+    log = deployment_keyspace(client, prefix).thread(thread_id).log
+    xrange: Callable[..., Any] = client.xrange
+    entries: list[tuple[bytes, dict[bytes, bytes]]] = xrange(log)
+    if not entries:
+        raise InvalidInputError(f"thread {thread_id!r} has no log under prefix {prefix!r}")
+    rows: dict[tuple[str, str], HistoryRow] = {}
+    early_writes: dict[tuple[str, str], list[str]] = {}
+    for raw_id, fields in entries:
+        event = from_fields(fields, raw_id.decode())
+        if isinstance(event, CheckpointSaved):
+            key = (event.checkpoint_ns, event.checkpoint_id)
+            rows[key] = HistoryRow(
+                raw_id.decode(), event.checkpoint_ns, event.checkpoint_id, event.parent_checkpoint_id,
+                event.metadata.get("step"), event.metadata.get("source"),
+                [cv.channel for cv in event.values], _size(fields), early_writes.pop(key, []),
+            )
+        elif isinstance(event, WritesSaved):
+            key = (event.checkpoint_ns, event.checkpoint_id)
+            names = [f"{event.task_id[:8]}:{w.channel}" for w in event.writes]
+            (rows[key].writes if key in rows else early_writes.setdefault(key, [])).extend(names)
+    return list(rows.values())
+
+
+@dataclass(frozen=True)
+class PartitionHealth:
+    """One consumer group on one partition feed."""
+
+    group: str
+    partition: int
+    pending: int
+    lag: int | None
+    """Entries not delivered yet (None when Redis cannot tell, after deletions in the feed)."""
+    last_delivered: str
+    consumers: int
+    owner: str | None
+    """The consumer holding the partition's lease (a subscriber or projector worker), if any."""
+
+
+def _lease_of(keyspace: Keyspace, partition: int, group: str) -> str:
+    """The lease key of a projector group (``projector:<view>``) or a subscriber group."""
+    view = group.removeprefix("projector:")
+    if view in ("full", "shallow") and group != view:
+        return keyspace.lease(partition, "full" if view == "full" else "shallow")
+    return keyspace.subscriber_lease(partition, group)
+
+
+def group_health(client: Redis, prefix: str, group: str | None = None) -> list[PartitionHealth]:
+    """Every consumer group (or only `group`) on every partition feed, by group then partition.
+
+    Raises:
+        ConfigurationError: no deployment under `prefix`.
+    """
+    keyspace = deployment_keyspace(client, prefix)
+    r: Any = client  # redis-py's stubs type these replies loosely; their shapes are fixed
+    pipe = r.pipeline(transaction=False)
+    for p in range(keyspace.partitions):
+        pipe.xinfo_groups(keyspace.feed(p))
+    replies = pipe.execute(raise_on_error=False)
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for p, groups in enumerate(replies):
+        for info in groups if isinstance(groups, list) else []:
+            if group is None or _text(info["name"]) == group:
+                rows.append((p, info))
+    owners = r.mget([_lease_of(keyspace, p, _text(i["name"])) for p, i in rows]) if rows else []
+    health = [PartitionHealth(_text(i["name"]), p, int(i.get("pending") or 0),
+                              None if i.get("lag") is None else int(i["lag"]), _text(i["last-delivered-id"]),
+                              int(i.get("consumers") or 0), None if o is None else _text(o))
+              for (p, i), o in zip(rows, owners)]
+    return sorted(health, key=lambda h: (h.group, h.partition))
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+@dataclass
+class DeploymentStats:
+    """Totals of a deployment and the state of every consumer group on its feeds."""
+
+    threads: int = 0
+    events: int = 0
+    log_bytes: int = 0
+    feed_entries: int = 0
+    groups: dict[str, dict[str, int]] = field(default_factory=dict)
+    """group name -> {"pending": ..., "lag": ..., "dead_letters": ...} summed over partitions
+    (dead letters: of a subscriber group)."""
+    partitions: list[PartitionHealth] = field(default_factory=list)
+    """Every group on every partition feed: pending, lag, last delivered id, lease holder."""
+
+
+def deployment_stats(client: Redis, prefix: str, *, progress: Callable[[int], None] | None = None) -> DeploymentStats:
+    """Count threads, events and log bytes (MEMORY USAGE); per consumer group, its pending entries
+    and lag on each partition and summed, and a subscriber group's dead letters."""
+    keyspace = deployment_keyspace(client, prefix)
+    stats = DeploymentStats()
+    for log in client.scan_iter(match=f"{prefix}:log:*", count=1000, _type="stream"):
+        stats.threads += 1
+        stats.events += int(client.xlen(log))
+        stats.log_bytes += int(client.memory_usage(log, samples=0) or 0)
+        if progress is not None:
+            progress(1)
+    for partition in range(keyspace.partitions):
+        stats.feed_entries += int(client.xlen(keyspace.feed(partition)))
+    stats.partitions = group_health(client, prefix)
+    for row in stats.partitions:
+        totals = stats.groups.setdefault(row.group, {"pending": 0, "lag": 0})
+        totals["pending"] += row.pending
+        totals["lag"] += row.lag or 0
+    for name, totals in stats.groups.items():
+        if not name.startswith("projector:"):
+            totals["dead_letters"] = int(client.xlen(keyspace.subscriber_dead_letters(name)))
+    return stats
+
+
+def feed_events(client: Redis, prefix: str, *, block_ms: int = 1000, start: str = "$") -> Iterator[dict[str, str]]:
+    """The pointers appended to every partition feed from now on (`start` "$"), as they come.
+
+    Yields dicts with ``partition``, ``feed_id`` and the pointer's fields (``id``, ``type``,
+    ``thread``, ``ns``, ``cid``); never ends on its own.
+    """
+    keyspace = deployment_keyspace(client, prefix)
+    r: Any = client  # redis-py's stubs type these replies loosely; their shapes are fixed
+    positions: dict[str, str] = {keyspace.feed(p): start for p in range(keyspace.partitions)}
+    if start == "$":
+        for feed in positions:
+            info = r.xinfo_stream(feed) if r.exists(feed) else None
+            positions[feed] = info["last-generated-id"].decode() if info else "0-0"
+    while True:
+        for raw_feed, entries in r.xread(positions, block=block_ms) or []:
+            feed = raw_feed.decode()
+            for raw_id, fields in entries:
+                positions[feed] = raw_id.decode()
+                pointer = {k.decode(): v.decode("utf-8", "replace") for k, v in fields.items()}
+                yield {"partition": feed.rsplit("{p", 1)[1].rstrip("}"), "feed_id": positions[feed], **pointer}

@@ -22,7 +22,6 @@ from typing import Any, Generic, TypeVar
 
 from redis.exceptions import RedisError
 
-from streamsaver.checkpoints.core import Command
 from streamsaver.checkpoints.setup import read_topology
 from streamsaver.errors import ConfigurationError
 from streamsaver.feeds.consumer_data import (
@@ -36,7 +35,7 @@ from streamsaver.feeds.consumer_data import (
 from streamsaver.feeds.ownership import Program, Wait, call, lease_call, roster_call
 from streamsaver.log.deployment import keyspace_of, partitions_request
 from streamsaver.log.keys import Keyspace
-from streamsaver.log.routing import Step, Topology
+from streamsaver.log.routing import Command, Step, Topology
 
 __all__ = ["PartitionConsumer"]
 

@@ -27,9 +27,8 @@ from typing import Any, TypeVar
 from redis import exceptions as rx
 from redis.exceptions import NoScriptError
 
-from streamsaver.checkpoints.core import Command
 from streamsaver.errors import InvalidInputError
-from streamsaver.log.routing import Step
+from streamsaver.log.routing import Command, Step
 from streamsaver.scripts import Script
 
 __all__ = ["LEASE", "ROSTER", "Program", "Wait", "call", "check_count", "check_partitions", "default_name",

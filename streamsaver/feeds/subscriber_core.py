@@ -18,7 +18,6 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.exceptions import RedisError
 
-from streamsaver.checkpoints.core import Command
 from streamsaver.checkpoints.setup import load_scripts
 from streamsaver.errors import ConfigurationError
 from streamsaver.feeds.consumer import PartitionConsumer
@@ -28,7 +27,7 @@ from streamsaver.feeds.ownership import LEASE, ROSTER, Program, Wait
 from streamsaver.feeds.subscriber_options import Deliver, Options, SubscriberStats, check_group
 from streamsaver.log import deltas
 from streamsaver.log.events import CheckpointSaved, ThreadDeleted
-from streamsaver.log.routing import Step, Topology
+from streamsaver.log.routing import Command, Step, Topology
 from streamsaver.scripts import TRIM
 
 __all__ = ["Deliver", "Options", "SubscriberCore", "SubscriberStats", "check_group"]

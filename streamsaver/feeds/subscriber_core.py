@@ -1,8 +1,11 @@
 """The decisions of a subscriber, without I/O (the overview is in `streamsaver.feeds.subscriber`).
 
-`SubscriberCore`'s programs are generators (see `streamsaver.feeds.ownership`): they yield pipelines,
-`Wait`, or `Deliver` (hand these events to the handler, in order) and receive the replies, so the
-sync and async `Subscriber` only send pipelines, sleep and call the handler. A steady cycle costs
+`SubscriberCore` is a `streamsaver.feeds.consumer.PartitionConsumer` over its group's partitions:
+the shared core owns, reads and releases; this module turns feed entries into `FeedEvent`s
+(filters, prefetch of log entries and delta links) and hands them to the handler with its retry
+and dead-letter policy. Programs are generators (see `streamsaver.feeds.ownership`): they yield
+pipelines, `Wait`, or `Deliver` (hand these events to the handler, in order) and receive the
+replies, so the sync and async `Subscriber` only send pipelines, sleep and call the handler. A steady cycle costs
 one round trip (the previous cycle's acks, then one ``lease.lua`` call per partition: renew, read)
 plus one for the log entries when payloads are prefetched or an old pointer lacks metadata.
 """

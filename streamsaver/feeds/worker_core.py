@@ -1,11 +1,13 @@
 """The decisions of the projector worker, without I/O (the overview is in `streamsaver.feeds.worker`).
 
-`WorkerCore`'s programs are generators: they yield a pipeline (a list of commands) or a `Wait`
-and receive the replies (errors as exception objects), so the sync and the async
-`ProjectorWorker` only send pipelines and sleep. One cycle costs: a roster heartbeat (when
-balancing), one pipeline with the previous cycle's acks and dead letters, lease releases and one
-``lease.lua`` call per partition (renew or take the lease, claim, read), one with the log entries
-(``XRANGE``), and one with the applies (``apply.lua``).
+`WorkerCore` is a `streamsaver.feeds.consumer.PartitionConsumer` over every (view, partition):
+the shared core owns, reads, settles and releases; this module holds the projection: turn each
+pointer into an event (reading its log entry, or the whole log after a rewrite), apply it with
+the same script and projectors as replay, and decide each entry's outcome (applied, skipped,
+gone, dead, or a transient failure that stops its partition). One cycle costs: a roster
+heartbeat (when balancing), one pipeline with the previous cycle's acks and dead letters, lease
+releases and one ``lease.lua`` call per partition (renew or take the lease, claim, read), one with
+the log entries (``XRANGE``), and one with the applies (``apply.lua``).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
@@ -43,7 +44,7 @@ S = TypeVar("S", bound=ConsumerStats)
 Batch = list[tuple[Unit, list[Taken]]]
 
 
-class PartitionConsumer(Generic[Unit, S]):
+class PartitionConsumer(ABC, Generic[Unit, S]):
     """The ownership loop over a consumer's units, as programs a sync or async shell drives.
 
     Args:
@@ -84,18 +85,18 @@ class PartitionConsumer(Generic[Unit, S]):
             raise ConfigurationError(f"the {self.kind} is not prepared yet")
         return self.keyspace
 
+    @abstractmethod
     def units(self) -> list[Unit]:
         """Every unit of the deployment this consumer may own, in reading order."""
-        raise NotImplementedError
 
+    @abstractmethod
     def lane(self, unit: Unit) -> Lane:
         """The keys of `unit`."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _setup(self, topology: Topology | None, probed: list[Any]) -> list[Step]:
         """Check what `_probe` read and return the commands to send before the groups are
         created (script loads, indexes); set `loads` for the deployment's nodes."""
-        raise NotImplementedError
 
     def _probe(self, topology: Topology | None) -> list[Step]:
         """Commands sent with the partition-count read in `prepare` (their replies go to `_setup`)."""
@@ -104,11 +105,11 @@ class PartitionConsumer(Generic[Unit, S]):
     def _check_setup(self, replies: list[Any]) -> None:
         """Check the replies to `_setup`'s commands (script loads are fine as they are)."""
 
+    @abstractmethod
     def _consume(self, batch: Batch[Unit], started: float, stats: S) -> Program[RedisError | None]:
         """Handle the entries a cycle read (`started`: monotonic time of the lease renewal),
         queue their acks and dead letters; return an error that stopped a unit, to raise once
         every unit is settled."""
-        raise NotImplementedError
 
     def call(self, commands: Sequence[Step]) -> Program[list[Any]]:
         """Send `commands` in one pipeline; on NOSCRIPT load the scripts and resend those."""
@@ -125,7 +126,11 @@ class PartitionConsumer(Generic[Unit, S]):
         topology = yield from read_topology(self.prefix, self.cluster)
         partitions, *probed = yield from self.call([partitions_request(self.prefix), *self._probe(topology)])
         self.keyspace = keyspace_of(self.prefix, partitions)
-        before = self._setup(topology, probed)
+        try:
+            before = self._setup(topology, probed)
+        except ConfigurationError:
+            self.keyspace = None  # not prepared: `once` prepares again
+            raise
         units = self.units()
         replies = yield from self.call([*before, *(self._create_group(u, self.options.start) for u in units)])
         self._check_setup(replies[: len(before)])

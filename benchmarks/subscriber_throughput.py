@@ -41,9 +41,9 @@ import redis
 from langgraph.checkpoint.base import empty_checkpoint
 
 from streamsaver import StreamSaver
-from streamsaver.feeds.admin import group_health
 from streamsaver.feeds.subscriber import Subscriber
 from streamsaver.log.keys import Keyspace
+from streamsaver.ops.inspection import group_health
 from streamsaver.server.embedded import EmbeddedRedis
 
 PREFIX = "bench"

@@ -1,8 +1,8 @@
-"""Operating the partition feeds' consumer groups: lag and health, dead letters, retention.
+"""Operating the partition feeds' consumer groups: dead letters, retention.
 
-* `group_health`: per group and partition, the entries pending (delivered, not acknowledged),
-  the lag (entries not yet delivered), the last delivered id and, for subscriber groups, the
-  lease holder; `streamsaver stats` shows it.
+(Lag and health of every group, `streamsaver stats`, are an operator's look at the deployment:
+`streamsaver.ops.inspection.group_health`.)
+
 * `dead_letters` / `requeue_dead_letters`: a subscriber group's dead letters, and putting them
   back on their partition feed for that group only (a new feed entry with ``for=<group>``:
   other groups acknowledge it unseen; a projector worker applies it as a no-op). A re-queued
@@ -19,13 +19,19 @@ from typing import Any
 
 from redis import Redis
 
-from streamsaver.feeds.subscriber_core import check_group
-from streamsaver.ops.inspection import PartitionHealth, deployment_keyspace, group_health
+from streamsaver.feeds.subscriber_options import check_group
+from streamsaver.log.deployment import keyspace_of
+from streamsaver.log.keys import Keyspace
 from streamsaver.scripts import TRIM
 
-__all__ = ["DeadLetter", "PartitionHealth", "dead_letters", "group_health", "requeue_dead_letters", "trim_feeds"]
+__all__ = ["DeadLetter", "dead_letters", "requeue_dead_letters", "trim_feeds"]
 
 _POINTER_FIELDS = (b"id", b"type", b"thread", b"ns", b"cid", b"meta")
+
+
+def _keyspace(client: Redis, prefix: str) -> Keyspace:
+    """Raises: ConfigurationError: no deployment under `prefix`."""
+    return keyspace_of(prefix, client.hget(Keyspace(prefix).meta, "partitions"))
 
 
 def _text(value: Any) -> str:
@@ -56,7 +62,7 @@ def dead_letters(client: Redis, prefix: str, group: str, count: int | None = Non
         InvalidInputError: a bad group name.
         ConfigurationError: no deployment under `prefix`.
     """
-    keyspace = deployment_keyspace(client, prefix)
+    keyspace = _keyspace(client, prefix)
     r: Any = client
     letters = []
     for raw_id, f in r.xrange(keyspace.subscriber_dead_letters(check_group(group)), count=count):
@@ -78,7 +84,7 @@ def requeue_dead_letters(client: Redis, prefix: str, group: str, ids: Collection
         InvalidInputError: a bad group name.
         ConfigurationError: no deployment under `prefix`.
     """
-    keyspace = deployment_keyspace(client, prefix)
+    keyspace = _keyspace(client, prefix)
     r: Any = client
     letters = [d for d in dead_letters(client, prefix, group) if ids is None or d.id in ids]
     dead_key = keyspace.subscriber_dead_letters(group)
@@ -100,7 +106,7 @@ def trim_feeds(client: Redis, prefix: str) -> dict[int, int]:
     Raises:
         ConfigurationError: no deployment under `prefix`.
     """
-    keyspace = deployment_keyspace(client, prefix)
+    keyspace = _keyspace(client, prefix)
     r: Any = client
     pipe = r.pipeline(transaction=False)
     pipe.execute_command("SCRIPT", "LOAD", TRIM.source)

@@ -2,8 +2,8 @@
 
 The projector worker (`streamsaver.feeds.worker_core`) and the subscribers
 (`streamsaver.feeds.subscriber_core`) both read partition feeds through a consumer group with one owner
-per partition, so that a partition is handled in feed order (per-thread order). This module holds
-what they share:
+per partition, so that a partition is handled in feed order (per-thread order); their ownership
+loop is written once, in `streamsaver.feeds.consumer`. This module holds its building blocks:
 
 * ``lease.lua`` renews or takes a partition's lease and reads the group in one script, so only
   the owner ever takes entries; taking a free lease first claims every pending entry (a dead
@@ -27,9 +27,8 @@ from typing import Any, TypeVar
 from redis import exceptions as rx
 from redis.exceptions import NoScriptError
 
-from streamsaver.checkpoints.core import Command
 from streamsaver.errors import InvalidInputError
-from streamsaver.log.routing import Step
+from streamsaver.log.routing import Command, Step
 from streamsaver.scripts import Script
 
 __all__ = ["LEASE", "ROSTER", "Program", "Wait", "call", "check_count", "check_partitions", "default_name",

@@ -140,8 +140,10 @@ class Subscriber(CoreRunner[SubscriberStats]):
         super().__init__(client)
         _check_handler(handler, _is_async_client(client))
         self.handler = handler
-        options = Options(group, name or default_name(), partitions, EventFilter.of(types, metadata), batch,
-                          lease_ms, poll_ms, max_deliveries, start, prefetch, load_metadata, retry_ms, trim_every_s)
+        options = Options(group=group, name=name or default_name(), partitions=partitions,
+                          event_filter=EventFilter.of(types, metadata), batch=batch, lease_ms=lease_ms,
+                          poll_ms=poll_ms, max_deliveries=max_deliveries, start=start, prefetch=prefetch,
+                          load_metadata=load_metadata, retry_ms=retry_ms, trim_every_s=trim_every_s)
         self.core = SubscriberCore(prefix, options, serde or JsonPlusSerializer(), self, cluster=is_cluster(client))
 
     @property

@@ -1,8 +1,11 @@
 """The decisions of a subscriber, without I/O (the overview is in `streamsaver.feeds.subscriber`).
 
-`SubscriberCore`'s programs are generators (see `streamsaver.feeds.ownership`): they yield pipelines,
-`Wait`, or `Deliver` (hand these events to the handler, in order) and receive the replies, so the
-sync and async `Subscriber` only send pipelines, sleep and call the handler. A steady cycle costs
+`SubscriberCore` is a `streamsaver.feeds.consumer.PartitionConsumer` over its group's partitions:
+the shared core owns, reads and releases; this module turns feed entries into `FeedEvent`s
+(filters, prefetch of log entries and delta links) and hands them to the handler with its retry
+and dead-letter policy. Programs are generators (see `streamsaver.feeds.ownership`): they yield
+pipelines, `Wait`, or `Deliver` (hand these events to the handler, in order) and receive the
+replies, so the sync and async `Subscriber` only send pipelines, sleep and call the handler. A steady cycle costs
 one round trip (the previous cycle's acks, then one ``lease.lua`` call per partition: renew, read)
 plus one for the log entries when payloads are prefetched or an old pointer lacks metadata.
 """
@@ -18,26 +21,16 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.exceptions import RedisError
 
-from streamsaver.checkpoints.core import Command
-from streamsaver.checkpoints.setup import load_scripts, read_topology
+from streamsaver.checkpoints.setup import load_scripts
 from streamsaver.errors import ConfigurationError
+from streamsaver.feeds.consumer import PartitionConsumer
+from streamsaver.feeds.consumer_data import Lane, Taken, parse_pointer
 from streamsaver.feeds.event import Entry, EntrySource, FeedEvent
-from streamsaver.feeds.ownership import (
-    LEASE,
-    ROSTER,
-    Program,
-    Wait,
-    call,
-    lease_call,
-    roster_call,
-    share,
-)
+from streamsaver.feeds.ownership import LEASE, ROSTER, Program, Wait
 from streamsaver.feeds.subscriber_options import Deliver, Options, SubscriberStats, check_group
-from streamsaver.feeds.worker_units import parse_pointer
 from streamsaver.log import deltas
 from streamsaver.log.events import CheckpointSaved, ThreadDeleted
-from streamsaver.log.keys import Keyspace
-from streamsaver.log.routing import Step
+from streamsaver.log.routing import Command, Step, Topology
 from streamsaver.scripts import TRIM
 
 __all__ = ["Deliver", "Options", "SubscriberCore", "SubscriberStats", "check_group"]
@@ -61,8 +54,9 @@ class Item:
     """``filtered`` (ack without the handler) or ``dead: <why>`` (a malformed pointer)."""
 
 
-class SubscriberCore:
-    """Every decision of one subscriber of one group, as programs a shell drives.
+class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
+    """Every decision of one subscriber of one group, as programs a shell drives: the ownership
+    loop of `PartitionConsumer` over the group's partitions, and delivery to the handler.
 
     Args:
         prefix: the deployment's key prefix.
@@ -74,129 +68,47 @@ class SubscriberCore:
         InvalidInputError: a bad group name or option.
     """
 
+    kind = "subscriber"
+    log = log
+
     def __init__(self, prefix: str, options: Options, serde: SerializerProtocol, source: EntrySource | None,
                  cluster: bool = False) -> None:
         options.check()
-        self.prefix, self.o, self.serde, self.source = prefix, options, serde, source
-        self.name = options.name
-        self.keyspace: Keyspace | None = None
-        self.all: list[int] = []
-        self.mine: list[int] = []
-        self.owned: set[int] = set()
-        self.later: list[Command] = []
-        self.tails: dict[int, str] = {}
-        self.heartbeat_at = float("-inf")
+        super().__init__(prefix, options, SubscriberStats, LOAD, cluster)
+        self.o, self.serde, self.source = options, serde, source
+        self.heartbeat_s = options.lease_ms / 4000
         self.trimmed_at = time.monotonic()
-        self.joined = False
-        self.cluster = cluster
-        self.loads: list[Step] = [*LOAD]
-        self.stopping = False
 
-    @property
-    def keys(self) -> Keyspace:
-        """The deployment's keyspace, known once `prepare` has run."""
-        if self.keyspace is None:
-            raise ConfigurationError("the subscriber is not prepared yet")
-        return self.keyspace
+    def units(self) -> list[int]:
+        """The group's partitions this subscriber follows (all, or its `partitions` option)."""
+        chosen = self.o.partitions
+        return sorted(set(chosen)) if chosen is not None else list(range(self.keys.partitions))
 
-    def prepare(self) -> Program[None]:
-        """Find the deployment, load the scripts, create the group on its feeds at `start`.
+    def lane(self, unit: int) -> Lane:
+        """The group's keys on partition `unit`."""
+        k, group = self.keys, self.o.group
+        return Lane(group, unit, k.subscriber_lease(unit, group), k.subscribers(group),
+                    k.subscriber_attempts(unit, group))
 
-        Raises:
-            ConfigurationError: no deployment under the prefix, a partition out of range, or
-                the server refused to create the group.
-        """
-        topology = yield from read_topology(self.prefix, self.cluster)
+    def _setup(self, topology: Topology | None, probed: list[Any]) -> list[Step]:
+        if any(not 0 <= p < self.keys.partitions for p in self.units()):
+            raise ConfigurationError(f"partitions must be a non-empty subset of 0..{self.keys.partitions - 1}")
         self.loads = load_scripts(topology, (LEASE, ROSTER, TRIM))
-        (partitions,) = yield from call([["HGET", Keyspace(self.prefix).meta, "partitions"]], self.loads)
-        if partitions is None or isinstance(partitions, Exception):
-            raise ConfigurationError(f"no streamsaver deployment under prefix {self.prefix!r}")
-        self.keyspace = Keyspace(self.prefix, int(partitions))
-        wanted = sorted(set(self.o.partitions)) if self.o.partitions is not None else list(range(int(partitions)))
-        if not wanted or any(not 0 <= p < self.keyspace.partitions for p in wanted):
-            raise ConfigurationError(f"partitions must be a non-empty subset of 0..{self.keyspace.partitions - 1}")
-        self.all, self.mine = wanted, wanted
-        replies = yield from call([*self.loads, *(self._create_group(p, self.o.start) for p in wanted)], self.loads)
-        for reply in replies[len(self.loads):]:
-            if isinstance(reply, Exception) and "BUSYGROUP" not in str(reply):
-                raise ConfigurationError(f"cannot create consumer group {self.o.group!r}: {reply}") from reply
+        return [*self.loads]
 
-    def _create_group(self, partition: int, start: str) -> Command:
-        return ["XGROUP", "CREATE", self.keys.feed(partition), self.o.group, start, "MKSTREAM"]
-
-    def _lease(self, partition: int, count: int) -> Command:
-        k = self.keys
-        return lease_call(k.subscriber_lease(partition, self.o.group), k.feed(partition), self.name,
-                          self.o.lease_ms, self.o.group, count, k.subscriber_attempts(partition, self.o.group))
-
-    def _heartbeat(self) -> Program[None]:
-        """Renew this subscriber in the group's roster (a few times per lease) and take its share."""
-        now = time.monotonic()
-        if now - self.heartbeat_at < self.o.lease_ms / 4000:
-            return
-        (live,) = yield from call([roster_call(self.keys.subscribers(self.o.group), self.name, self.o.lease_ms)], self.loads)
-        if isinstance(live, Exception):
-            raise live
-        self.heartbeat_at, self.joined = now, True
-        self.mine = share(self.all, [n.decode() for n in live], self.name)
-
-    def cycle(self, balance: bool) -> Program[SubscriberStats]:
-        """One batch on every partition this subscriber owns or can take; with `balance`, first
-        heartbeat and keep only this subscriber's share.
-
-        Raises:
-            RedisError: a failed pipeline or read.
-        """
-        stats = SubscriberStats(cycles=1)
-        if balance:
-            yield from self._heartbeat()
-        targets = self.mine if balance else self.all
-        release = [p for p in sorted(self.owned) if p not in targets]
-        later, self.later = self.later + [self._lease(p, 0) for p in release], []
-        started = time.monotonic()
-        replies = yield from call(later + [self._lease(p, self.o.batch) for p in targets], self.loads)
-        if errors := [r for r in replies[: len(later)] if isinstance(r, Exception) and "BUSYGROUP" not in str(r)]:
-            raise errors[0]
-        self.owned.difference_update(release)
-        batches, failed = self._read(targets, replies[len(later):], stats)
-        yield from self._prefetch([i for items in batches.values() for i in items])
+    def _consume(self, batch: list[tuple[int, list[Taken]]], started: float,
+                 stats: SubscriberStats) -> Program[RedisError | None]:
+        items = {p: [self._item(p, taken) for taken in read] for p, read in batch}
+        stats.read += sum(len(i) for i in items.values())
+        yield from self._prefetch([i for read in items.values() for i in read])
         deadline = started + self.o.lease_ms * 0.8 / 1000
-        for partition, items in batches.items():
-            yield from self._run_partition(partition, items, deadline, stats)
-        if failed:
-            raise failed
-        return stats
+        for partition, read in items.items():
+            yield from self._run_partition(partition, read, deadline, stats)
+        return None
 
-    def _read(self, targets: list[int], replies: list[Any],
-              stats: SubscriberStats) -> tuple[dict[int, list[Item]], RedisError | None]:
-        batches: dict[int, list[Item]] = {}
-        failed: RedisError | None = None
-        for partition, reply in zip(targets, replies):
-            if isinstance(reply, RedisError):
-                if "NOGROUP" in str(reply):
-                    self.later.append(self._create_group(partition, "0"))
-                failed = failed or reply
-                continue
-            if not reply:
-                self.owned.discard(partition)
-                stats.busy += 1
-                continue
-            self.owned.add(partition)
-            claimed, entries, tail, attempts = reply
-            stats.claimed += int(claimed)
-            if tail:
-                self.tails[partition] = tail.decode()
-            recovering = bool(attempts)
-            tries = [int(a) for a in attempts] if recovering else [0] * len(entries)
-            items = [self._item(partition, e.decode(), flat, n, recovering) for (e, flat), n in zip(entries, tries)]
-            stats.read += len(items)
-            if items:
-                batches[partition] = items
-        return batches, failed
-
-    def _item(self, partition: int, entry: str, flat: list[bytes] | None, attempts: int, recovering: bool) -> Item:
-        raw = dict(zip(flat[::2], flat[1::2])) if flat else {}
-        item = Item(entry, raw, attempts, recovering)
+    def _item(self, partition: int, taken: Taken) -> Item:
+        item = Item(taken.entry, taken.raw, taken.attempts, taken.recovering)
+        raw, attempts, entry = taken.raw, taken.attempts, taken.entry
         if attempts >= self.o.max_deliveries:
             item.skip = f"dead: {attempts} deliveries never completed (does the handler crash its process?)"
             return item
@@ -225,7 +137,7 @@ class SubscriberCore:
             self.o.prefetch or (metadata and i.event.type == CheckpointSaved.TYPE))]
         if not wanted:
             return
-        replies = yield from call([["XRANGE", e.log_key, e.log_id, e.log_id] for e in wanted], self.loads)
+        replies = yield from self.call([["XRANGE", e.log_key, e.log_id, e.log_id] for e in wanted])
         for event, reply in zip(wanted, replies):
             if isinstance(reply, Exception):
                 raise reply
@@ -245,7 +157,7 @@ class SubscriberCore:
                 return
             unread = list(dict.fromkeys((e.log_key, link[0]) for e, link in wanted if (e.log_key, link[0]) not in known))
             if unread:
-                replies = yield from call([["XRANGE", key, entry, entry] for key, entry in unread], self.loads)
+                replies = yield from self.call([["XRANGE", key, entry, entry] for key, entry in unread])
                 for at, reply in zip(unread, replies):
                     if isinstance(reply, Exception):
                         raise reply
@@ -285,7 +197,7 @@ class SubscriberCore:
             pos += 1
             self._settle(partition, stop, acks, stats)
         if acks:
-            self.later.append(["XACK", self.keys.feed(partition), self.o.group, *acks])
+            self._ack(partition, acks)
 
     def _settle(self, partition: int, item: Item, acks: list[str], stats: SubscriberStats) -> None:
         if item.skip.startswith("dead"):
@@ -308,17 +220,6 @@ class SubscriberCore:
         flat = [x for kv in ({k: v for k, v in item.raw.items() if k != b"for"} | extra).items() for x in kv]
         return ["XADD", self.keys.subscriber_dead_letters(self.o.group), "*", *flat]
 
-    def idle(self) -> Program[None]:
-        """Wait for new entries on the owned feeds (XREAD BLOCK after each feed's tail), at
-        most a poll interval, so that leases stay renewed. On Redis Cluster one XREAD can wait
-        on one feed only (its keys must share a slot): with several feeds it pauses instead."""
-        block = max(1, int(min(self.o.poll_ms, self.o.lease_ms / 3)))
-        feeds = {self.keys.feed(p): self.tails[p] for p in sorted(self.owned) if p in self.tails}
-        if not feeds or (self.cluster and len(feeds) > 1):
-            yield Wait(block / 1000)
-            return
-        yield [["XREAD", "COUNT", 1, "BLOCK", block, "STREAMS", *feeds, *feeds.values()]]
-
     def _trim_if_due(self) -> None:
         """With `trim_every_s`, queue a trim (``trim.lua``) of each owned feed once per period: it
         drops the entries every group on the feed has acknowledged (see `streamsaver.feeds.admin`)."""
@@ -327,62 +228,14 @@ class SubscriberCore:
         self.trimmed_at = time.monotonic()
         self.later += [TRIM.evalsha_args([self.keys.feed(p)], []) for p in sorted(self.owned)]
 
-    def release(self) -> Program[None]:
-        """Send pending acks and dead letters, give up every lease, leave the roster."""
-        if self.keyspace is None:
-            return
-        leave = [roster_call(self.keys.subscribers(self.o.group), self.name, 0)] if self.joined else []
-        commands = self.later + [self._lease(p, 0) for p in sorted(self.owned)] + leave
-        self.later = []
-        if commands:
-            yield from call(commands, self.loads)
-        self.owned.clear()
-        self.joined, self.heartbeat_at = False, float("-inf")
-
-    def once(self) -> Program[SubscriberStats]:
-        """One balanced cycle (preparing first if needed)."""
-        if self.keyspace is None:
-            yield from self.prepare()
-        return (yield from self.cycle(balance=True))
-
-    def burst(self) -> Program[SubscriberStats]:
-        """Prepare, then cycle over every partition whose lease is free until nothing is left
-        to read, then release."""
-        yield from self.prepare()
-        total = SubscriberStats()
-        while True:
-            stats = yield from self.cycle(balance=False)
-            total.add(stats)
-            if stats.read == 0 and not self.later:
-                break
-        yield from self.release()
-        return total
-
-    def loop(self) -> Program[SubscriberStats]:
-        """Prepare, then cycle with balancing until `stopping`; a Redis error is logged and
-        retried with backoff. Releases everything at the end."""
-        yield from self.prepare()
-        total, backoff = SubscriberStats(), 0.05
-        while not self.stopping:
-            try:
-                stats = yield from self.cycle(balance=True)
-                total.add(stats)
-                backoff = 0.05
-                self._trim_if_due()
-                if stats.failed and self.o.retry_ms and not self.stopping:
-                    yield Wait(self.o.retry_ms / 1000)  # let a failing dependency recover
-                elif stats.read == 0 and not self.later and not self.stopping:
-                    yield from self.idle()
-            except RedisError as exc:
-                log.warning("subscriber %s: %s; retrying in %.2fs", self.name, exc, backoff)
-                yield Wait(backoff)
-                backoff = min(backoff * 2, 5.0)
-        self.stopping = False
-        try:
-            yield from self.release()
-        except RedisError as exc:
-            log.warning("subscriber %s: could not release its leases (they expire): %s", self.name, exc)
-        return total
+    def _after(self, stats: SubscriberStats) -> Program[None]:
+        """Trim when due; after a failed handler, pause `retry_ms` (let a failing dependency
+        recover) instead of waiting for new entries."""
+        self._trim_if_due()
+        if stats.failed and self.o.retry_ms and not self.stopping:
+            yield Wait(self.o.retry_ms / 1000)
+        else:
+            yield from super()._after(stats)
 
 
 def _fields(raw: Any) -> dict[bytes, bytes]:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 from streamsaver.errors import InvalidInputError
+from streamsaver.feeds.consumer_data import ConsumerOptions, ConsumerStats
 from streamsaver.feeds.event import EventFilter, FeedEvent
 from streamsaver.feeds.ownership import check_count, check_partitions
 
@@ -40,38 +41,23 @@ class Deliver:
 
 
 @dataclass
-class SubscriberStats:
+class SubscriberStats(ConsumerStats):
     """What a subscriber did. Every feed entry read ends as handled, filtered (acked without
-    the handler), dead (moved to the dead letters) or left pending (after a failed attempt)."""
+    the handler), dead (moved to the dead letters) or left pending (after a `failed` attempt)."""
 
-    read: int = 0
     handled: int = 0
     filtered: int = 0
-    dead: int = 0
     failed: int = 0
-    claimed: int = 0
-    busy: int = 0
-    cycles: int = 0
-
-    def add(self, other: SubscriberStats) -> None:
-        """Add `other`'s counts to these."""
-        for f in fields(self):
-            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
 
-@dataclass
-class Options:
+@dataclass(kw_only=True)
+class Options(ConsumerOptions):
     """A subscriber's settings (see `streamsaver.feeds.subscriber.Subscriber`)."""
 
     group: str
-    name: str
     partitions: Collection[int] | None = None
     event_filter: EventFilter = field(default_factory=EventFilter)
-    batch: int = 100
-    lease_ms: int = 10_000
-    poll_ms: int = 100
     max_deliveries: int = 5
-    start: str = "0"
     prefetch: bool = False
     load_metadata: bool = False
     retry_ms: int = 100
@@ -79,14 +65,11 @@ class Options:
 
     def check(self) -> None:
         """Raises: InvalidInputError: an option out of range or of the wrong type."""
+        super().check()
         check_group(self.group)
         self.partitions = check_partitions(self.partitions)
-        for what, minimum in (("batch", 1), ("lease_ms", 10), ("poll_ms", 0), ("max_deliveries", 1), ("retry_ms", 0)):
+        for what, minimum in (("max_deliveries", 1), ("retry_ms", 0)):
             check_count(getattr(self, what), what, minimum)
-        if self.start not in ("0", "$") or self.batch < 1 or self.lease_ms < 10 or self.max_deliveries < 1:
-            raise InvalidInputError("need start '0' or '$', batch >= 1, lease_ms >= 10 and max_deliveries >= 1")
         trim = self.trim_every_s
-        if trim is not None and (isinstance(trim, bool) or not isinstance(trim, (int, float))):
+        if trim is not None and (isinstance(trim, bool) or not isinstance(trim, (int, float)) or trim <= 0):
             raise InvalidInputError(f"trim_every_s must be a number of seconds > 0 or None, not {trim!r}")
-        if self.retry_ms < 0 or (trim is not None and trim <= 0):
-            raise InvalidInputError("need retry_ms >= 0 and trim_every_s > 0 (or None)")

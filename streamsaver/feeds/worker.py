@@ -30,10 +30,13 @@ script as the change, make a second delivery a no-op.
   nothing to apply; a ``ThreadDeleted`` pointer is applied from the pointer itself (the append
   erases the log), which purges the thread from the view.
 
-Decisions live in `WorkerCore`, whose programs are generators that yield pipelines (lists of
-commands) or `Wait` and receive replies; `ProjectorWorker` only drives them, with a sync or a
-``redis.asyncio`` client. Acks and dead letters ride on the partition's next read pipeline, so a
-steady batch costs three round trips: read, log entries, applies.
+Decisions live in `WorkerCore` (the projection) and the partition-consumer core it shares with
+the subscribers (`streamsaver.feeds.consumer`: leases, rosters, reads, acks, release); their
+programs are generators that yield pipelines (lists of commands) or `Wait` and receive replies;
+`ProjectorWorker` only drives them, with a sync or a ``redis.asyncio`` client. Acks and dead
+letters ride on the partition's next read pipeline, so a steady batch costs three round trips:
+read, log entries, applies. An idle worker blocks on ``XREAD`` after its feeds' last entries
+(at most ``poll_ms``), so a new pointer is applied at once.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ class ProjectorWorker(CoreRunner[WorkerStats]):
         lease_ms: lease time-to-live; a dead worker's partitions move after this long.
         batch: pointers read per partition per cycle (one pipelined round trip per step).
         start: where a consumer group starts when this worker creates it: ``"0"`` or ``"$"``.
-        poll_ms: the pause after a cycle that found nothing.
+        poll_ms: the longest wait for new pointers after a cycle that found nothing.
 
     Raises:
         ConfigurationError: a client that decodes responses.

@@ -1,18 +1,20 @@
 """The decisions of the projector worker, without I/O (the overview is in `streamsaver.feeds.worker`).
 
-`WorkerCore`'s programs are generators: they yield a pipeline (a list of commands) or a `Wait`
-and receive the replies (errors as exception objects), so the sync and the async
-`ProjectorWorker` only send pipelines and sleep. One cycle costs: a roster heartbeat (when
-balancing), one pipeline with the previous cycle's acks and dead letters, lease releases and one
-``lease.lua`` call per partition (renew or take the lease, claim, read), one with the log entries
-(``XRANGE``), and one with the applies (``apply.lua``).
+`WorkerCore` is a `streamsaver.feeds.consumer.PartitionConsumer` over every (view, partition):
+the shared core owns, reads, settles and releases; this module holds the projection: turn each
+pointer into an event (reading its log entry, or the whole log after a rewrite), apply it with
+the same script and projectors as replay, and decide each entry's outcome (applied, skipped,
+gone, dead, or a transient failure that stops its partition). One cycle costs: a roster
+heartbeat (when balancing), one pipeline with the previous cycle's acks and dead letters, lease
+releases and one ``lease.lua`` call per partition (renew or take the lease, claim, read), one with
+the log entries (``XRANGE``), and one with the applies (``apply.lua``).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from redis.exceptions import RedisError
 
@@ -21,26 +23,10 @@ from streamsaver.checkpoints.append import apply_call, view_of
 from streamsaver.checkpoints.compaction import Entry, decode_log, rewrite_call
 from streamsaver.checkpoints.core import LOAD_SCRIPTS, Command
 from streamsaver.errors import ConfigurationError, EventDecodeError, InvalidInputError
-from streamsaver.feeds.ownership import (
-    LEASE,
-    ROSTER,
-    Program,
-    Wait,
-    call,
-    check_count,
-    default_name,
-    lease_call,
-    roster_call,
-)
-from streamsaver.feeds.worker_units import (
-    Item,
-    Pointer,
-    Unit,
-    WorkerStats,
-    assignment,
-    group_name,
-    parse_pointer,
-)
+from streamsaver.feeds.consumer import PartitionConsumer
+from streamsaver.feeds.consumer_data import ConsumerOptions, Lane, Pointer, Taken, parse_pointer
+from streamsaver.feeds.ownership import LEASE, ROSTER, Program, Wait, default_name
+from streamsaver.feeds.worker_units import Item, Unit, WorkerStats, group_name
 from streamsaver.log.events import (
     CheckpointSaved,
     Event,
@@ -50,24 +36,21 @@ from streamsaver.log.events import (
     ValuesRetained,
     from_fields,
 )
-from streamsaver.log.keys import Keyspace, ViewName
-from streamsaver.log.routing import Step as RoutedStep
+from streamsaver.log.keys import ViewName
+from streamsaver.log.routing import Step, Topology
 
 __all__ = ["Program", "Wait", "WorkerCore", "default_name"]
 
 log = logging.getLogger("streamsaver.feeds.worker")
-T = TypeVar("T")
 LOAD_ALL: list[Command] = LOAD_SCRIPTS + [["SCRIPT", "LOAD", s.source] for s in (LEASE, ROSTER)]
 REFOLDING = frozenset({ThreadPruned.TYPE, RunsDeleted.TYPE})
 """Markers of a rewritten log (prune, delete_for_runs): the worker refolds the thread's view
 from the whole log, as the rewrite did for the views projected inline."""
 
 
-Step = list[Command] | Wait
-
-
-class WorkerCore:
-    """Every decision of a projector worker, as programs a sync or async shell drives.
+class WorkerCore(PartitionConsumer[Unit, WorkerStats]):
+    """Every decision of a projector worker, as programs a sync or async shell drives: the
+    ownership loop of `PartitionConsumer` over every (view, partition), and the projection.
 
     Args:
         prefix: the deployment's key prefix.
@@ -76,137 +59,68 @@ class WorkerCore:
         lease_ms: how long a lease outlives its last renewal (one renewal per cycle).
         batch: pointers read per partition per cycle.
         start: where a missing consumer group starts: ``"0"`` or ``"$"``.
-        poll_ms: the pause when a cycle found nothing (capped at a third of `lease_ms`).
+        poll_ms: the longest wait when a cycle found nothing (capped at a third of `lease_ms`).
 
     Raises:
         InvalidInputError: an unknown view, no view, or a bad `start`, `batch` or `lease_ms`.
     """
 
+    kind = "projector worker"
+    log = log
+
     def __init__(self, prefix: str, views: Sequence[str], name: str, lease_ms: int, batch: int,
                  start: str = "0", poll_ms: int = 100, cluster: bool = False) -> None:
         if isinstance(views, str):
             raise InvalidInputError(f"views must be a list of view names, not the string {views!r}")
-        for what, value, minimum in (("batch", batch, 1), ("lease_ms", lease_ms, 10), ("poll_ms", poll_ms, 0)):
-            check_count(value, what, minimum)
+        options = ConsumerOptions(name=name, batch=batch, lease_ms=lease_ms, poll_ms=poll_ms, start=start)
+        options.check()
         self.views: tuple[ViewName, ...] = tuple(dict.fromkeys(view_of(v) for v in views))
-        if not self.views or start not in ("0", "$") or batch < 1 or lease_ms < 10:
-            raise InvalidInputError("need a view, start '0' or '$', batch >= 1 and lease_ms >= 10")
-        self.prefix, self.name, self.lease_ms, self.batch, self.start = prefix, name, lease_ms, batch, start
-        self.idle = min(poll_ms, lease_ms / 3) / 1000
-        self.keyspace: Keyspace | None = None
-        self.owned: set[Unit] = set()
-        self.later: list[Command] = []
-        self.joined = False
-        self.stopping = False
-        self.cluster = cluster
-        self.loads: list[RoutedStep] = [*LOAD_ALL]
-
-    @property
-    def keys(self) -> Keyspace:
-        """The deployment's keyspace, known once `prepare` has run."""
-        if self.keyspace is None:
-            raise ConfigurationError("the worker is not prepared yet")
-        return self.keyspace
+        if not self.views:
+            raise InvalidInputError("need at least one view")
+        super().__init__(prefix, options, WorkerStats, LOAD_ALL, cluster)
 
     def units(self) -> list[Unit]:
         """Every (view, partition) of the deployment this worker may keep."""
         return [Unit(v, p) for v in self.views for p in range(self.keys.partitions)]
 
-    def call(self, commands: Sequence[RoutedStep]) -> Program[list[Any]]:
-        """Send `commands` in one pipeline; on NOSCRIPT load the scripts and resend those."""
-        return (yield from call(commands, self.loads))
+    def lane(self, unit: Unit) -> Lane:
+        """The keys of a view's partition: its projector group, lease and roster."""
+        k = self.keys
+        return Lane(group_name(unit.view), unit.partition, k.lease(unit.partition, unit.view),
+                    k.projector_workers(unit.view))
 
-    def prepare(self) -> Program[None]:
-        """Find the deployment, create the views' indexes if missing, load the scripts and
-        create missing consumer groups at `start`.
+    def _probe(self, topology: Topology | None) -> list[Step]:
+        return setup.list_indexes(topology)
 
-        Raises:
-            ConfigurationError: no deployment under the prefix, or the server refused a step.
-        """
-        topology = yield from setup.read_topology(self.prefix, self.cluster)
-        probe: list[RoutedStep] = [["HGET", Keyspace(self.prefix).meta, "partitions"], *setup.list_indexes(topology)]
-        partitions, *indexes = yield from self.call(probe)
-        if partitions is None or isinstance(partitions, Exception) or any(isinstance(i, Exception) for i in indexes):
-            raise ConfigurationError(f"no streamsaver deployment under prefix {self.prefix!r} ({indexes!r})")
-        self.keyspace = Keyspace(self.prefix, int(partitions))
-        create = setup.create_requests(self.keyspace, self.views, setup.index_names(indexes), topology)
+    def _setup(self, topology: Topology | None, probed: list[Any]) -> list[Step]:
+        """Create the views' indexes if missing and load the scripts."""
+        if any(isinstance(i, Exception) for i in probed):
+            raise ConfigurationError(f"no streamsaver deployment under prefix {self.prefix!r} ({probed!r})")
+        create = setup.create_requests(self.keys, self.views, setup.index_names(probed), topology)
         own = setup.load_scripts(topology, (LEASE, ROSTER))
         self.loads = [*setup.load_scripts(topology), *own]
-        groups = [self._create_group(u, self.start) for u in self.units()]
-        replies = yield from self.call([*create, *own, *groups])
-        setup.read_created(replies[: -len(groups)])
-        for reply in replies[-len(groups):]:
-            if isinstance(reply, Exception) and "BUSYGROUP" not in str(reply):
-                raise ConfigurationError(f"cannot create a projector consumer group: {reply}") from reply
+        return [*create, *own]
 
-    def _create_group(self, unit: Unit, start: str) -> Command:
-        return ["XGROUP", "CREATE", self.keys.feed(unit.partition), group_name(unit.view), start, "MKSTREAM"]
+    def _check_setup(self, replies: list[Any]) -> None:
+        setup.read_created(replies)
 
-    def _lease(self, unit: Unit, count: int) -> Command:
-        return lease_call(self.keys.lease(unit.partition, unit.view), self.keys.feed(unit.partition), self.name,
-                          self.lease_ms, group_name(unit.view), count)
-
-    def _take_later(self) -> list[Command]:
-        """The acks and dead letters of the last cycle. Losing them with a failed pipeline is
-        harmless: their entries stay pending and are read, applied (a no-op) and acked again."""
-        later, self.later = self.later, []
-        return later
-
-    def cycle(self, balance: bool) -> Program[WorkerStats]:
-        """One batch on every partition this worker owns or can take; with `balance`, first
-        heartbeat and keep only this worker's share of the partitions.
-
-        Raises:
-            RedisError: a failed pipeline, or a transient failure that stopped a partition.
-        """
-        stats, units = WorkerStats(cycles=1), self.units()
-        if balance:
-            rosters = yield from self.call([roster_call(self.keys.projector_workers(v), self.name, self.lease_ms)
-                                            for v in self.views])
-            self.joined = True
-            units = assignment(units, {v: [n.decode() for n in r] for v, r in zip(self.views, rosters)}, self.name)
-        release = [u for u in sorted(self.owned) if u not in units]
-        later = self._take_later() + [self._lease(u, 0) for u in release]
-        replies = yield from self.call(later + [self._lease(u, self.batch) for u in units])
-        if errors := [r for r in replies[: len(later)] if isinstance(r, Exception) and "BUSYGROUP" not in str(r)]:
-            raise errors[0]
-        self.owned.difference_update(release)
-        items, failed = self._read(units, replies[len(later):], stats)
+    def _consume(self, batch: list[tuple[Unit, list[Taken]]], started: float,
+                 stats: WorkerStats) -> Program[RedisError | None]:
+        items = [self._item(unit, taken) for unit, read in batch for taken in read]
         yield from self._load_events(items)
         yield from self._apply(items)
-        if error := self._settle(items, stats) or failed:
-            raise error
-        return stats
+        return self._settle(items, stats)
 
-    def _read(
-        self, units: list[Unit], replies: list[Any], stats: WorkerStats
-    ) -> tuple[list[Item], RedisError | None]:
-        """The entries each unit read, and the first failed read (a lost consumer group is
-        created again, from the feed's start, before the unit's next read)."""
-        items, failed = [], None
-        for unit, reply in zip(units, replies):
-            if isinstance(reply, RedisError):
-                if "NOGROUP" in str(reply):
-                    self.later.append(self._create_group(unit, "0"))
-                failed = failed or reply
-                continue
-            if not reply:
-                self.owned.discard(unit)
-                stats.busy += 1
-                continue
-            self.owned.add(unit)
-            stats.claimed += int(reply[0])
-            for entry, flat in reply[1]:
-                item = Item(unit, entry.decode(), dict(zip(flat[::2], flat[1::2])) if flat else {})
-                pointer = parse_pointer(item.raw, self.keys, unit.partition)
-                if isinstance(pointer, str):
-                    item.fail(pointer)
-                else:
-                    item.pointer = pointer
-                    if pointer.type == ThreadDeleted.TYPE:
-                        item.event = ThreadDeleted(pointer.thread)
-                items.append(item)
-        return items, failed
+    def _item(self, unit: Unit, taken: Taken) -> Item:
+        item = Item(unit, taken.entry, taken.raw)
+        pointer = parse_pointer(item.raw, self.keys, unit.partition)
+        if isinstance(pointer, str):
+            item.fail(pointer)
+        else:
+            item.pointer = pointer
+            if pointer.type == ThreadDeleted.TYPE:
+                item.event = ThreadDeleted(pointer.thread)
+        return item
 
     def _load_events(self, items: list[Item]) -> Program[None]:
         wanted = [i for i in items if i.pointer is not None and i.event is None and not i.outcome]
@@ -300,8 +214,7 @@ class WorkerCore:
             setattr(stats, item.outcome, getattr(stats, item.outcome) + 1)
             if item.outcome == "dead":
                 self.later.append(self._dead_letter(item))
-            feed = self.keys.feed(item.unit.partition)
-            self.later.append(["XACK", feed, group_name(item.unit.view), item.entry])
+            self._ack(item.unit, [item.entry])
         return first
 
     def _dead_letter(self, item: Item) -> Command:
@@ -311,57 +224,3 @@ class WorkerCore:
         fields_ = {**item.raw, b"feed": feed.encode(), b"entry": item.entry.encode(),
                    b"error": item.error.encode("utf-8", "replace"), b"worker": self.name.encode()}
         return ["XADD", self.keys.dead_letters(item.unit.view), "*", *[x for kv in fields_.items() for x in kv]]
-
-    def release(self) -> Program[None]:
-        """Send pending acks and dead letters, give up every lease, leave the rosters."""
-        if self.keyspace is None:
-            return
-        leave = [roster_call(self.keys.projector_workers(v), self.name, 0) for v in self.views]
-        commands = self._take_later() + [self._lease(u, 0) for u in sorted(self.owned)]
-        if commands or self.joined:
-            yield from self.call(commands + (leave if self.joined else []))
-        self.owned.clear()
-        self.joined = False
-
-    def once(self) -> Program[WorkerStats]:
-        """One balanced cycle (preparing first if needed)."""
-        if self.keyspace is None:
-            yield from self.prepare()
-        return (yield from self.cycle(balance=True))
-
-    def burst(self) -> Program[WorkerStats]:
-        """Prepare, then cycle over every partition whose lease is free until nothing is left to
-        read, then release. Partitions another worker holds are counted in ``busy`` per cycle."""
-        yield from self.prepare()
-        total = WorkerStats()
-        while True:
-            stats = yield from self.cycle(balance=False)
-            total.add(stats)
-            if stats.read == 0 and not self.later:
-                break
-        yield from self.release()
-        return total
-
-    def loop(self) -> Program[WorkerStats]:
-        """Prepare, then cycle with balancing until `stopping`; a Redis error is logged and
-        retried with backoff. Releases everything at the end."""
-        yield from self.prepare()
-        total, backoff = WorkerStats(), self.idle
-        while not self.stopping:
-            try:
-                stats = yield from self.cycle(balance=True)
-            except RedisError as exc:
-                log.warning("projector worker %s: %s; retrying in %.1fs", self.name, exc, backoff)
-                yield Wait(backoff)
-                backoff = min(backoff * 2, 5.0)
-                continue
-            total.add(stats)
-            backoff = self.idle
-            if stats.read == 0:
-                yield Wait(self.idle)
-        self.stopping = False
-        try:
-            yield from self.release()
-        except RedisError as exc:
-            log.warning("projector worker %s: could not release its leases (they expire): %s", self.name, exc)
-        return total

@@ -1,21 +1,18 @@
-"""The projector worker's units of work and bookkeeping, without I/O: a view's partition (`Unit`)
-and who owns it (`assignment`), a feed pointer (`parse_pointer`), a feed entry on its way
-through a cycle (`Item`) and the counts of what a worker did (`WorkerStats`)."""
+"""The projector worker's units of work and bookkeeping, without I/O: a view's partition (`Unit`),
+a feed entry on its way through a cycle (`Item`) and the counts of what a worker did
+(`WorkerStats`)."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from streamsaver.checkpoints.compaction import Entry
-from streamsaver.feeds.ownership import is_transient, share
+from streamsaver.feeds.consumer_data import ConsumerStats, Pointer
+from streamsaver.feeds.ownership import is_transient
 from streamsaver.log.events import Event
-from streamsaver.log.keys import Keyspace, ViewName, partition_of
+from streamsaver.log.keys import ViewName
 
-__all__ = ["Item", "Pointer", "Unit", "WorkerStats", "assignment", "group_name", "parse_pointer"]
-
-_STREAM_ID = re.compile(r"^\d+-\d+$")
+__all__ = ["Item", "Unit", "WorkerStats", "group_name"]
 
 
 def group_name(view: ViewName) -> str:
@@ -32,46 +29,13 @@ class Unit:
 
 
 @dataclass
-class WorkerStats:
+class WorkerStats(ConsumerStats):
     """What a worker did. Every pointer read ends as exactly one of applied, skipped (its view
     had it already), gone (its log entry was erased) or dead (moved to the dead letters)."""
 
-    read: int = 0
     applied: int = 0
     skipped: int = 0
     gone: int = 0
-    dead: int = 0
-    claimed: int = 0
-    busy: int = 0
-    cycles: int = 0
-
-    def add(self, other: WorkerStats) -> None:
-        """Add `other`'s counts to these."""
-        for f in fields(self):
-            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
-
-
-@dataclass(frozen=True)
-class Pointer:
-    """A partition-feed pointer: the log entry `log_id` of `thread` holds an event of `type`."""
-
-    log_id: str
-    type: str
-    thread: str
-
-
-def parse_pointer(raw: dict[bytes, bytes], keyspace: Keyspace, partition: int) -> Pointer | str:
-    """The pointer in a feed entry's fields, or why it is malformed."""
-    try:
-        log_id, type_ = raw[b"id"].decode(), raw[b"type"].decode()
-        thread = raw[b"thread"].decode("utf-8", "surrogatepass")
-    except (KeyError, UnicodeDecodeError) as exc:
-        return f"malformed pointer: {exc!r}"
-    if not _STREAM_ID.match(log_id):
-        return f"malformed pointer: log entry id {log_id!r}"
-    if partition_of(thread, keyspace.partitions) != partition:
-        return f"pointer to thread {thread!r} of another partition"
-    return Pointer(log_id, type_, thread)
 
 
 @dataclass
@@ -91,13 +55,3 @@ class Item:
         """Decide: retry a transient failure, dead-letter anything else."""
         transient = isinstance(error, Exception) and is_transient(error)
         self.outcome, self.error = ("retry" if transient else "dead"), str(error)
-
-
-def assignment(units: Sequence[Unit], rosters: dict[ViewName, list[str]], name: str) -> list[Unit]:
-    """The units `name` should own: partition ``p`` of a view goes to the ``p mod n``-th of the
-    view's ``n`` live workers in name order."""
-    mine = []
-    for view in dict.fromkeys(u.view for u in units):
-        own = set(share([u.partition for u in units if u.view == view], rosters.get(view, []), name))
-        mine += [u for u in units if u.view == view and u.partition in own]
-    return sorted(mine, key=units.index)

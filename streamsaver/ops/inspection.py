@@ -13,7 +13,8 @@ from typing import Any
 from redis import Redis
 
 from streamsaver.drivers.cluster import is_cluster
-from streamsaver.errors import ConfigurationError, InvalidInputError
+from streamsaver.errors import InvalidInputError
+from streamsaver.log.deployment import keyspace_of
 from streamsaver.log.events import CheckpointSaved, WritesSaved, from_fields
 from streamsaver.log.keys import Keyspace, ViewName
 
@@ -27,10 +28,7 @@ def deployment_keyspace(client: Redis, prefix: str) -> Keyspace:
     Raises:
         ConfigurationError: nothing was ever set up under `prefix`.
     """
-    partitions = client.hget(Keyspace(prefix).meta, "partitions")
-    if partitions is None:
-        raise ConfigurationError(f"no streamsaver deployment under prefix {prefix!r}")
-    return Keyspace(prefix, int(partitions))
+    return keyspace_of(prefix, client.hget(Keyspace(prefix).meta, "partitions"))
 
 
 def deployment_views(client: Redis, prefix: str) -> tuple[ViewName, ...]:

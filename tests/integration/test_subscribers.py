@@ -23,9 +23,10 @@ from subscriber_harness import fill, handled_key
 
 from streamsaver import StreamSaver
 from streamsaver.errors import InvalidInputError
-from streamsaver.feeds.admin import dead_letters, group_health, requeue_dead_letters, trim_feeds
+from streamsaver.feeds.admin import dead_letters, requeue_dead_letters, trim_feeds
 from streamsaver.feeds.event import FeedEvent
 from streamsaver.feeds.subscriber import Subscriber
+from streamsaver.ops.inspection import group_health
 
 
 def one_thread_story(saver: StreamSaver) -> None:

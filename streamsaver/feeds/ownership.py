@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from redis import exceptions as rx
 from redis.exceptions import NoScriptError
 
-from streamsaver.checkpoints.core import Command
+from streamsaver.drivers.wire import Command
 from streamsaver.errors import InvalidInputError
 from streamsaver.log.routing import Step
 from streamsaver.scripts import Script

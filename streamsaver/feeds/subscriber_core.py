@@ -18,8 +18,8 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.exceptions import RedisError
 
-from streamsaver.checkpoints.core import Command
 from streamsaver.checkpoints.setup import load_scripts, read_topology
+from streamsaver.drivers.wire import Command
 from streamsaver.errors import ConfigurationError
 from streamsaver.feeds.event import Entry, EntrySource, FeedEvent
 from streamsaver.feeds.ownership import (

@@ -8,10 +8,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
-from streamsaver.checkpoints.compaction import Entry
 from streamsaver.feeds.ownership import is_transient, share
 from streamsaver.log.events import Event
 from streamsaver.log.keys import Keyspace, ViewName, partition_of
+from streamsaver.log.rewrite import Entry
 
 __all__ = ["Item", "Pointer", "Unit", "WorkerStats", "assignment", "group_name", "parse_pointer"]
 

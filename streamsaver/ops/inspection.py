@@ -12,10 +12,13 @@ from typing import Any
 
 from redis import Redis
 
+from projectors.domain import CHECKPOINTS
 from streamsaver.drivers.cluster import is_cluster
 from streamsaver.errors import ConfigurationError, InvalidInputError
-from streamsaver.log.events import CheckpointSaved, WritesSaved, from_fields
+from streamsaver.log.domain import Domain
+from streamsaver.log.events import CheckpointSaved, WritesSaved
 from streamsaver.log.keys import Keyspace, ViewName
+from streamsaver.log.stored import from_fields
 
 __all__ = ["DeploymentStats", "HistoryRow", "PartitionHealth", "deployment_keyspace", "deployment_stats",
            "deployment_views", "feed_events", "group_health", "thread_history"]
@@ -33,15 +36,15 @@ def deployment_keyspace(client: Redis, prefix: str) -> Keyspace:
     return Keyspace(prefix, int(partitions))
 
 
-def deployment_views(client: Redis, prefix: str) -> tuple[ViewName, ...]:
-    """The views the deployment under `prefix` keeps: those whose index a saver or a projector
-    worker created (of any schema version, on any primary). Both when none has one yet."""
+def deployment_views(client: Redis, prefix: str, domain: Domain = CHECKPOINTS) -> tuple[ViewName, ...]:
+    """The views of `domain` the deployment under `prefix` keeps: those whose index a saver or a
+    projector worker created (of any schema version, on any primary). All when none has one yet."""
     any_client: Any = client
     nodes = any_client.get_primaries() if is_cluster(client) else [None]
     replies = [any_client.execute_command("FT._LIST", **({"target_nodes": n} if n else {})) for n in nodes]
     names = {i.decode() if isinstance(i, bytes) else str(i) for reply in replies for i in reply}
-    views: tuple[ViewName, ...] = ("full", "shallow")
-    kept = tuple(v for v in views if any(n.startswith(f"{prefix}:{v}:idx:") for n in names))
+    views, keyspace = domain.view_names, Keyspace(prefix)
+    kept = tuple(v for v in views if any(n.startswith(keyspace.index_stem(v)) for n in names))
     return kept or views
 
 
@@ -166,7 +169,7 @@ def deployment_stats(client: Redis, prefix: str, *, progress: Callable[[int], No
     and lag on each partition and summed, and a subscriber group's dead letters."""
     keyspace = deployment_keyspace(client, prefix)
     stats = DeploymentStats()
-    for log in client.scan_iter(match=f"{prefix}:log:*", count=1000, _type="stream"):
+    for log in client.scan_iter(match=keyspace.logs_pattern(), count=1000, _type="stream"):
         stats.threads += 1
         stats.events += int(client.xlen(log))
         stats.log_bytes += int(client.memory_usage(log, samples=0) or 0)

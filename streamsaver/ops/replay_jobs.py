@@ -18,7 +18,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from streamsaver.checkpoints.append import view_of
+from projectors.domain import CHECKPOINTS
 from streamsaver.drivers.cluster import connect
 from streamsaver.errors import InvalidInputError, ReplayJobError, StreamSaverError
 from streamsaver.log.keys import ViewName
@@ -63,7 +63,7 @@ def replay_in_jobs(
     """
     if jobs < 1:
         raise InvalidInputError(f"jobs must be at least 1, not {jobs}")
-    names = [view_of(v) for v in views]
+    names = [CHECKPOINTS.view_of(v) for v in views]
     with connect(url) as client:
         replayer = Replayer.open(client, prefix, page=page)
         if not keep:

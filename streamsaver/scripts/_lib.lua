@@ -119,6 +119,18 @@ local function hold_hash_op(op, key, i, argc, id, hkey, hn, hfresh)
   return hkey, hn, hfresh
 end
 
+-- SS.FOLLOW on hash `key`: when its field `f` is missing or sorts before `newest`, the hash is
+-- deleted (the caller holds `f` = `newest` for it). Returns the field's value after the op and
+-- whether the hash was deleted.
+local function follow(key, f, newest)
+  local cur = rcall('HGET', key, f)
+  if (not cur) or cur < newest then
+    rcall('DEL', key)
+    return newest, true
+  end
+  return cur, false
+end
+
 -- Applies `count` ops encoded in ARGV from index `i` (each op: argc, then argc arguments) for
 -- the event `id`, in order. A guard (SS.IFNEWER, SS.IFEQ) gates the ops after it up to the next
 -- guard; every guard is evaluated, whatever the previous one decided. Returns the index after
@@ -160,14 +172,10 @@ local function apply_ops(i, count, id)
         if op == 'SS.PTRNX' then
           for k = i + 3, i + argc do rcall('HSETNX', key, ARGV[k], id) end
         elseif op == 'SS.FOLLOW' then
-          local f, newest = ARGV[i + 3], ARGV[i + 4]
-          local cur = rcall('HGET', key, f)
-          if (not cur) or cur < newest then
-            rcall('DEL', key)
-            hkey, hn, hfresh = key, 2, true
-            hargs[1], hargs[2], cur = f, newest, newest
-          end
-          known_key, known_field, known = key, f, cur
+          local f, emptied = ARGV[i + 3], false
+          known, emptied = follow(key, f, ARGV[i + 4])
+          known_key, known_field = key, f
+          if emptied then hkey, hn, hfresh, hargs[1], hargs[2] = key, 2, true, f, known end
         elseif op == 'SS.PURGE' then
           purge(key, ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])
         else

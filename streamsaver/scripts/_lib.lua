@@ -10,15 +10,15 @@ local rcall = redis.call
 local function purge(nsset, cp, ids, ptrs, writes)
   for _, ns in ipairs(redis.call('SMEMBERS', nsset)) do
     if ids ~= '' then
-      local idkey = ids .. ':' .. ns
+      local idkey = in_ns(ids, ns)
       for _, cid in ipairs(redis.call('ZRANGE', idkey, 0, -1)) do
-        redis.call('DEL', cp .. ':' .. ns .. ':' .. esc(cid), writes .. ':' .. ns .. ':' .. esc(cid))
+        redis.call('DEL', per_checkpoint(cp, ns, cid), per_checkpoint(writes, ns, cid))
       end
       redis.call('DEL', idkey)
     else
-      redis.call('DEL', cp .. ':' .. ns, writes .. ':' .. ns)
+      redis.call('DEL', in_ns(cp, ns), in_ns(writes, ns))
     end
-    redis.call('DEL', ptrs .. ':' .. ns)
+    redis.call('DEL', in_ns(ptrs, ns))
   end
   redis.call('DEL', nsset)
 end
@@ -28,17 +28,17 @@ local function view_keys(nsset, cp, ids, ptrs, writes, out)
   out[#out + 1] = nsset
   for _, ns in ipairs(redis.call('SMEMBERS', nsset)) do
     if ids ~= '' then
-      local idkey = ids .. ':' .. ns
+      local idkey = in_ns(ids, ns)
       for _, cid in ipairs(redis.call('ZRANGE', idkey, 0, -1)) do
-        out[#out + 1] = cp .. ':' .. ns .. ':' .. esc(cid)
-        out[#out + 1] = writes .. ':' .. ns .. ':' .. esc(cid)
+        out[#out + 1] = per_checkpoint(cp, ns, cid)
+        out[#out + 1] = per_checkpoint(writes, ns, cid)
       end
       out[#out + 1] = idkey
     else
-      out[#out + 1] = cp .. ':' .. ns
-      out[#out + 1] = writes .. ':' .. ns
+      out[#out + 1] = in_ns(cp, ns)
+      out[#out + 1] = in_ns(writes, ns)
     end
-    out[#out + 1] = ptrs .. ':' .. ns
+    out[#out + 1] = in_ns(ptrs, ns)
   end
   return out
 end

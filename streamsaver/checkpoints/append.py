@@ -125,17 +125,7 @@ def checkpoint_saved(
         raise InvalidInputError(f"checkpoint id must be a string, not {type(checkpoint.get('id')).__name__}")
     body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
     values = checkpoint.get("channel_values", {})
-    md = dict(get_serializable_checkpoint_metadata(config, metadata))
-    try:
-        md_json = strict_json(md)
-    except TypeError as exc:
-        raise InvalidInputError(f"checkpoint metadata must be JSON-serializable: {exc}") from exc
-    checked_metadata(md, md_json)
-    channel_versions = dict(checkpoint.get("channel_versions", {}))
-    try:
-        strict_json(channel_versions)
-    except TypeError as exc:
-        raise InvalidInputError(f"channel names and versions must be JSON-serializable: {exc}") from exc
+    md, channel_versions = _json_parts(config, checkpoint, metadata)
     return CheckpointSaved(
         thread_id=thread_id,
         checkpoint_ns=namespace_of(config),
@@ -149,6 +139,29 @@ def checkpoint_saved(
             for ch, v in new_versions.items()
         ),
     )
+
+
+def _json_parts(
+    config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The metadata and channel versions of a checkpoint, checked to be JSON (the views index them).
+
+    Raises:
+        InvalidInputError: either is not JSON-serializable, or the metadata breaks a rule of
+            `streamsaver.checkpoints.metadata`.
+    """
+    md = dict(get_serializable_checkpoint_metadata(config, metadata))
+    try:
+        md_json = strict_json(md)
+    except TypeError as exc:
+        raise InvalidInputError(f"checkpoint metadata must be JSON-serializable: {exc}") from exc
+    checked_metadata(md, md_json)
+    channel_versions = dict(checkpoint.get("channel_versions", {}))
+    try:
+        strict_json(channel_versions)
+    except TypeError as exc:
+        raise InvalidInputError(f"channel names and versions must be JSON-serializable: {exc}") from exc
+    return md, channel_versions
 
 
 def writes_saved(

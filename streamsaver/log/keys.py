@@ -44,7 +44,7 @@ from uuid import UUID
 from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.log.codec import escape, unescape
 
-__all__ = ["DEFAULT_PARTITIONS", "DEFAULT_PREFIX", "Keyspace", "ThreadKeys", "ViewName", "checked_id", "nested_prefix"]
+__all__ = ["DEFAULT_PARTITIONS", "DEFAULT_PREFIX", "Keyspace", "ThreadKeys", "ViewName", "checked_id", "nested_prefix", "projector_group"]
 
 DEFAULT_PREFIX = "streamsaver"
 DEFAULT_PARTITIONS = 16
@@ -110,6 +110,15 @@ class ThreadKeys:
     def per_checkpoint(self, view: ViewName, kind: str, checkpoint_ns: str, checkpoint_id: str) -> str:
         """A per-checkpoint key, e.g. ``P:full:cp:T:t:n:c``."""
         return self.doc_prefix(view, kind, checkpoint_ns) + escape(checkpoint_id)
+
+
+PROJECTOR_GROUP = "projector:"
+"""The consumer group name of a view's projector workers on the partition feeds, before the view."""
+
+
+def projector_group(view: ViewName) -> str:
+    """The consumer group a view's projector workers read the partition feeds in."""
+    return f"{PROJECTOR_GROUP}{view}"
 
 
 def checked_id(value: Any, what: str) -> str:

@@ -17,7 +17,7 @@ from streamsaver.drivers.cluster import is_cluster
 from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.log.domain import Domain
 from streamsaver.log.events import CheckpointSaved, WritesSaved
-from streamsaver.log.keys import Keyspace, ViewName
+from streamsaver.log.keys import PROJECTOR_GROUP, Keyspace, ViewName, projector_group
 from streamsaver.log.stored import from_fields
 
 __all__ = ["DeploymentStats", "HistoryRow", "PartitionHealth", "deployment_keyspace", "deployment_stats",
@@ -112,16 +112,20 @@ class PartitionHealth:
     """The consumer holding the partition's lease (a subscriber or projector worker), if any."""
 
 
-def _lease_of(keyspace: Keyspace, partition: int, group: str) -> str:
-    """The lease key of a projector group (``projector:<view>``) or a subscriber group."""
-    view = group.removeprefix("projector:")
-    if view in ("full", "shallow") and group != view:
-        return keyspace.lease(partition, "full" if view == "full" else "shallow")
+def _lease_of(keyspace: Keyspace, partition: int, group: str, views: tuple[ViewName, ...]) -> str:
+    """The lease key of a projector group (`streamsaver.log.keys.projector_group`) or a
+    subscriber group."""
+    view = group.removeprefix(PROJECTOR_GROUP)
+    if view in views and group == projector_group(view):
+        return keyspace.lease(partition, view)
     return keyspace.subscriber_lease(partition, group)
 
 
-def group_health(client: Redis, prefix: str, group: str | None = None) -> list[PartitionHealth]:
-    """Every consumer group (or only `group`) on every partition feed, by group then partition.
+def group_health(
+    client: Redis, prefix: str, group: str | None = None, domain: Domain = CHECKPOINTS
+) -> list[PartitionHealth]:
+    """Every consumer group (or only `group`) on every partition feed, by group then partition;
+    projector groups are those of `domain`'s views.
 
     Raises:
         ConfigurationError: no deployment under `prefix`.
@@ -137,7 +141,8 @@ def group_health(client: Redis, prefix: str, group: str | None = None) -> list[P
         for info in groups if isinstance(groups, list) else []:
             if group is None or _text(info["name"]) == group:
                 rows.append((p, info))
-    owners = r.mget([_lease_of(keyspace, p, _text(i["name"])) for p, i in rows]) if rows else []
+    views = domain.view_names
+    owners = r.mget([_lease_of(keyspace, p, _text(i["name"]), views) for p, i in rows]) if rows else []
     health = [PartitionHealth(_text(i["name"]), p, int(i.get("pending") or 0),
                               None if i.get("lag") is None else int(i["lag"]), _text(i["last-delivered-id"]),
                               int(i.get("consumers") or 0), None if o is None else _text(o))

@@ -112,29 +112,24 @@ def restore_thread(
     thread_id, into = checked_id(thread_id, "thread_id"), checked_id(into, "thread_id")
     bound = log_bound(at)
     client, keyspace, default_views = _deployment(target, prefix)
-    new = keyspace.thread(into)
-    with _owner(client, new.log).pipeline(transaction=True) as transaction:
+    with _owner(client, keyspace.thread(into).log).pipeline(transaction=True) as transaction:
         pipe: Any = transaction
-        _claim(pipe, new, into, domain)
+        _claim(pipe, keyspace.thread(into), into, domain)
         source = keyspace.thread(thread_id)
         views = _views(domain, client, source.positions, projections, default_views)
-        logged = _read(domain, client, source.log, bound)
-        # Appended under new ids: deltas are stored whole (their links name the source's ids).
-        whole = whole_values(logged, [("*", e) for _, e in logged])
-        events = [(entry_id, dataclasses.replace(e, thread_id=into)) for (entry_id, _), (_, e) in zip(logged, whole)]
+        events = _renamed(_read(domain, client, source.log, bound), into)
         if not events:
             raise InvalidInputError(f"thread {thread_id!r} has no events up to {bound}")
         last_entry = _append_all(pipe, [append_call(domain, event, keyspace, views) for _, event in events], into)
-    return RestoreReport(
-        thread_id=thread_id,
-        into=into,
-        until=bound,
-        events=len(events),
-        checkpoints=sum(isinstance(e, CheckpointSaved) for _, e in events),
-        last_source_entry=events[-1][0],
-        last_entry=last_entry,
-        views=views,
-    )
+    checkpoints = sum(isinstance(e, CheckpointSaved) for _, e in events)
+    return RestoreReport(thread_id, into, bound, len(events), checkpoints, events[-1][0], last_entry, views)
+
+
+def _renamed(logged: list[tuple[str, Event]], into: str) -> list[tuple[str, Event]]:
+    """The `logged` events (under their source ids) as events of thread `into`; appended under
+    new ids, so deltas are stored whole (their links name the source's ids)."""
+    whole = whole_values(logged, [("*", e) for _, e in logged])
+    return [(entry_id, dataclasses.replace(e, thread_id=into)) for (entry_id, _), (_, e) in zip(logged, whole)]
 
 
 def _owner(client: Redis, key: str) -> Redis:

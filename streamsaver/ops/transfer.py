@@ -163,22 +163,31 @@ def export_logs(
     try:
         total = _entry_count(client, logs) if progress is not None else None
         with gzip.open(part, "wb", compresslevel=6) as out, phase_bar(progress, "export", total) as bar:
-            created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            header = {"format": FORMAT, "version": VERSION, "prefix": prefix, "partitions": keyspace.partitions,
-                      "until": bound}
-            out.write(_line(header | {"created": created, "streamsaver": __version__}))
-            for log in logs:
-                count, thread = _export_log(client, keyspace, log, out, (bound, page), bar)
-                if thread is not None:
-                    out.write(_line(_expiry_line(client, keyspace, thread)))
-                stats.threads += count > 0
-                stats.entries += count
-            out.write(_line({"end": True, "threads": stats.threads, "entries": stats.entries}))
+            _write_export(client, keyspace, logs, out, (bound, page), bar, stats)
         os.replace(part, path)
     except BaseException:
         part.unlink(missing_ok=True)
         raise
     return stats
+
+
+def _write_export(
+    client: Redis, keyspace: Keyspace, logs: list[bytes], out: gzip.GzipFile, reading: tuple[str, int], bar: Progress,
+    stats: TransferStats,
+) -> None:
+    """Write the header, each log's entries and expiry line, and the end line to `out`;
+    `reading` is (the inclusive bound, entries per XRANGE)."""
+    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    header = {"format": FORMAT, "version": VERSION, "prefix": keyspace.prefix, "partitions": keyspace.partitions,
+              "until": reading[0]}
+    out.write(_line(header | {"created": created, "streamsaver": __version__}))
+    for log in logs:
+        count, thread = _export_log(client, keyspace, log, out, reading, bar)
+        if thread is not None:
+            out.write(_line(_expiry_line(client, keyspace, thread)))
+        stats.threads += count > 0
+        stats.entries += count
+    out.write(_line({"end": True, "threads": stats.threads, "entries": stats.entries}))
 
 
 def _entry_count(client: Redis, logs: list[bytes]) -> int:

@@ -188,7 +188,7 @@ def deployment_stats(client: Redis, prefix: str, *, progress: Callable[[int], No
         totals["pending"] += row.pending
         totals["lag"] += row.lag or 0
     for name, totals in stats.groups.items():
-        if not name.startswith("projector:"):
+        if not name.startswith(PROJECTOR_GROUP):
             totals["dead_letters"] = int(client.xlen(keyspace.subscriber_dead_letters(name)))
     return stats
 
@@ -201,7 +201,8 @@ def feed_events(client: Redis, prefix: str, *, block_ms: int = 1000, start: str 
     """
     keyspace = deployment_keyspace(client, prefix)
     r: Any = client  # redis-py's stubs type these replies loosely; their shapes are fixed
-    positions: dict[str, str] = {keyspace.feed(p): start for p in range(keyspace.partitions)}
+    partition_of = {keyspace.feed(p): str(p) for p in range(keyspace.partitions)}
+    positions: dict[str, str] = dict.fromkeys(partition_of, start)
     if start == "$":
         for feed in positions:
             info = r.xinfo_stream(feed) if r.exists(feed) else None
@@ -212,4 +213,4 @@ def feed_events(client: Redis, prefix: str, *, block_ms: int = 1000, start: str 
             for raw_id, fields in entries:
                 positions[feed] = raw_id.decode()
                 pointer = {k.decode(): v.decode("utf-8", "replace") for k, v in fields.items()}
-                yield {"partition": feed.rsplit("{p", 1)[1].rstrip("}"), "feed_id": positions[feed], **pointer}
+                yield {"partition": partition_of[feed], "feed_id": positions[feed], **pointer}

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from projectors import full, shallow
 from projectors.documents import BODY_FIELD, body_field, write_field
 from projectors.schema import FIELDS
-from streamsaver.log.domain import Domain, HeldEntry, View
+from streamsaver.log.domain import Domain, HeldEntry, LogScripts, View
 from streamsaver.log.events import CheckpointSaved, Event, ThreadDeleted, WritesSaved
 from streamsaver.log.keys import Keyspace, ViewName
-from streamsaver.scripts import READ_FULL, READ_SHALLOW
+from streamsaver.scripts import APPEND, APPLY, READ_FULL, READ_SHALLOW, REWRITE, TTL
 
 __all__ = ["CHECKPOINTS", "held_entry_probe"]
 
@@ -71,5 +71,6 @@ CHECKPOINTS = Domain(
     ),
     held_entry=held_entry_probe,
     erase=ThreadDeleted,
+    scripts=LogScripts(append=APPEND, apply=APPLY, rewrite=REWRITE, ttl=TTL),
 )
 """The checkpoint domain: a log per thread, folded into the full and the shallow view."""

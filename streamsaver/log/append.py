@@ -16,7 +16,6 @@ from streamsaver.log.domain import Domain
 from streamsaver.log.events import Event
 from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.log.stored import feed_pointer, to_fields
-from streamsaver.scripts import APPEND, APPLY
 
 __all__ = ["append_call", "apply_batch_call", "apply_call", "view_blocks"]
 
@@ -66,7 +65,7 @@ def append_call(
     keys = keyspace.thread(event.thread_id)
     probe = domain.held_entry(event, keyspace, views)
     # Built in one list, in wire order: a put's ~100 arguments were copied four times over.
-    command: list[Arg] = ["EVALSHA", APPEND.sha]
+    command: list[Arg] = ["EVALSHA", domain.scripts.append.sha]
     if probe is None:
         command += ("3", keys.log, keys.feed, keys.positions)
     else:
@@ -123,4 +122,4 @@ def apply_batch_call(
             args.append("forget")  # the log's positions go with it (apply.lua)
     keys = keyspace.thread(thread)
     # The log too: the keys the batch writes take its deadline, if it has one (apply.lua).
-    return APPLY.evalsha_args([keys.positions, keys.log], args)
+    return domain.scripts.apply.evalsha_args([keys.positions, keys.log], args)

@@ -8,7 +8,10 @@ fold into views". A domain tells it what it cannot know by itself:
   key family its keys live under (``P:<family>:...``) and the read script that reads it;
 * how a repeat of an event already logged is recognised (`Domain.held_entry`);
 * the event that erases one log's share of every view (`Domain.erase`: the projectors'
-  answer to it is the purge ops, whose key stems are also the stems the TTL block moves).
+  answer to it is the purge ops, whose key stems are also the stems the TTL block moves);
+* the server-side scripts that run the log core's calls (`LogScripts`: ``append.lua``,
+  ``apply.lua``, ``rewrite.lua``, ``ttl.lua`` for checkpoints). The log core builds their
+  arguments; it does not load them (`streamsaver.scripts` sits beside it, not below).
 
 Checkpoints are the first domain (``projectors.domain.CHECKPOINTS``); a second one (the store)
 brings its own events, projectors, views and reader, and reuses everything else.
@@ -19,13 +22,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 from streamsaver.errors import InvalidInputError
 from streamsaver.log.events import Event
 from streamsaver.log.keys import Keyspace, ViewName
 
-__all__ = ["Domain", "HeldEntry", "Projector", "Reader", "View"]
+__all__ = ["Domain", "HeldEntry", "LogScripts", "Projector", "Reader", "ScriptRef", "View"]
 
 Projector = Callable[[Event, Keyspace], Sequence[Sequence[str | bytes]]]
 """A view's pure projector: the commands that apply one event (`projectors.commands`)."""
@@ -34,6 +37,30 @@ Reader = Callable[[Keyspace, str, str, str], list[str | bytes | int]]
 HeldEntry = tuple[str, str, str]
 """Where a view records the log entry holding an event: (hash, field, value a guard field of
 the hash must hold, or "")."""
+
+
+class ScriptRef(Protocol):
+    """A server-side script as the calls name it (`streamsaver.scripts.Script`)."""
+
+    @property
+    def sha(self) -> str:
+        """The SHA1 EVALSHA names the script by."""
+        ...
+
+    def evalsha_args(self, keys: Sequence[str | bytes | int], args: Sequence[str | bytes | int]) -> list[str | bytes | int]:
+        """The arguments of an EVALSHA call."""
+        ...
+
+
+@dataclass(frozen=True)
+class LogScripts:
+    """The scripts that run the log core's calls: the append with inline projection, the apply
+    of logged events (replay, projector worker), the log rewrite, and the TTL calls."""
+
+    append: ScriptRef
+    apply: ScriptRef
+    rewrite: ScriptRef
+    ttl: ScriptRef
 
 
 @dataclass(frozen=True)
@@ -63,12 +90,14 @@ class Domain:
             that `event` is already logged (a retried call), None when it cannot tell.
         erase: the event type erasing one log from every view (a thread's deletion),
             constructed from the log's id alone.
+        scripts: the scripts that run the log core's calls on this domain's logs.
     """
 
     name: str
     views: tuple[View, ...]
     held_entry: Callable[[Event, Keyspace, Sequence[ViewName]], HeldEntry | None]
     erase: type[Any]
+    scripts: LogScripts
 
     @cached_property
     def view_names(self) -> tuple[ViewName, ...]:

@@ -27,7 +27,6 @@ from streamsaver.log.events import (
 )
 from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.log.stored import encode_channel_value, feed_pointer, from_fields, to_fields
-from streamsaver.scripts import REWRITE
 
 __all__ = ["Entry", "decode_log", "read_log", "rewrite_call", "whole_values"]
 
@@ -89,7 +88,7 @@ def rewrite_call(
         args += [entry_id, len(pointer), *pointer, len(fields), *fields]
         args += view_blocks(domain, event, keyspace, views)
     args += ttl
-    return REWRITE.evalsha_args([keys.log, keys.feed, keys.positions], args)
+    return domain.scripts.rewrite.evalsha_args([keys.log, keys.feed, keys.positions], args)
 
 
 _E = TypeVar("_E", bound=Event)

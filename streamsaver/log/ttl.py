@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from streamsaver.log.domain import Domain
 from streamsaver.log.keys import Keyspace
-from streamsaver.scripts import TTL
 
 __all__ = ["ttl_block", "ttl_call"]
 
@@ -36,4 +35,5 @@ def ttl_call(domain: Domain, keyspace: Keyspace, thread_id: str, ttl: int, mode:
     """The ``ttl.lua`` call: mode ``touch``, ``pin``, ``unpin``, or ``at`` (then `ttl` is an
     absolute deadline in ms since the epoch, given to every key of the log)."""
     keys = keyspace.thread(thread_id)
-    return TTL.evalsha_args([keys.log, keys.positions], [mode, *ttl_block(domain, keyspace, thread_id, ttl)])
+    args = [mode, *ttl_block(domain, keyspace, thread_id, ttl)]
+    return domain.scripts.ttl.evalsha_args([keys.log, keys.positions], args)

@@ -67,7 +67,7 @@ import orjson
 from redis import Redis
 
 from projectors.domain import CHECKPOINTS
-from streamsaver import __version__
+from streamsaver._version import __version__
 from streamsaver.errors import EventDecodeError, TargetNotEmptyError
 from streamsaver.log.bounds import log_bound
 from streamsaver.log.domain import Domain

@@ -40,7 +40,9 @@ def _no_probe(event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> No
     return None
 
 
-TOY = Domain("toy", (View("counts", _count, _no_read),), held_entry=_no_probe, erase=ThreadDeleted)
+TOY = Domain(
+    "toy", (View("counts", _count, _no_read),), held_entry=_no_probe, erase=ThreadDeleted, scripts=CHECKPOINTS.scripts
+)
 
 
 def test_checkpoint_views_are_one_registry() -> None:

@@ -37,6 +37,7 @@ from streamsaver.log.events import (
     ThreadDeleted,
     WritesSaved,
 )
+from streamsaver.log.fields import EMPTY_TYPE
 from streamsaver.log.keys import Keyspace, ViewName, checked_id
 
 __all__ = [
@@ -44,7 +45,7 @@ __all__ = [
     "thread_id_of", "version_after", "view_of", "writes_saved",
 ]
 
-EMPTY = Blob("empty", b"")
+EMPTY = Blob(EMPTY_TYPE, b"")
 """Stands for a channel with a new version but no value (LangGraph's convention)."""
 
 

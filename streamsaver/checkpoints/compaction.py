@@ -35,6 +35,7 @@ from streamsaver.log.events import (
     ValuesRetained,
     WritesSaved,
 )
+from streamsaver.log.fields import EMPTY_TYPE
 from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.log.rewrite import Entry, whole_values
 
@@ -89,7 +90,7 @@ class LogIndex:
             return False
         key = (checkpoint.checkpoint_ns, channel, orjson.dumps(checkpoint.channel_versions[channel]))
         carrier = self.carriers.get(key)
-        return carrier is not None and carrier[1].blob.type != "empty"
+        return carrier is not None and carrier[1].blob.type != EMPTY_TYPE
 
 
 def removed_for_runs(index: LogIndex, run_ids: Collection[str]) -> set[CheckpointKey]:

@@ -23,6 +23,7 @@ from streamsaver.checkpoints.append import namespace_of, thread_id_of
 from streamsaver.errors import PayloadDecodeError
 from streamsaver.log import compression, deltas
 from streamsaver.log.codec import unpack
+from streamsaver.log.fields import EMPTY_TYPE
 from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.log.routing import Step
 from streamsaver.log.stored import channel_field
@@ -35,6 +36,7 @@ __all__ = [
 
 Command = list[str | bytes | int]
 Request = list[Step]
+_EMPTY = EMPTY_TYPE.encode()
 HISTORY = full.VIEW
 """The view whose pages `list` reads."""
 
@@ -133,7 +135,7 @@ def load_value(
     Raises:
         ValueError: a corrupt payload or a broken chain; and whatever `serde.loads_typed` raises.
     """
-    if not type_.startswith(b"delta:"):
+    if not deltas.is_delta(type_):
         # A base read as a row's own value (a page holding it) is the one the deltas of the
         # read's other rows join with: the read's `expand` decompresses it once for both.
         if expand is None:
@@ -164,7 +166,7 @@ def _channel_values(
         try:
             channel_bytes, version, type_, data = unpack(payload)
             channel = channel_bytes.decode("utf-8", "surrogatepass")
-            if channel in versions and versions[channel] == orjson.loads(version) and type_ != b"empty":
+            if channel in versions and versions[channel] == orjson.loads(version) and type_ != _EMPTY:
                 values[channel] = load_value(serde, channel, type_, data, links, expand)
         except _DECODE_ERRORS as exc:
             raise reading.failed(entry_id, "a channel value", exc) from exc

@@ -8,7 +8,8 @@ checks each literal they use against the constant here, so the two cannot drift.
 from __future__ import annotations
 
 __all__ = [
-    "BODY", "BODY_POINTER", "CHANNEL_PREFIX", "CHECKPOINT_ID", "CURRENT_CHECKPOINT", "ENTRY_ID", "KEPT", "METADATA",
+    "BODY", "BODY_POINTER", "CHANNEL_PREFIX", "CHECKPOINT_ID", "CURRENT_CHECKPOINT", "EMPTY_TYPE", "ENTRY_ID", "KEPT",
+    "METADATA",
     "NAMESPACE", "PARENT", "PINNED", "RUNS", "SOURCE", "STRATEGY", "TASK", "TASK_PATH", "THREAD", "TYPE", "UNTIL",
     "VERSION", "VERSIONS", "WRITE_PREFIX",
 ]
@@ -38,6 +39,10 @@ UNTIL = b"until"
 STRATEGY = b"strategy"
 KEPT = b"kept"
 RUNS = b"runs"
+
+EMPTY_TYPE = "empty"
+"""The stored type of a channel value with a new version but no value (LangGraph's convention);
+a reader looking for a channel's last value passes over it."""
 
 ENTRY_ID = "id"
 """A feed pointer's first field: the log entry id it points at (``append.lua`` adds it)."""

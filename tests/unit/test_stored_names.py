@@ -33,7 +33,7 @@ def _text(name: str | bytes) -> str:
 SPELT_BY = {
     "_read.lua": [fields.BODY, fields.CHANNEL_PREFIX, fields.WRITE_PREFIX, fields.TASK, fields.TASK_PATH,
                   fields.BODY_POINTER, fields.CURRENT_CHECKPOINT],
-    "read_history.lua": [fields.CHANNEL_PREFIX],
+    "read_history.lua": [fields.CHANNEL_PREFIX, fields.EMPTY_TYPE],
     "append.lua": [fields.ENTRY_ID],
     "rewrite.lua": [fields.ENTRY_ID],
     "_lib.lua": [fields.CURRENT_CHECKPOINT, fields.PINNED],

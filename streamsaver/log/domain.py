@@ -4,6 +4,8 @@ The log core (append with inline projection, positions, feeds, replay, verify, s
 export and import, the projector worker) is written once over "a log of events that projectors
 fold into views". A domain tells it what it cannot know by itself:
 
+* how its log entries are read (`Domain.decode`) and which keys hold its logs (its key
+  family, ``P:<log_family>:{pN}:<log id>``);
 * its **views**, by name, each with its pure projector (``event, keyspace -> commands``), the
   key family its keys live under (``P:<family>:...``) and the read script that reads it;
 * how a repeat of an event already logged is recognised (`Domain.held_entry`);
@@ -27,11 +29,15 @@ from typing import Any, Protocol
 from streamsaver.errors import InvalidInputError
 from streamsaver.log.events import Event
 from streamsaver.log.keys import Keyspace, ViewName
+from streamsaver.log.stored import from_fields
 
-__all__ = ["Domain", "HeldEntry", "LogScripts", "Projector", "Reader", "ScriptRef", "View"]
+__all__ = ["Decoder", "Domain", "HeldEntry", "LogScripts", "Projector", "Reader", "ScriptRef", "View"]
 
 Projector = Callable[[Event, Keyspace], Sequence[Sequence[str | bytes]]]
 """A view's pure projector: the commands that apply one event (`projectors.commands`)."""
+Decoder = Callable[..., Event]
+"""``(fields, event_id=None, *, payloads=True) -> Event``: a log entry's event
+(`streamsaver.log.stored.from_fields`)."""
 Reader = Callable[[Keyspace, str, str, str], list[str | bytes | int]]
 """A view's read call: ``(keyspace, log id, namespace, document id or "")`` -> EVALSHA arguments."""
 HeldEntry = tuple[str, str, str]
@@ -91,6 +97,8 @@ class Domain:
         erase: the event type erasing one log from every view (a thread's deletion),
             constructed from the log's id alone.
         scripts: the scripts that run the log core's calls on this domain's logs.
+        decode: reads the event of a log entry.
+        log_family: the key family of the domain's logs (``P:<log_family>:{pN}:<log id>``).
     """
 
     name: str
@@ -98,6 +106,8 @@ class Domain:
     held_entry: Callable[[Event, Keyspace, Sequence[ViewName]], HeldEntry | None]
     erase: type[Any]
     scripts: LogScripts
+    decode: Decoder = from_fields
+    log_family: str = "log"
 
     @cached_property
     def view_names(self) -> tuple[ViewName, ...]:
@@ -143,6 +153,10 @@ class Domain:
         if read_view not in views:
             raise InvalidInputError(f"the saver reads the {read_view!r} view, so projections must include it")
         return views
+
+    def logs_pattern(self, keyspace: Keyspace, partition: int | None = None) -> str:
+        """A SCAN pattern matching every log of the domain (of one partition, when given)."""
+        return keyspace.logs_pattern(partition, self.log_family)
 
     def erase_stems(self, view: ViewName, log_id: str, keyspace: Keyspace) -> list[str | bytes]:
         """The key stems of one log's keys in `view`: the arguments of the purge op its

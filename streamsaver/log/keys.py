@@ -230,15 +230,15 @@ class Keyspace:
         """A SCAN pattern matching every key of the deployment."""
         return f"{self.prefix}:*"
 
-    def log_stem(self) -> str:
-        """The stem every log key starts with."""
-        return f"{self.prefix}:log:"
+    def log_stem(self, family: str = "log") -> str:
+        """The stem every log key of a key family (``log``: thread logs) starts with."""
+        return f"{self.prefix}:{family}:"
 
-    def logs_pattern(self, partition: int | None = None) -> str:
-        """A SCAN pattern matching every log (of one partition, when given)."""
+    def logs_pattern(self, partition: int | None = None, family: str = "log") -> str:
+        """A SCAN pattern matching every log of a family (of one partition, when given)."""
         if partition is None:
-            return f"{self.log_stem()}*"
-        return f"{self.log_stem()}{self.slot_tag(partition)}:*"
+            return f"{self.log_stem(family)}*"
+        return f"{self.log_stem(family)}{self.slot_tag(partition)}:*"
 
     def thread_of(self, key: bytes | str) -> str:
         """The thread id a log or positions key (``P:<kind>:{pN}:<escaped thread>``) names."""

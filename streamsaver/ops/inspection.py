@@ -169,12 +169,15 @@ class DeploymentStats:
     """Every group on every partition feed: pending, lag, last delivered id, lease holder."""
 
 
-def deployment_stats(client: Redis, prefix: str, *, progress: Callable[[int], None] | None = None) -> DeploymentStats:
-    """Count threads, events and log bytes (MEMORY USAGE); per consumer group, its pending entries
-    and lag on each partition and summed, and a subscriber group's dead letters."""
+def deployment_stats(
+    client: Redis, prefix: str, *, progress: Callable[[int], None] | None = None, domain: Domain = CHECKPOINTS
+) -> DeploymentStats:
+    """Count `domain`'s logs (threads), events and log bytes (MEMORY USAGE); per consumer group,
+    its pending entries and lag on each partition and summed, and a subscriber group's dead
+    letters."""
     keyspace = deployment_keyspace(client, prefix)
     stats = DeploymentStats()
-    for log in client.scan_iter(match=keyspace.logs_pattern(), count=1000, _type="stream"):
+    for log in client.scan_iter(match=domain.logs_pattern(keyspace), count=1000, _type="stream"):
         stats.threads += 1
         stats.events += int(client.xlen(log))
         stats.log_bytes += int(client.memory_usage(log, samples=0) or 0)
@@ -182,7 +185,7 @@ def deployment_stats(client: Redis, prefix: str, *, progress: Callable[[int], No
             progress(1)
     for partition in range(keyspace.partitions):
         stats.feed_entries += int(client.xlen(keyspace.feed(partition)))
-    stats.partitions = group_health(client, prefix)
+    stats.partitions = group_health(client, prefix, domain=domain)
     for row in stats.partitions:
         totals = stats.groups.setdefault(row.group, {"pending": 0, "lag": 0})
         totals["pending"] += row.pending

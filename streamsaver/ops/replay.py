@@ -23,7 +23,6 @@ from streamsaver.drivers.wire import Command
 from streamsaver.log.append import apply_batch_call
 from streamsaver.log.domain import Domain
 from streamsaver.log.keys import DEFAULT_PREFIX, Keyspace, ViewName
-from streamsaver.log.stored import from_fields
 from streamsaver.ops.bulk import bulk_round_trip
 from streamsaver.ops.inspection import deployment_keyspace, deployment_views
 
@@ -97,9 +96,10 @@ class Replayer:
 
     def thread_logs(self, partitions: Iterable[int] | None = None) -> Iterator[bytes]:
         """The key of every thread log of the deployment (of `partitions` only, when given)."""
+        pattern = self.domain.logs_pattern
         if partitions is None:
-            return self._scan(self.keyspace.logs_pattern(), "stream")
-        return (log for partition in partitions for log in self._scan(self.keyspace.logs_pattern(partition), "stream"))
+            return self._scan(pattern(self.keyspace), "stream")
+        return (log for partition in partitions for log in self._scan(pattern(self.keyspace, partition), "stream"))
 
     def replay_log(self, log: bytes | str, views: Sequence[ViewName], *, until: str = "+") -> ReplayStats:
         """Apply one thread log, oldest first, up to the entry id `until` (inclusive)."""
@@ -169,11 +169,11 @@ class Replayer:
         of events they carry."""
         reads: list[Command] = [["XRANGE", log, start, until, "COUNT", count] for log, start in cursors]
         calls: list[Command] = []
-        events = 0
+        events, decode = 0, self.domain.decode
         for cursor, entries in zip(cursors, bulk_round_trip(self.redis, reads)):
             if entries:
                 ids = [raw_id.decode() for raw_id, _ in entries]
-                logged = [(from_fields(e[1], i, payloads=False), i) for i, e in zip(ids, entries)]
+                logged = [(decode(e[1], i, payloads=False), i) for i, e in zip(ids, entries)]
                 calls.append(apply_batch_call(self.domain, logged, self.target, views))
                 events += len(logged)
             cursor[1] = "(" + entries[-1][0].decode() if len(entries) == count else None

@@ -44,7 +44,6 @@ from streamsaver.log.domain import Domain
 from streamsaver.log.events import CheckpointSaved, Event
 from streamsaver.log.keys import DEFAULT_PREFIX, Keyspace, ThreadKeys, ViewName, checked_id
 from streamsaver.log.rewrite import whole_values
-from streamsaver.log.stored import from_fields
 from streamsaver.ops.inspection import deployment_keyspace
 from streamsaver.saver.sync import StreamSaver
 from streamsaver.scripts import APPEND
@@ -196,7 +195,7 @@ def _read(domain: Domain, client: Redis, log: str, bound: str, page: int = 1000)
     while entries := reader.xrange(log, start, bound, count=page):
         for raw_id, fields in entries:
             entry_id = _text(raw_id)
-            event = from_fields(fields, entry_id)
+            event = domain.decode(fields, entry_id)
             if not isinstance(event, domain.erase):
                 out.append((entry_id, event))
         start = "(" + _text(entries[-1][0])

@@ -148,7 +148,7 @@ class ShadowRebuild:
         """Every thread with a log, a live position or a shadow position, once each."""
         seen: set[str] = set()
         scans = (
-            (self.live, self.live.logs_pattern()),
+            (self.live, self.domain.logs_pattern(self.live)),
             (self.live, self.live.positions_pattern()),
             (self.shadow, self.shadow.positions_pattern()),
         )

@@ -73,7 +73,7 @@ from streamsaver.log.bounds import log_bound
 from streamsaver.log.domain import Domain
 from streamsaver.log.fields import ENTRY_ID, PINNED, THREAD
 from streamsaver.log.keys import Keyspace, ThreadKeys
-from streamsaver.log.stored import feed_pointer, from_fields
+from streamsaver.log.stored import feed_pointer
 from streamsaver.log.ttl import ttl_call
 from streamsaver.ops.export_file import (
     FORMAT,
@@ -288,7 +288,7 @@ def import_logs(
     stats = TransferStats(keyspace.prefix, header.prefix, keyspace.partitions, checked.threads, checked.entries)
     StreamSaver(client, prefix=keyspace.prefix, partitions=keyspace.partitions).setup()
     with phase_bar(progress, "restore", checked.entries) as bar:
-        skipped = _restore(client, keyspace, path, (feeds, expired), bar)
+        skipped = _restore(client, keyspace, path, (feeds, expired, domain), bar)
     stats.threads, stats.entries, stats.expired = checked.threads - len(expired), checked.entries - skipped, len(expired)
     with phase_bar(progress, "replay", stats.entries) as bar:
         replayer = Replayer(client, keyspace, page=page, domain=domain)
@@ -323,11 +323,12 @@ def _refuse_unless_empty(client: Redis, prefix: str) -> None:
 
 
 def _restore(
-    client: Redis, keyspace: Keyspace, path: str | os.PathLike[str], writing: tuple[bool, set[str]], bar: Progress
+    client: Redis, keyspace: Keyspace, path: str | os.PathLike[str], writing: tuple[bool, set[str], Domain],
+    bar: Progress,
 ) -> int:
     """XADD the entries of the file (but those of the `expired` threads) and their feed
-    pointers when `feeds`; returns the number of entries skipped."""
-    (feeds, expired), skipped = writing, 0
+    pointers when `feeds` (each event read by `domain`); returns the number of entries skipped."""
+    (feeds, expired, domain), skipped = writing, 0
     pipe: Any = client.pipeline(transaction=False)
     keys: ThreadKeys | None = None
     thread: str | None = None
@@ -343,7 +344,7 @@ def _restore(
         assert keys is not None
         pipe.execute_command("XADD", keys.log, record.id, *(x for pair in record.fields for x in pair))
         if feeds:
-            pointer = feed_pointer(from_fields(dict(record.fields), record.id))
+            pointer = feed_pointer(domain.decode(dict(record.fields), record.id))
             pipe.execute_command("XADD", keys.feed, "*", ENTRY_ID, record.id, *pointer)
         if len(pipe) >= _BATCH:
             bar.advance(_sent(pipe, feeds))

@@ -6,8 +6,9 @@ fold into views". A domain tells it what it cannot know by itself:
 
 * how its log entries are read (`Domain.decode`) and which keys hold its logs (its key
   family, ``P:<log_family>:{pN}:<log id>``);
-* its **views**, by name, each with its pure projector (``event, keyspace -> commands``), the
-  key family its keys live under (``P:<family>:...``) and the read script that reads it;
+* its **views**, by name (also the key family their keys live under, ``P:<view>:...``), each
+  with its pure projector (``event, keyspace -> commands``), the call reading one of its
+  documents and its index schema;
 * how a repeat of an event already logged is recognised (`Domain.held_entry`);
 * the event that erases one log's share of every view (`Domain.erase`: the projectors'
   answer to it is the purge ops, whose key stems are also the stems the TTL block moves);

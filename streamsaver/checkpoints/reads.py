@@ -59,9 +59,10 @@ def get_request(keyspace: Keyspace, view: ViewName, config: RunnableConfig) -> C
     """The one script call that reads the checkpoint `config` names (or the latest)."""
     thread_id, ns = thread_id_of(config), namespace_of(config)
     checkpoint_id = config["configurable"].get("checkpoint_id") or ""
-    if not checkpoint_id and CHECKPOINTS.view(view).keeps_history:
+    read_view = CHECKPOINTS.view(view)
+    if not checkpoint_id and read_view.keeps_history:
         return read_page(keyspace, thread_id, ns, "", 1)
-    return read_one(keyspace, view, thread_id, ns, checkpoint_id)
+    return read_view.read(keyspace, thread_id, ns, checkpoint_id)
 
 
 _load = compression.load_stored

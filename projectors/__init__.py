@@ -1,20 +1,19 @@
 """Pure projectors: ``event -> list of Redis commands``, one module per view. No I/O.
 
 The same functions run inline in the append, in the projector worker and in replay, so a view
-rebuilt from the log is identical to the live one.
+rebuilt from the log is identical to the live one. The checkpoint domain's views (projector,
+read call, index schema) are registered once, in `projectors.domain.CHECKPOINTS`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 
-from projectors import full, shallow
-from projectors.commands import Command
-from streamsaver.log.events import Event
-from streamsaver.log.keys import Keyspace, ViewName
+from projectors.domain import CHECKPOINTS
+from streamsaver.log.domain import Projector
+from streamsaver.log.keys import ViewName
 
 __all__ = ["PROJECTORS", "Projector"]
 
-Projector = Callable[[Event, Keyspace], list[Command]]
-
-PROJECTORS: dict[ViewName, Projector] = {"full": full.project, "shallow": shallow.project}
+PROJECTORS: Mapping[ViewName, Projector] = CHECKPOINTS.projectors
+"""Each checkpoint view's projector, by name (`CHECKPOINTS.projectors`)."""

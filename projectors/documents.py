@@ -23,6 +23,7 @@ import orjson
 
 from streamsaver.log.codec import escape, metadata_tags, order_key, strict_json, tag
 from streamsaver.log.events import CheckpointSaved
+from streamsaver.log.fields import BODY_POINTER, CURRENT_CHECKPOINT
 
 __all__ = [
     "BODY_FIELD",
@@ -34,15 +35,15 @@ __all__ = [
     "write_field",
 ]
 
-BODY_FIELD = "@body"
+BODY_FIELD = BODY_POINTER
 """Shallow pointer-hash field of the latest body (full view: `body_field`)."""
-CURRENT_CHECKPOINT_FIELD = "@cid"
+CURRENT_CHECKPOINT_FIELD = CURRENT_CHECKPOINT
 """Shallow pointer- and writes-hash field naming the checkpoint the hash belongs to."""
 
 
 def body_field(checkpoint_id: str) -> str:
     """Full-view pointer-hash field of one checkpoint's body."""
-    return f"@body:{escape(checkpoint_id)}"
+    return f"{BODY_POINTER}:{escape(checkpoint_id)}"
 
 
 @lru_cache(maxsize=65536, typed=True)  # 1, 1.0 and True spell differently

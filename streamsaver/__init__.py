@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     from streamsaver.saver.aio import AsyncStreamSaver
     from streamsaver.saver.sync import StreamSaver
 
+from streamsaver._version import __version__
+
 __all__ = ["AsyncStreamSaver", "StreamSaver", "Subscriber", "__version__"]
-__version__ = "0.1.0"
 
 _LAZY = {"StreamSaver": "streamsaver.saver.sync", "AsyncStreamSaver": "streamsaver.saver.aio",
          "Subscriber": "streamsaver.feeds.subscriber"}

@@ -9,6 +9,9 @@ keeps its ids, so every pointer of a survivor stays valid, and ``rewrite.lua`` r
 thread's views from the new log in the same atomic call: the live views are then by
 construction what a replay of the remaining log gives.
 
+The generic half (reading a log, the ``rewrite.lua`` call, `whole_values`) is the log core's
+`streamsaver.log.rewrite`; what a rewrite keeps is decided here.
+
 `delta_ancestors` makes ``keep_latest`` DeltaChannel-safe: from each kept checkpoint it walks
 the parent chain, as `get_delta_channel_history` does, and keeps every ancestor (with its
 writes) up to the nearest one holding a stored value for each delta channel the kept checkpoint
@@ -17,70 +20,40 @@ counts updates for (metadata ``counters_since_delta_snapshot``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
 
 import orjson
 
-from streamsaver.checkpoints.append import feed_pointer, view_blocks
-from streamsaver.errors import PayloadDecodeError
-from streamsaver.log import compression, deltas
+from projectors.domain import CHECKPOINTS
+from streamsaver.log import rewrite as log_rewrite
 from streamsaver.log.events import (
-    Blob,
     ChannelValue,
     CheckpointSaved,
     Event,
     ThreadDeleted,
     ValuesRetained,
     WritesSaved,
-    encode_channel_value,
-    from_fields,
-    to_fields,
 )
+from streamsaver.log.fields import EMPTY_TYPE
 from streamsaver.log.keys import Keyspace, ViewName
-from streamsaver.scripts import REWRITE
+from streamsaver.log.rewrite import Entry, whole_values
 
 __all__ = [
-    "Entry",
     "LogIndex",
     "compact",
-    "decode_log",
     "delta_ancestors",
-    "read_log",
     "removed_for_prune",
     "removed_for_retention",
     "removed_for_runs",
     "retarget",
     "rewrite_call",
-    "whole_values",
 ]
 
-Entry = tuple[str, Event]
-"""A log entry: its stream id and its event."""
 CheckpointKey = tuple[str, str]
 """(namespace, checkpoint id)."""
 ValueKey = tuple[str, str, bytes]
 """(namespace, channel, version as JSON): what a full-view pointer names."""
-
-
-def read_log(log: str, until: str = "+") -> list[str | bytes | int]:
-    """The read of a whole thread log, or of its entries up to the inclusive bound `until`."""
-    return ["XRANGE", log, "-", until]
-
-
-def decode_log(reply: Sequence[Any]) -> list[Entry]:
-    """The entries of an ``XRANGE`` reply, decoded.
-
-    Raises:
-        EventDecodeError: an entry this code cannot read.
-    """
-    entries: list[Entry] = []
-    for raw_id, fields in reply:
-        entry_id = raw_id.decode() if isinstance(raw_id, bytes) else str(raw_id)
-        flat = fields if isinstance(fields, dict) else dict(zip(fields[::2], fields[1::2]))
-        entries.append((entry_id, from_fields(flat, entry_id)))
-    return entries
 
 
 def _value_key(ns: str, cv: ChannelValue) -> ValueKey:
@@ -117,7 +90,7 @@ class LogIndex:
             return False
         key = (checkpoint.checkpoint_ns, channel, orjson.dumps(checkpoint.channel_versions[channel]))
         carrier = self.carriers.get(key)
-        return carrier is not None and carrier[1].blob.type != "empty"
+        return carrier is not None and carrier[1].blob.type != EMPTY_TYPE
 
 
 def removed_for_runs(index: LogIndex, run_ids: Collection[str]) -> set[CheckpointKey]:
@@ -213,76 +186,6 @@ def compact(entries: Sequence[Entry], removed: Collection[CheckpointKey]) -> lis
     return whole_values(entries, out)
 
 
-_E = TypeVar("_E", bound=Event)
-
-
-def whole_values(source: Sequence[Entry], out: Sequence[tuple[str, _E]]) -> list[tuple[str, _E]]:
-    """`out` (events of the log `source`, each under the id it is written with: its own, or
-    ``"*"`` for a new one) with every delta (`streamsaver.log.deltas`) whose link `out` does not
-    write unchanged under the same id replaced by its whole value: a rewrite that drops or
-    renumbers entries never leaves a delta pointing at nothing (``append.lua`` would refuse
-    it; a reader could not join it).
-
-    Raises:
-        PayloadDecodeError: a delta of `source` whose chain is already broken.
-    """
-    original = {
-        (entry_id, cv.channel): encode_channel_value(cv)
-        for entry_id, event in source
-        if isinstance(event, (CheckpointSaved, ValuesRetained))
-        for cv in event.values
-    }
-    written: dict[tuple[str, str], bytes] = {}
-    result: list[tuple[str, _E]] = []
-    store = compression.shrink if _writer_compresses(source) else compression.keep
-    for entry_id, event in out:
-        if isinstance(event, (CheckpointSaved, ValuesRetained)) and event.values:
-            values = tuple(_whole(entry_id, cv, original, written, store) for cv in event.values)
-            if values != event.values:
-                event = replace(event, values=values)
-        result.append((entry_id, event))
-    return result
-
-
-def _writer_compresses(source: Sequence[Entry]) -> bool:
-    """Whether the writer of the log `source` compresses payloads: whether any payload in it
-    (a body, a channel value, a delta's elements, a write) is stored compressed. A rewrite
-    stores a re-joined value as that writer would store it whole: a saver made with
-    ``compression=None`` never finds a compressed payload in its log after a rewrite. Not the
-    base alone: a compressing writer leaves a base under `compression.MIN_BYTES` uncompressed
-    while the values joined with it may be large (and an old chain's link is a delta)."""
-    for _, event in source:
-        if isinstance(event, CheckpointSaved) and compression.is_compressed(event.body):
-            return True
-        if isinstance(event, (CheckpointSaved, ValuesRetained)) and any(
-            compression.is_compressed(cv.blob) for cv in event.values
-        ):
-            return True
-        if isinstance(event, WritesSaved) and any(compression.is_compressed(w.blob) for w in event.writes):
-            return True
-    return False
-
-
-def _whole(
-    entry_id: str,
-    cv: ChannelValue,
-    original: Mapping[tuple[str, str], bytes],
-    written: dict[tuple[str, str], bytes],
-    store: Callable[[Blob], Blob],
-) -> ChannelValue:
-    if deltas.is_delta(cv.blob.type):
-        try:
-            link = deltas.split(cv.blob.type, cv.blob.data).link
-            if entry_id == "*" or written.get((link, cv.channel)) != original.get((link, cv.channel)):
-                whole = compression.joined(cv.blob, lambda at: original.get((at, cv.channel)))
-                cv = ChannelValue(cv.channel, cv.version, store(whole))  # as its writer stores (see above)
-        except ValueError as exc:
-            raise PayloadDecodeError(f"cannot join the delta of channel {cv.channel!r}: {exc}", event_id=entry_id) from exc
-    if entry_id != "*":
-        written[(entry_id, cv.channel)] = encode_channel_value(cv)
-    return cv
-
-
 def retarget(entries: Sequence[Entry], thread_id: str, until_checkpoint: str | None) -> list[Event] | None:
     """The content events of a log (markers left out) under `thread_id`, up to the state the log
     held when checkpoint `until_checkpoint` was the newest of its namespace: the log up to the
@@ -320,28 +223,9 @@ def rewrite_call(
     pointers: bool,
     ttl: Sequence[str | bytes | int] = (),
 ) -> list[str | bytes | int]:
-    """The EVALSHA arguments of one ``rewrite.lua`` call on `thread_id`.
-
-    Args:
-        guard: the last log entry id read ("" when no log was read); the call fails with a
-            ``STALE`` error when the log changed since.
-        replace_log: replace the log and refold the views; False: append after the log's end;
-            None: only refold the views from `entries`, already logged under their ids (the
-            projector worker, for a view it keeps).
-        entries: (id, event): the id to add the entry under, ``"*"`` for a new one.
-        pointers: give every entry a partition-feed pointer (else only ``"*"`` entries get one).
-        ttl: the thread's TTL block (`streamsaver.checkpoints.ttl.ttl_block`), empty for none.
-    """
-    keys = keyspace.thread(thread_id)
-    mode = "refold" if replace_log is None else "replace" if replace_log else "append"
-    args: list[str | bytes | int] = [guard, mode]
-    args += view_blocks(ThreadDeleted(thread_id), keyspace, views)
-    args.append(len(entries))
-    for entry_id, event in entries:
-        pointer = feed_pointer(event) if (pointers or entry_id == "*") and replace_log is not None else []
-        fields = [x for pair in to_fields(event).items() for x in pair]
-        args += [entry_id, len(pointer), *pointer, len(fields), *fields]
-        args += view_blocks(event, keyspace, views)
-    args += ttl
-    return REWRITE.evalsha_args([keys.log, keys.feed, keys.positions], args)
-
+    """The ``rewrite.lua`` call on a thread's log (`streamsaver.log.rewrite.rewrite_call`, for
+    the checkpoint domain; the arguments are documented there)."""
+    return log_rewrite.rewrite_call(
+        CHECKPOINTS, keyspace, views, thread_id,
+        guard=guard, replace_log=replace_log, entries=entries, pointers=pointers, ttl=ttl,
+    )

@@ -120,7 +120,7 @@ class PutPlan:
         blob = self._stored(Blob(type_, data))
         count, start = deltas.read_header(data) or (0, 0)
         body = memoryview(data)[start:]
-        # The stored field is events.encode_channel_value's packing: four parts, each after
+        # The stored field is stored.encode_channel_value's packing: four parts, each after
         # its 4-byte length.
         size = 16 + len(channel.encode("utf-8", "surrogatepass")) + len(version_json) + len(blob.type.encode()) + len(blob.data)
         self.pending[channel] = Held("", version_json, size, count, len(body), _digest(self.secret, body), 0, version_json)

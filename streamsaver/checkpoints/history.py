@@ -20,8 +20,8 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from streamsaver.checkpoints.append import namespace_of, thread_id_of
 from streamsaver.checkpoints.reads import Reading, links_of, load_value, pending_writes
 from streamsaver.log import compression
-from streamsaver.log.events import decode_channel_value
 from streamsaver.log.keys import Keyspace
+from streamsaver.log.stored import decode_channel_value
 from streamsaver.scripts import READ_HISTORY
 
 __all__ = ["history_request", "read_history"]

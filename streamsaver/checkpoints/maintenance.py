@@ -21,13 +21,10 @@ from typing import Any
 from redis.exceptions import ResponseError
 
 from streamsaver.checkpoints.append import thread_id_of
-from streamsaver.checkpoints.bounds import log_bound
 from streamsaver.checkpoints.compaction import (
     CheckpointKey,
     LogIndex,
     compact,
-    decode_log,
-    read_log,
     removed_for_prune,
     removed_for_retention,
     removed_for_runs,
@@ -41,9 +38,11 @@ from streamsaver.errors import (
     InvalidInputError,
     ThreadExistsError,
 )
+from streamsaver.log.bounds import log_bound
 from streamsaver.log.codec import tag, unescape
 from streamsaver.log.events import Event, RunsDeleted, ThreadCopied, ThreadPruned
 from streamsaver.log.keys import Keyspace, ViewName
+from streamsaver.log.rewrite import decode_log, read_log
 from streamsaver.log.routing import IndexTarget, Routed, Step
 
 __all__ = ["ATTEMPTS", "STRATEGIES", "Program", "copy_thread", "delete_for_runs", "prune", "retain"]

@@ -17,14 +17,17 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple, PendingWrite, writes_sort_key
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from projectors import full
+from projectors.domain import CHECKPOINTS
 from streamsaver.checkpoints.append import namespace_of, thread_id_of
 from streamsaver.errors import PayloadDecodeError
 from streamsaver.log import compression, deltas
 from streamsaver.log.codec import unpack
-from streamsaver.log.events import channel_field
+from streamsaver.log.fields import EMPTY_TYPE
 from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.log.routing import Step
-from streamsaver.scripts import READ_FULL, READ_SHALLOW
+from streamsaver.log.stored import channel_field
+from streamsaver.scripts import READ_FULL
 
 __all__ = [
     "Links", "Reading", "Request", "decode_rows", "get_request", "links_of", "load_value", "pending_writes", "read_one",
@@ -33,26 +36,22 @@ __all__ = [
 
 Command = list[str | bytes | int]
 Request = list[Step]
+_EMPTY = EMPTY_TYPE.encode()
+HISTORY = full.VIEW
+"""The view whose pages `list` reads."""
 
 
 def read_one(keyspace: Keyspace, view: ViewName, thread_id: str, ns: str, checkpoint_id: str) -> Command:
-    keys = keyspace.thread(thread_id)
-    if view == "full":
-        return READ_FULL.evalsha_args(
-            [keys.in_ns(view, "ids", ns), keys.in_ns(view, "ptrs", ns), keys.log],
-            [keys.doc_prefix(view, "cp", ns), keys.doc_prefix(view, "writes", ns), "id", checkpoint_id, 0],
-        )
-    return READ_SHALLOW.evalsha_args(
-        [keys.in_ns(view, "cp", ns), keys.in_ns(view, "ptrs", ns), keys.in_ns(view, "writes", ns), keys.log],
-        [checkpoint_id],
-    )
+    """The read of one checkpoint of `view` (its `streamsaver.log.domain.View.read`)."""
+    return CHECKPOINTS.view(view).read(keyspace, thread_id, ns, checkpoint_id)
 
 
 def read_page(keyspace: Keyspace, thread_id: str, ns: str, before: str, limit: int) -> Command:
+    """The read of a page of the full view (the view that keeps history), newest first."""
     keys = keyspace.thread(thread_id)
     return READ_FULL.evalsha_args(
-        [keys.in_ns("full", "ids", ns), keys.in_ns("full", "ptrs", ns), keys.log],
-        [keys.doc_prefix("full", "cp", ns), keys.doc_prefix("full", "writes", ns), "page", before, limit],
+        [keys.in_ns(HISTORY, "ids", ns), keys.in_ns(HISTORY, "ptrs", ns), keys.log],
+        [keys.doc_prefix(HISTORY, "cp", ns), keys.doc_prefix(HISTORY, "writes", ns), "page", before, limit],
     )
 
 
@@ -60,9 +59,10 @@ def get_request(keyspace: Keyspace, view: ViewName, config: RunnableConfig) -> C
     """The one script call that reads the checkpoint `config` names (or the latest)."""
     thread_id, ns = thread_id_of(config), namespace_of(config)
     checkpoint_id = config["configurable"].get("checkpoint_id") or ""
-    if view == "full" and not checkpoint_id:
+    read_view = CHECKPOINTS.view(view)
+    if not checkpoint_id and read_view.keeps_history:
         return read_page(keyspace, thread_id, ns, "", 1)
-    return read_one(keyspace, view, thread_id, ns, checkpoint_id)
+    return read_view.read(keyspace, thread_id, ns, checkpoint_id)
 
 
 _load = compression.load_stored
@@ -136,7 +136,7 @@ def load_value(
     Raises:
         ValueError: a corrupt payload or a broken chain; and whatever `serde.loads_typed` raises.
     """
-    if not type_.startswith(b"delta:"):
+    if not deltas.is_delta(type_):
         # A base read as a row's own value (a page holding it) is the one the deltas of the
         # read's other rows join with: the read's `expand` decompresses it once for both.
         if expand is None:
@@ -157,7 +157,7 @@ def _channel_values(
     links: Links,
     expand: deltas.Expand,
 ) -> dict[str, Any]:
-    """Channel values from the payloads the refs point at (`events.encode_channel_value`
+    """Channel values from the payloads the refs point at (`stored.encode_channel_value`
     packings); a payload of another version than the checkpoint names (possible only in the
     shallow view) is not this checkpoint's value."""
     values: dict[str, Any] = {}
@@ -167,7 +167,7 @@ def _channel_values(
         try:
             channel_bytes, version, type_, data = unpack(payload)
             channel = channel_bytes.decode("utf-8", "surrogatepass")
-            if channel in versions and versions[channel] == orjson.loads(version) and type_ != b"empty":
+            if channel in versions and versions[channel] == orjson.loads(version) and type_ != _EMPTY:
                 values[channel] = load_value(serde, channel, type_, data, links, expand)
         except _DECODE_ERRORS as exc:
             raise reading.failed(entry_id, "a channel value", exc) from exc

@@ -1,7 +1,7 @@
 """The demo's last scene: what the runs left in Redis, read with plain Redis commands.
 
 The thread logs (Streams, the truth) are read with XRANGE and decoded with
-`streamsaver.log.events.from_fields`; the views are read with FT.SEARCH and JSON.GET.
+`streamsaver.log.stored.from_fields`; the views are read with FT.SEARCH and JSON.GET.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from redis import Redis
 
 from streamsaver.demo.show import Show, short_id
 from streamsaver.log.codec import tag
-from streamsaver.log.events import CheckpointSaved, Event, WritesSaved, from_fields
+from streamsaver.log.events import CheckpointSaved, Event, WritesSaved
 from streamsaver.log.keys import ViewName
+from streamsaver.log.stored import from_fields
 from streamsaver.saver.sync import StreamSaver
 
 __all__ = ["LoggedEvent", "StoredFacts", "command", "read_log", "what_is_stored"]
@@ -121,7 +122,7 @@ def _logs(
             for t in threads
         ],
     )
-    show.say(f"\nThe log of thread {detail!r}, oldest first (decoded with events.from_fields):")
+    show.say(f"\nThe log of thread {detail!r}, oldest first (decoded with stored.from_fields):")
     _log_table(show, logs[detail])
     if early := _early_writes(logs[detail]):
         show.say(

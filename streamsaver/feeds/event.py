@@ -33,9 +33,8 @@ from streamsaver.log.events import (
     ThreadDeleted,
     ValuesRetained,
     WritesSaved,
-    channel_field,
-    from_fields,
 )
+from streamsaver.log.stored import channel_field, from_fields
 
 __all__ = ["EntrySource", "EventFilter", "FeedEvent", "decode_payload"]
 

@@ -20,8 +20,8 @@ from redis.exceptions import RedisError
 
 from streamsaver.checkpoints import setup
 from streamsaver.checkpoints.append import apply_call, view_of
-from streamsaver.checkpoints.compaction import Entry, decode_log, rewrite_call
-from streamsaver.checkpoints.core import LOAD_SCRIPTS, Command
+from streamsaver.checkpoints.compaction import rewrite_call
+from streamsaver.drivers.wire import Command
 from streamsaver.errors import ConfigurationError, EventDecodeError, InvalidInputError
 from streamsaver.feeds.consumer import PartitionConsumer
 from streamsaver.feeds.consumer_data import ConsumerOptions, Lane, Pointer, Taken, parse_pointer
@@ -34,10 +34,12 @@ from streamsaver.log.events import (
     ThreadDeleted,
     ThreadPruned,
     ValuesRetained,
-    from_fields,
 )
 from streamsaver.log.keys import ViewName
+from streamsaver.log.rewrite import Entry, decode_log
 from streamsaver.log.routing import Step, Topology
+from streamsaver.log.stored import from_fields
+from streamsaver.scripts import LOAD_SCRIPTS
 
 __all__ = ["Program", "Wait", "WorkerCore", "default_name"]
 

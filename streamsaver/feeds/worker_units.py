@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streamsaver.checkpoints.compaction import Entry
 from streamsaver.feeds.consumer_data import ConsumerStats, Pointer
 from streamsaver.feeds.ownership import is_transient
 from streamsaver.log.events import Event
 from streamsaver.log.keys import ViewName
+from streamsaver.log.rewrite import Entry
 
 __all__ = ["Item", "Unit", "WorkerStats", "group_name"]
 

@@ -36,6 +36,7 @@ __all__ = [
 ]
 
 MARK = "delta:"
+_MARK_BYTES = MARK.encode()
 """The stored type prefix of a delta."""
 
 MAX_LINKS = 7
@@ -82,7 +83,7 @@ def is_delta(type_name: str | bytes) -> bool:
     """Whether a stored type names a delta."""
     if isinstance(type_name, str):
         return type_name.startswith(MARK)
-    return type_name.startswith(b"delta:")
+    return type_name.startswith(_MARK_BYTES)
 
 
 class DeltaLink:

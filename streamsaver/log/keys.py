@@ -38,18 +38,21 @@ import hashlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Any
+from uuid import UUID
 
-from streamsaver.errors import ConfigurationError
-from streamsaver.log.codec import escape
+from streamsaver.errors import ConfigurationError, InvalidInputError
+from streamsaver.log.codec import escape, unescape
 
-__all__ = ["DEFAULT_PARTITIONS", "DEFAULT_PREFIX", "Keyspace", "ThreadKeys", "ViewName"]
+__all__ = ["DEFAULT_PARTITIONS", "DEFAULT_PREFIX", "Keyspace", "ThreadKeys", "ViewName", "checked_id", "nested_prefix", "projector_group"]
 
 DEFAULT_PREFIX = "streamsaver"
 DEFAULT_PARTITIONS = 16
 INDEX_SCHEMA_VERSION = 4
 
-ViewName = Literal["full", "shallow"]
+ViewName = str
+"""A view's name: one of its domain's views (`streamsaver.log.domain.Domain.views`), also the
+key family its keys live under (``P:<view>:...``)."""
 _PREFIX_RULE = re.compile(r"^[A-Za-z0-9._-]+(:[A-Za-z0-9._-]+)*$")
 KEY_KINDS = frozenset({"meta", "log", "feed", "pos", "full", "shallow", "lease", "projector", "sub", "analytics"})
 """The words that follow a deployment's prefix in its keys (``P:<kind>:...``). A prefix with one
@@ -107,6 +110,39 @@ class ThreadKeys:
     def per_checkpoint(self, view: ViewName, kind: str, checkpoint_ns: str, checkpoint_id: str) -> str:
         """A per-checkpoint key, e.g. ``P:full:cp:T:t:n:c``."""
         return self.doc_prefix(view, kind, checkpoint_ns) + escape(checkpoint_id)
+
+
+PROJECTOR_GROUP = "projector:"
+"""The consumer group name of a view's projector workers on the partition feeds, before the view."""
+
+
+def projector_group(view: ViewName) -> str:
+    """The consumer group a view's projector workers read the partition feeds in."""
+    return f"{PROJECTOR_GROUP}{view}"
+
+
+def checked_id(value: Any, what: str) -> str:
+    """`value` as an id that names keys: a string (an int or UUID spelt out) of valid Unicode.
+
+    Raises:
+        InvalidInputError: (a ValueError) any other type, or a string with lone surrogates.
+    """
+    if isinstance(value, (int, UUID)) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be a string, not {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # Ids are stored in JSON documents, which hold valid Unicode only (no lone surrogates).
+        raise InvalidInputError(f"{what} must be valid Unicode: {exc}") from exc
+    return value
+
+
+def nested_prefix(prefix: str, word: str) -> str:
+    """A prefix for keys kept under a deployment's own (a shadow rebuild's, a verify scratch's):
+    ``P:<word>``, so an ACL rule on ``P:*`` still covers them."""
+    return f"{prefix}:{word}"
 
 
 @lru_cache(maxsize=16384)
@@ -188,6 +224,39 @@ class Keyspace:
     def analytics(self, partition: int, name: str) -> str:
         """The counters the analytics example keeps for one partition."""
         return f"{self.prefix}:analytics:{self.slot_tag(partition)}:{name}"
+
+    @property
+    def pattern(self) -> str:
+        """A SCAN pattern matching every key of the deployment."""
+        return f"{self.prefix}:*"
+
+    def log_stem(self, family: str = "log") -> str:
+        """The stem every log key of a key family (``log``: thread logs) starts with."""
+        return f"{self.prefix}:{family}:"
+
+    def logs_pattern(self, partition: int | None = None, family: str = "log") -> str:
+        """A SCAN pattern matching every log of a family (of one partition, when given)."""
+        if partition is None:
+            return f"{self.log_stem(family)}*"
+        return f"{self.log_stem(family)}{self.slot_tag(partition)}:*"
+
+    def thread_of(self, key: bytes | str) -> str:
+        """The thread id a log or positions key (``P:<kind>:{pN}:<escaped thread>``) names."""
+        text = key.decode() if isinstance(key, bytes) else key
+        escaped = text[len(self.prefix) + 1 :].split(":", 2)[2]  # escaped ids hold no ':'
+        return unescape(escaped)
+
+    def positions_stem(self) -> str:
+        """The stem every positions hash starts with."""
+        return f"{self.prefix}:pos:"
+
+    def positions_pattern(self) -> str:
+        """A SCAN pattern matching every positions hash."""
+        return f"{self.positions_stem()}*"
+
+    def index_stem(self, view: ViewName) -> str:
+        """The stem of every index name of a view, whatever its schema version or tag."""
+        return f"{self.prefix}:{view}:idx:"
 
     def thread(self, thread_id: str) -> ThreadKeys:
         """The keys of one thread."""

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from streamsaver.errors import EventDecodeError, ExportFileError
-from streamsaver.log.events import from_fields
+from streamsaver.log.stored import from_fields
 from streamsaver.ops.progress import Progress
 
 __all__ = ["FORMAT", "VERSION", "Checked", "Entry", "Expiry", "Header", "ProgressFactory", "check_export",

@@ -12,11 +12,14 @@ from typing import Any
 
 from redis import Redis
 
+from projectors.domain import CHECKPOINTS
 from streamsaver.drivers.cluster import is_cluster
 from streamsaver.errors import InvalidInputError
 from streamsaver.log.deployment import keyspace_of
-from streamsaver.log.events import CheckpointSaved, WritesSaved, from_fields
-from streamsaver.log.keys import Keyspace, ViewName
+from streamsaver.log.domain import Domain
+from streamsaver.log.events import CheckpointSaved, WritesSaved
+from streamsaver.log.keys import PROJECTOR_GROUP, Keyspace, ViewName, projector_group
+from streamsaver.log.stored import from_fields
 
 __all__ = ["DeploymentStats", "HistoryRow", "PartitionHealth", "deployment_keyspace", "deployment_stats",
            "deployment_views", "feed_events", "group_health", "thread_history"]
@@ -31,15 +34,15 @@ def deployment_keyspace(client: Redis, prefix: str) -> Keyspace:
     return keyspace_of(prefix, client.hget(Keyspace(prefix).meta, "partitions"))
 
 
-def deployment_views(client: Redis, prefix: str) -> tuple[ViewName, ...]:
-    """The views the deployment under `prefix` keeps: those whose index a saver or a projector
-    worker created (of any schema version, on any primary). Both when none has one yet."""
+def deployment_views(client: Redis, prefix: str, domain: Domain = CHECKPOINTS) -> tuple[ViewName, ...]:
+    """The views of `domain` the deployment under `prefix` keeps: those whose index a saver or a
+    projector worker created (of any schema version, on any primary). All when none has one yet."""
     any_client: Any = client
     nodes = any_client.get_primaries() if is_cluster(client) else [None]
     replies = [any_client.execute_command("FT._LIST", **({"target_nodes": n} if n else {})) for n in nodes]
     names = {i.decode() if isinstance(i, bytes) else str(i) for reply in replies for i in reply}
-    views: tuple[ViewName, ...] = ("full", "shallow")
-    kept = tuple(v for v in views if any(n.startswith(f"{prefix}:{v}:idx:") for n in names))
+    views, keyspace = domain.view_names, Keyspace(prefix)
+    kept = tuple(v for v in views if any(n.startswith(keyspace.index_stem(v)) for n in names))
     return kept or views
 
 
@@ -107,16 +110,20 @@ class PartitionHealth:
     """The consumer holding the partition's lease (a subscriber or projector worker), if any."""
 
 
-def _lease_of(keyspace: Keyspace, partition: int, group: str) -> str:
-    """The lease key of a projector group (``projector:<view>``) or a subscriber group."""
-    view = group.removeprefix("projector:")
-    if view in ("full", "shallow") and group != view:
-        return keyspace.lease(partition, "full" if view == "full" else "shallow")
+def _lease_of(keyspace: Keyspace, partition: int, group: str, views: tuple[ViewName, ...]) -> str:
+    """The lease key of a projector group (`streamsaver.log.keys.projector_group`) or a
+    subscriber group."""
+    view = group.removeprefix(PROJECTOR_GROUP)
+    if view in views and group == projector_group(view):
+        return keyspace.lease(partition, view)
     return keyspace.subscriber_lease(partition, group)
 
 
-def group_health(client: Redis, prefix: str, group: str | None = None) -> list[PartitionHealth]:
-    """Every consumer group (or only `group`) on every partition feed, by group then partition.
+def group_health(
+    client: Redis, prefix: str, group: str | None = None, domain: Domain = CHECKPOINTS
+) -> list[PartitionHealth]:
+    """Every consumer group (or only `group`) on every partition feed, by group then partition;
+    projector groups are those of `domain`'s views.
 
     Raises:
         ConfigurationError: no deployment under `prefix`.
@@ -132,7 +139,8 @@ def group_health(client: Redis, prefix: str, group: str | None = None) -> list[P
         for info in groups if isinstance(groups, list) else []:
             if group is None or _text(info["name"]) == group:
                 rows.append((p, info))
-    owners = r.mget([_lease_of(keyspace, p, _text(i["name"])) for p, i in rows]) if rows else []
+    views = domain.view_names
+    owners = r.mget([_lease_of(keyspace, p, _text(i["name"]), views) for p, i in rows]) if rows else []
     health = [PartitionHealth(_text(i["name"]), p, int(i.get("pending") or 0),
                               None if i.get("lag") is None else int(i["lag"]), _text(i["last-delivered-id"]),
                               int(i.get("consumers") or 0), None if o is None else _text(o))
@@ -159,12 +167,15 @@ class DeploymentStats:
     """Every group on every partition feed: pending, lag, last delivered id, lease holder."""
 
 
-def deployment_stats(client: Redis, prefix: str, *, progress: Callable[[int], None] | None = None) -> DeploymentStats:
-    """Count threads, events and log bytes (MEMORY USAGE); per consumer group, its pending entries
-    and lag on each partition and summed, and a subscriber group's dead letters."""
+def deployment_stats(
+    client: Redis, prefix: str, *, progress: Callable[[int], None] | None = None, domain: Domain = CHECKPOINTS
+) -> DeploymentStats:
+    """Count `domain`'s logs (threads), events and log bytes (MEMORY USAGE); per consumer group,
+    its pending entries and lag on each partition and summed, and a subscriber group's dead
+    letters."""
     keyspace = deployment_keyspace(client, prefix)
     stats = DeploymentStats()
-    for log in client.scan_iter(match=f"{prefix}:log:*", count=1000, _type="stream"):
+    for log in client.scan_iter(match=domain.logs_pattern(keyspace), count=1000, _type="stream"):
         stats.threads += 1
         stats.events += int(client.xlen(log))
         stats.log_bytes += int(client.memory_usage(log, samples=0) or 0)
@@ -172,13 +183,13 @@ def deployment_stats(client: Redis, prefix: str, *, progress: Callable[[int], No
             progress(1)
     for partition in range(keyspace.partitions):
         stats.feed_entries += int(client.xlen(keyspace.feed(partition)))
-    stats.partitions = group_health(client, prefix)
+    stats.partitions = group_health(client, prefix, domain=domain)
     for row in stats.partitions:
         totals = stats.groups.setdefault(row.group, {"pending": 0, "lag": 0})
         totals["pending"] += row.pending
         totals["lag"] += row.lag or 0
     for name, totals in stats.groups.items():
-        if not name.startswith("projector:"):
+        if not name.startswith(PROJECTOR_GROUP):
             totals["dead_letters"] = int(client.xlen(keyspace.subscriber_dead_letters(name)))
     return stats
 
@@ -191,7 +202,8 @@ def feed_events(client: Redis, prefix: str, *, block_ms: int = 1000, start: str 
     """
     keyspace = deployment_keyspace(client, prefix)
     r: Any = client  # redis-py's stubs type these replies loosely; their shapes are fixed
-    positions: dict[str, str] = {keyspace.feed(p): start for p in range(keyspace.partitions)}
+    partition_of = {keyspace.feed(p): str(p) for p in range(keyspace.partitions)}
+    positions: dict[str, str] = dict.fromkeys(partition_of, start)
     if start == "$":
         for feed in positions:
             info = r.xinfo_stream(feed) if r.exists(feed) else None
@@ -202,4 +214,4 @@ def feed_events(client: Redis, prefix: str, *, block_ms: int = 1000, start: str 
             for raw_id, fields in entries:
                 positions[feed] = raw_id.decode()
                 pointer = {k.decode(): v.decode("utf-8", "replace") for k, v in fields.items()}
-                yield {"partition": feed.rsplit("{p", 1)[1].rstrip("}"), "feed_id": positions[feed], **pointer}
+                yield {"partition": partition_of[feed], "feed_id": positions[feed], **pointer}

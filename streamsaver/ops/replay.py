@@ -1,4 +1,4 @@
-"""Replay: fold thread logs through the projectors into the views. The log is the truth.
+"""Replay: fold the logs of a domain through its projectors into its views. The log is the truth.
 
 Replay reads each thread log in pages and applies every event through ``apply.lua``: the same
 projectors and ops as the inline append, with the view position checked and recorded in the
@@ -18,9 +18,10 @@ from typing import Any
 
 from redis import Redis
 
-from streamsaver.checkpoints.append import apply_batch_call
-from streamsaver.checkpoints.core import Command
-from streamsaver.log.events import from_fields
+from projectors.domain import CHECKPOINTS
+from streamsaver.drivers.wire import Command
+from streamsaver.log.append import apply_batch_call
+from streamsaver.log.domain import Domain
 from streamsaver.log.keys import DEFAULT_PREFIX, Keyspace, ViewName
 from streamsaver.ops.bulk import bulk_round_trip
 from streamsaver.ops.inspection import deployment_keyspace, deployment_views
@@ -52,19 +53,33 @@ class Replayer:
         target: where the views (and positions) are written and dropped; default `keyspace`.
             Pointers are log entry ids, so views folded into another keyspace of the same
             partition count are byte-identical to the live ones (`streamsaver.ops.verify`).
+        domain: whose logs and views (default: checkpoints).
     """
 
     def __init__(
-        self, client: Redis, keyspace: Keyspace, *, page: int = 500, target: Keyspace | None = None
+        self,
+        client: Redis,
+        keyspace: Keyspace,
+        *,
+        page: int = 500,
+        target: Keyspace | None = None,
+        domain: Domain = CHECKPOINTS,
     ) -> None:
         self.redis = client
+        self.domain = domain
         self.keyspace = keyspace
         self.target = target or keyspace
         self.page = page
 
     @classmethod
     def open(
-        cls, client: Redis, prefix: str = DEFAULT_PREFIX, *, page: int = 500, target: str | None = None
+        cls,
+        client: Redis,
+        prefix: str = DEFAULT_PREFIX,
+        *,
+        page: int = 500,
+        target: str | None = None,
+        domain: Domain = CHECKPOINTS,
     ) -> Replayer:
         """A replayer for the deployment under `prefix`, writing under the prefix `target`
         (default: `prefix` itself).
@@ -74,20 +89,17 @@ class Replayer:
         """
         keyspace = deployment_keyspace(client, prefix)
         into = Keyspace(target, keyspace.partitions) if target is not None else None
-        return cls(client, keyspace, page=page, target=into)
+        return cls(client, keyspace, page=page, target=into, domain=domain)
 
     def _scan(self, pattern: str, type_: str | None = None) -> Iterator[bytes]:
         yield from self.redis.scan_iter(match=pattern, count=1000, _type=type_)
 
     def thread_logs(self, partitions: Iterable[int] | None = None) -> Iterator[bytes]:
         """The key of every thread log of the deployment (of `partitions` only, when given)."""
+        pattern = self.domain.logs_pattern
         if partitions is None:
-            return self._scan(f"{self.keyspace.prefix}:log:*", "stream")
-        return (
-            log
-            for partition in partitions
-            for log in self._scan(f"{self.keyspace.prefix}:log:{self.keyspace.slot_tag(partition)}:*", "stream")
-        )
+            return self._scan(pattern(self.keyspace), "stream")
+        return (log for partition in partitions for log in self._scan(pattern(self.keyspace, partition), "stream"))
 
     def replay_log(self, log: bytes | str, views: Sequence[ViewName], *, until: str = "+") -> ReplayStats:
         """Apply one thread log, oldest first, up to the entry id `until` (inclusive)."""
@@ -112,7 +124,7 @@ class Replayer:
         return self._fold(logs, self._views(views), width=max(1, self.page // PER_LOG), progress=progress)
 
     def _views(self, views: Sequence[ViewName] | None) -> Sequence[ViewName]:
-        return deployment_views(self.redis, self.keyspace.prefix) if views is None else views
+        return deployment_views(self.redis, self.keyspace.prefix, self.domain) if views is None else views
 
     def _fold(
         self,
@@ -157,12 +169,12 @@ class Replayer:
         of events they carry."""
         reads: list[Command] = [["XRANGE", log, start, until, "COUNT", count] for log, start in cursors]
         calls: list[Command] = []
-        events = 0
+        events, decode = 0, self.domain.decode
         for cursor, entries in zip(cursors, bulk_round_trip(self.redis, reads)):
             if entries:
                 ids = [raw_id.decode() for raw_id, _ in entries]
-                logged = [(from_fields(e[1], i, payloads=False), i) for i, e in zip(ids, entries)]
-                calls.append(apply_batch_call(logged, self.target, views))
+                logged = [(decode(e[1], i, payloads=False), i) for i, e in zip(ids, entries)]
+                calls.append(apply_batch_call(self.domain, logged, self.target, views))
                 events += len(logged)
             cursor[1] = "(" + entries[-1][0].decode() if len(entries) == count else None
         return calls, events
@@ -191,7 +203,7 @@ class Replayer:
                     batch = []
             if batch:
                 deleted += int(self.redis.unlink(*batch))
-        for positions in self._scan(f"{self.target.prefix}:pos:*", "hash"):
+        for positions in self._scan(self.target.positions_pattern(), "hash"):
             self.redis.hdel(positions, *views)
         return deleted
 

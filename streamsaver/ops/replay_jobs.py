@@ -18,21 +18,24 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from streamsaver.checkpoints.append import view_of
+from projectors.domain import CHECKPOINTS
 from streamsaver.drivers.cluster import connect
 from streamsaver.errors import InvalidInputError, ReplayJobError, StreamSaverError
+from streamsaver.log.domain import Domain
 from streamsaver.log.keys import ViewName
 from streamsaver.ops.replay import Progress, Replayer, ReplayStats
 
 __all__ = ["replay_in_jobs"]
 
 
-def _job(url: str, prefix: str, views: Sequence[ViewName], page: int, jobs: int, job: int, out: Any) -> None:
+def _job(
+    url: str, prefix: str, views: Sequence[ViewName], page: int, jobs: int, job: int, out: Any, domain: Domain
+) -> None:
     """One job's whole run, in its own process; reports ``("events", n)`` as it goes, then
     ``("done", threads, events, applied)`` or ``("error", text)``."""
     try:
         with connect(url) as client:
-            replayer = Replayer.open(client, prefix, page=page)
+            replayer = Replayer.open(client, prefix, page=page, domain=domain)
             mine = range(job, replayer.keyspace.partitions, jobs)
             stats = replayer.replay(views, partitions=mine, progress=lambda n: out.put(("events", n)))
         out.put(("done", stats.threads, stats.events, stats.applied))
@@ -49,11 +52,13 @@ def replay_in_jobs(
     page: int = 500,
     keep: bool = False,
     progress: Progress | None = None,
+    domain: Domain = CHECKPOINTS,
 ) -> ReplayStats:
     """Fold every thread log of the deployment at `url` under `prefix` into `views` with `jobs`
     processes. Unless `keep`, the views are dropped first (by this process, before any job
     starts), as `Replayer.rebuild` does. Jobs are started with the "spawn" method, which
     imports the caller's ``__main__`` in each job: call this under ``if __name__ == "__main__"``.
+    `domain` names whose logs and views (default: checkpoints).
 
     Raises:
         InvalidInputError: `jobs` below 1, or an unknown view.
@@ -63,15 +68,15 @@ def replay_in_jobs(
     """
     if jobs < 1:
         raise InvalidInputError(f"jobs must be at least 1, not {jobs}")
-    names = [view_of(v) for v in views]
+    names = [domain.view_of(v) for v in views]
     with connect(url) as client:
-        replayer = Replayer.open(client, prefix, page=page)
+        replayer = Replayer.open(client, prefix, page=page, domain=domain)
         if not keep:
             replayer.drop(names)
     context = multiprocessing.get_context("spawn")
     out = context.Queue()
     workers = [
-        context.Process(target=_job, args=(url, prefix, names, page, jobs, j, out), daemon=True)
+        context.Process(target=_job, args=(url, prefix, names, page, jobs, j, out, domain), daemon=True)
         for j in range(jobs)
     ]
     try:

@@ -35,14 +35,15 @@ from redis import Redis
 from redis.cluster import RedisCluster
 from redis.exceptions import WatchError
 
-from projectors import PROJECTORS
-from streamsaver.checkpoints.append import append_call, thread_id_of, view_of
-from streamsaver.checkpoints.bounds import log_bound
-from streamsaver.checkpoints.compaction import whole_values
-from streamsaver.checkpoints.core import Command, enqueue
+from projectors.domain import CHECKPOINTS
+from streamsaver.drivers.wire import Command, enqueue
 from streamsaver.errors import InvalidInputError
-from streamsaver.log.events import CheckpointSaved, Event, ThreadDeleted, from_fields
-from streamsaver.log.keys import DEFAULT_PREFIX, Keyspace, ThreadKeys, ViewName
+from streamsaver.log.append import append_call
+from streamsaver.log.bounds import log_bound
+from streamsaver.log.domain import Domain
+from streamsaver.log.events import CheckpointSaved, Event
+from streamsaver.log.keys import DEFAULT_PREFIX, Keyspace, ThreadKeys, ViewName, checked_id
+from streamsaver.log.rewrite import whole_values
 from streamsaver.ops.inspection import deployment_keyspace
 from streamsaver.saver.sync import StreamSaver
 from streamsaver.scripts import APPEND
@@ -80,6 +81,7 @@ def restore_thread(
     into: str,
     prefix: str = DEFAULT_PREFIX,
     projections: Sequence[str] | None = None,
+    domain: Domain = CHECKPOINTS,
 ) -> RestoreReport:
     """Copy `thread_id`'s history up to and including `at` into the new thread `into`.
 
@@ -92,6 +94,7 @@ def restore_thread(
         prefix: the deployment's key prefix when `target` is a client.
         projections: the views to project the new thread into; default: the saver's
             projections, or with a client the views the source thread's positions name.
+        domain: whose log and views (default: checkpoints).
 
     Returns:
         What was copied.
@@ -105,32 +108,27 @@ def restore_thread(
         redis.exceptions.RedisError: the server failed a command (on a cluster, also when the
             new thread's slot moved during the restore: nothing was copied then).
     """
-    thread_id, into = _thread(thread_id), _thread(into)
+    thread_id, into = checked_id(thread_id, "thread_id"), checked_id(into, "thread_id")
     bound = log_bound(at)
     client, keyspace, default_views = _deployment(target, prefix)
-    new = keyspace.thread(into)
-    with _owner(client, new.log).pipeline(transaction=True) as transaction:
+    with _owner(client, keyspace.thread(into).log).pipeline(transaction=True) as transaction:
         pipe: Any = transaction
-        _claim(pipe, new, into)
+        _claim(pipe, keyspace.thread(into), into, domain)
         source = keyspace.thread(thread_id)
-        views = _views(client, source.positions, projections, default_views)
-        logged = _read(client, source.log, bound)
-        # Appended under new ids: deltas are stored whole (their links name the source's ids).
-        whole = whole_values(logged, [("*", e) for _, e in logged])
-        events = [(entry_id, dataclasses.replace(e, thread_id=into)) for (entry_id, _), (_, e) in zip(logged, whole)]
+        views = _views(domain, client, source.positions, projections, default_views)
+        events = _renamed(_read(domain, client, source.log, bound), into)
         if not events:
             raise InvalidInputError(f"thread {thread_id!r} has no events up to {bound}")
-        last_entry = _append_all(pipe, [append_call(event, keyspace, views) for _, event in events], into)
-    return RestoreReport(
-        thread_id=thread_id,
-        into=into,
-        until=bound,
-        events=len(events),
-        checkpoints=sum(isinstance(e, CheckpointSaved) for _, e in events),
-        last_source_entry=events[-1][0],
-        last_entry=last_entry,
-        views=views,
-    )
+        last_entry = _append_all(pipe, [append_call(domain, event, keyspace, views) for _, event in events], into)
+    checkpoints = sum(isinstance(e, CheckpointSaved) for _, e in events)
+    return RestoreReport(thread_id, into, bound, len(events), checkpoints, events[-1][0], last_entry, views)
+
+
+def _renamed(logged: list[tuple[str, Event]], into: str) -> list[tuple[str, Event]]:
+    """The `logged` events (under their source ids) as events of thread `into`; appended under
+    new ids, so deltas are stored whole (their links name the source's ids)."""
+    whole = whole_values(logged, [("*", e) for _, e in logged])
+    return [(entry_id, dataclasses.replace(e, thread_id=into)) for (entry_id, _), (_, e) in zip(logged, whole)]
 
 
 def _owner(client: Redis, key: str) -> Redis:
@@ -142,9 +140,9 @@ def _owner(client: Redis, key: str) -> Redis:
     return client
 
 
-def _claim(pipe: Any, new: ThreadKeys, into: str) -> None:
+def _claim(pipe: Any, new: ThreadKeys, into: str, domain: Domain) -> None:
     """Watch the new thread's keys (so a write to them aborts the copy); refuse when any exists."""
-    guarded = [new.log, new.positions, *(new.namespaces(view) for view in PROJECTORS)]
+    guarded = [new.log, new.positions, *(new.namespaces(view) for view in domain.view_names)]
     pipe.watch(*guarded)
     if pipe.exists(*guarded):
         raise InvalidInputError(f"thread {into!r} already exists; restore into a new thread id")
@@ -162,10 +160,6 @@ def _append_all(pipe: Any, calls: list[Command], into: str) -> str:
     return _text(replies[-1])
 
 
-def _thread(thread_id: Any) -> str:
-    return thread_id_of({"configurable": {"thread_id": thread_id}})
-
-
 def _deployment(
     target: StreamSaver | Redis | RedisCluster, prefix: str
 ) -> tuple[Redis, Keyspace, tuple[ViewName, ...] | None]:
@@ -180,29 +174,29 @@ def _deployment(
 
 
 def _views(
-    client: Redis, positions: str, chosen: Sequence[str] | None, default: tuple[ViewName, ...] | None
+    domain: Domain, client: Redis, positions: str, chosen: Sequence[str] | None, default: tuple[ViewName, ...] | None
 ) -> tuple[ViewName, ...]:
     if chosen is not None:
-        views = tuple(dict.fromkeys(view_of(v) for v in chosen))
+        views = tuple(dict.fromkeys(domain.view_of(v) for v in chosen))
         if not views:
             raise InvalidInputError("restore needs at least one view to project into")
         return views
     if default is not None:
         return default
     recorded = {_text(v) for v in client.hkeys(positions)}
-    return tuple(view for view in PROJECTORS if view in recorded) or tuple(PROJECTORS)
+    return tuple(view for view in domain.view_names if view in recorded) or domain.view_names
 
 
-def _read(client: Redis, log: str, bound: str, page: int = 1000) -> list[tuple[str, Event]]:
-    """The events of `log` up to `bound` (inclusive), ``ThreadDeleted`` left out."""
+def _read(domain: Domain, client: Redis, log: str, bound: str, page: int = 1000) -> list[tuple[str, Event]]:
+    """The events of `log` up to `bound` (inclusive), erasures (``ThreadDeleted``) left out."""
     out: list[tuple[str, Event]] = []
     start = "-"
     reader: Any = client  # redis-py types a reply as str | bytes; this client returns bytes
     while entries := reader.xrange(log, start, bound, count=page):
         for raw_id, fields in entries:
             entry_id = _text(raw_id)
-            event = from_fields(fields, entry_id)
-            if not isinstance(event, ThreadDeleted):
+            event = domain.decode(fields, entry_id)
+            if not isinstance(event, domain.erase):
                 out.append((entry_id, event))
         start = "(" + _text(entries[-1][0])
     return out

@@ -25,15 +25,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from urllib.parse import unquote
 
 from redis import Redis
 
-from projectors import PROJECTORS
-from streamsaver.checkpoints.core import Command
+from projectors.domain import CHECKPOINTS
+from streamsaver.drivers.wire import Command
 from streamsaver.errors import StreamSaverError
-from streamsaver.log.events import ThreadDeleted
-from streamsaver.log.keys import Keyspace, ViewName
+from streamsaver.log.domain import Domain
+from streamsaver.log.keys import Keyspace, ViewName, nested_prefix
 from streamsaver.ops.inspection import deployment_keyspace
 from streamsaver.ops.replay import Replayer
 from streamsaver.saver.sync import round_trip
@@ -69,24 +68,28 @@ class ShadowRebuild:
         keyspace: the deployment's keys.
         page: events per round trip while folding; threads per round trip while swapping.
         attempts: catch-ups tried per thread before giving up with `SwapStalled`.
+        domain: whose logs and views (default: checkpoints).
     """
 
-    def __init__(self, client: Redis, keyspace: Keyspace, *, page: int = 500, attempts: int = 20) -> None:
+    def __init__(
+        self, client: Redis, keyspace: Keyspace, *, page: int = 500, attempts: int = 20, domain: Domain = CHECKPOINTS
+    ) -> None:
         self.redis = client
         self.live = keyspace
-        self.shadow = Keyspace(f"{keyspace.prefix}:{SHADOW}", keyspace.partitions)
-        self.replayer = Replayer(client, keyspace, page=page, target=self.shadow)
+        self.domain = domain
+        self.shadow = Keyspace(nested_prefix(keyspace.prefix, SHADOW), keyspace.partitions)
+        self.replayer = Replayer(client, keyspace, page=page, target=self.shadow, domain=domain)
         self.page = page
         self.attempts = attempts
 
     @classmethod
-    def open(cls, client: Redis, prefix: str, *, page: int = 500) -> ShadowRebuild:
+    def open(cls, client: Redis, prefix: str, *, page: int = 500, domain: Domain = CHECKPOINTS) -> ShadowRebuild:
         """A shadow rebuild of the deployment under `prefix`.
 
         Raises:
             ConfigurationError: nothing was ever set up under `prefix`.
         """
-        return cls(client, deployment_keyspace(client, prefix), page=page)
+        return cls(client, deployment_keyspace(client, prefix), page=page, domain=domain)
 
     def run(
         self, views: Sequence[ViewName], *, progress: Progress | None = None, swapping: Progress | None = None
@@ -137,24 +140,22 @@ class ShadowRebuild:
 
     def _swap_call(self, view: ViewName, thread_id: str) -> Command:
         live, shadow = self.live.thread(thread_id), self.shadow.thread(thread_id)
-        args: list[str | bytes | int] = [view, *_stems(view, self.live, thread_id), *_stems(view, self.shadow, thread_id)]
+        stems = self.domain.erase_stems
+        args: list[str | bytes | int] = [view, *stems(view, thread_id, self.live), *stems(view, thread_id, self.shadow)]
         return SWAP.evalsha_args([live.log, live.positions, shadow.positions], args)
 
     def threads(self) -> Iterator[str]:
         """Every thread with a log, a live position or a shadow position, once each."""
         seen: set[str] = set()
-        for keyspace, kind in ((self.live, "log"), (self.live, "pos"), (self.shadow, "pos")):
-            stem = f"{keyspace.prefix}:{kind}:"
-            for key in self.redis.scan_iter(match=f"{stem}*", count=1000):
-                # P:<kind>:{pN}:<escaped thread>; escaped ids hold no ':'
-                escaped = key.decode()[len(stem) :].split(":", 1)[1]
-                thread_id = unquote(escaped, errors="surrogatepass")
+        scans = (
+            (self.live, self.domain.logs_pattern(self.live)),
+            (self.live, self.live.positions_pattern()),
+            (self.shadow, self.shadow.positions_pattern()),
+        )
+        for keyspace, pattern in scans:
+            for key in self.redis.scan_iter(match=pattern, count=1000):
+                thread_id = keyspace.thread_of(key)
                 if thread_id not in seen:
                     seen.add(thread_id)
                     yield thread_id
 
-
-def _stems(view: ViewName, keyspace: Keyspace, thread_id: str) -> list[str | bytes]:
-    """The key stems of `view` for one thread, as the view's own purge names them."""
-    [(_, *stems)] = PROJECTORS[view](ThreadDeleted(thread_id), keyspace)
-    return list(stems)

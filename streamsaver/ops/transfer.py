@@ -66,12 +66,15 @@ from typing import Any
 import orjson
 from redis import Redis
 
-from streamsaver import __version__
-from streamsaver.checkpoints.append import feed_pointer
-from streamsaver.checkpoints.ttl import PINNED_FIELD, ttl_call
+from projectors.domain import CHECKPOINTS
+from streamsaver._version import __version__
 from streamsaver.errors import EventDecodeError, TargetNotEmptyError
-from streamsaver.log.events import from_fields
-from streamsaver.log.keys import Keyspace, ThreadKeys, ViewName
+from streamsaver.log.bounds import log_bound
+from streamsaver.log.domain import Domain
+from streamsaver.log.fields import ENTRY_ID, PINNED, THREAD
+from streamsaver.log.keys import Keyspace, ThreadKeys
+from streamsaver.log.stored import feed_pointer
+from streamsaver.log.ttl import ttl_call
 from streamsaver.ops.export_file import (
     FORMAT,
     VERSION,
@@ -86,13 +89,11 @@ from streamsaver.ops.export_file import (
 )
 from streamsaver.ops.progress import Progress
 from streamsaver.ops.replay import Replayer
-from streamsaver.ops.restore import log_bound
 from streamsaver.saver.sync import StreamSaver, round_trip
 
 __all__ = ["FORMAT", "VERSION", "Header", "ProgressFactory", "TransferStats", "check_export", "export_logs",
            "import_logs"]  # the file format's names stay importable from here
 
-VIEWS: tuple[ViewName, ...] = ("full", "shallow")
 _BATCH = 500
 
 
@@ -125,11 +126,11 @@ def _line(document: Any) -> bytes:
 # export --------------------------------------------------------------------------------------
 def export_logs(
     client: Redis, prefix: str, path: str | os.PathLike[str], *, page: int = 500,
-    progress: ProgressFactory | None = None, until: str | int | datetime | None = None,
+    progress: ProgressFactory | None = None, until: str | int | datetime | None = None, domain: Domain = CHECKPOINTS,
 ) -> TransferStats:
     """Write every thread log of the deployment under `prefix` to the file `path`.
 
-    With `until`, each log only up to that moment (see `streamsaver.checkpoints.bounds.log_bound`): the
+    With `until`, each log only up to that moment (see `streamsaver.log.bounds.log_bound`): the
     deployment as it was then, which `import_logs` restores under a new prefix. Each thread's
     expiry (deadline, pin) is the one it has when the export reads it, `until` or not.
 
@@ -141,6 +142,7 @@ def export_logs(
         progress: makes the progress display (phase ``export``, total: entries); none if None.
         until: a log entry id, epoch milliseconds, or a timezone-aware time (or ISO 8601
             string): the last moment exported; every entry if None.
+        domain: whose logs (default: checkpoints).
 
     Returns:
         The prefix, partition count, and the numbers of threads and entries written.
@@ -153,7 +155,7 @@ def export_logs(
         redis.exceptions.RedisError: the server refused a command or cannot be reached.
     """
     bound = "+" if until is None else log_bound(until)
-    replayer = Replayer.open(client, prefix)
+    replayer = Replayer.open(client, prefix, domain=domain)
     keyspace = replayer.keyspace
     logs = sorted(set(replayer.thread_logs()))
     stats = TransferStats(prefix, prefix, keyspace.partitions)
@@ -161,22 +163,31 @@ def export_logs(
     try:
         total = _entry_count(client, logs) if progress is not None else None
         with gzip.open(part, "wb", compresslevel=6) as out, phase_bar(progress, "export", total) as bar:
-            created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            header = {"format": FORMAT, "version": VERSION, "prefix": prefix, "partitions": keyspace.partitions,
-                      "until": bound}
-            out.write(_line(header | {"created": created, "streamsaver": __version__}))
-            for log in logs:
-                count, thread = _export_log(client, keyspace, log, out, (bound, page), bar)
-                if thread is not None:
-                    out.write(_line(_expiry_line(client, keyspace, thread)))
-                stats.threads += count > 0
-                stats.entries += count
-            out.write(_line({"end": True, "threads": stats.threads, "entries": stats.entries}))
+            _write_export(client, keyspace, logs, out, (bound, page), bar, stats)
         os.replace(part, path)
     except BaseException:
         part.unlink(missing_ok=True)
         raise
     return stats
+
+
+def _write_export(
+    client: Redis, keyspace: Keyspace, logs: list[bytes], out: gzip.GzipFile, reading: tuple[str, int], bar: Progress,
+    stats: TransferStats,
+) -> None:
+    """Write the header, each log's entries and expiry line, and the end line to `out`;
+    `reading` is (the inclusive bound, entries per XRANGE)."""
+    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    header = {"format": FORMAT, "version": VERSION, "prefix": keyspace.prefix, "partitions": keyspace.partitions,
+              "until": reading[0]}
+    out.write(_line(header | {"created": created, "streamsaver": __version__}))
+    for log in logs:
+        count, thread = _export_log(client, keyspace, log, out, reading, bar)
+        if thread is not None:
+            out.write(_line(_expiry_line(client, keyspace, thread)))
+        stats.threads += count > 0
+        stats.entries += count
+    out.write(_line({"end": True, "threads": stats.threads, "entries": stats.entries}))
 
 
 def _entry_count(client: Redis, logs: list[bytes]) -> int:
@@ -213,7 +224,7 @@ def _expiry_line(client: Redis, keyspace: Keyspace, thread: str) -> dict[str, An
     keys = keyspace.thread(thread)
     pipe: Any = client.pipeline(transaction=False)
     pipe.execute_command("PEXPIRETIME", keys.log)
-    pipe.hexists(keys.positions, PINNED_FIELD)
+    pipe.hexists(keys.positions, PINNED)
     deadline, pinned = pipe.execute()
     if deadline == -2:  # gone since its entries were read: deleted, or expired meanwhile
         deadline = _now_ms()
@@ -226,7 +237,7 @@ def _now_ms() -> int:
 
 def _thread_of(keyspace: Keyspace, log: bytes, fields: dict[bytes, bytes], entry_id: str) -> str:
     try:
-        thread = fields[b"thread"].decode("utf-8")
+        thread = fields[THREAD].decode("utf-8")
     except (KeyError, UnicodeDecodeError) as exc:
         raise EventDecodeError(f"log {log!r} holds an entry without a thread id", event_id=entry_id) from exc
     if keyspace.thread(thread).log.encode() != log:
@@ -243,6 +254,7 @@ def import_logs(
     feeds: bool = True,
     page: int = 500,
     progress: ProgressFactory | None = None,
+    domain: Domain = CHECKPOINTS,
 ) -> TransferStats:
     """Restore the logs of an export file into an empty deployment and rebuild its views.
 
@@ -254,6 +266,7 @@ def import_logs(
         feeds: regenerate the partition feeds (one pointer per entry); empty feeds if False.
         page: events replayed per round trip.
         progress: makes the progress displays (phases ``check``, ``restore``, ``replay``).
+        domain: whose logs and views (default: checkpoints).
 
     Returns:
         The target prefix, the source prefix, the partition count, the numbers of threads and
@@ -275,11 +288,12 @@ def import_logs(
     stats = TransferStats(keyspace.prefix, header.prefix, keyspace.partitions, checked.threads, checked.entries)
     StreamSaver(client, prefix=keyspace.prefix, partitions=keyspace.partitions).setup()
     with phase_bar(progress, "restore", checked.entries) as bar:
-        skipped = _restore(client, keyspace, path, (feeds, expired), bar)
+        skipped = _restore(client, keyspace, path, (feeds, expired, domain), bar)
     stats.threads, stats.entries, stats.expired = checked.threads - len(expired), checked.entries - skipped, len(expired)
     with phase_bar(progress, "replay", stats.entries) as bar:
-        stats.replayed = Replayer(client, keyspace, page=page).replay(VIEWS, progress=bar.advance).events
-    _restore_expiries(client, keyspace, [e for t, e in checked.expiries.items() if t not in expired])
+        replayer = Replayer(client, keyspace, page=page, domain=domain)
+        stats.replayed = replayer.replay(domain.view_names, progress=bar.advance).events
+    _restore_expiries(client, keyspace, [e for t, e in checked.expiries.items() if t not in expired], domain)
     return stats
 
 
@@ -288,20 +302,20 @@ def _expired(expiry: Expiry, now: int) -> bool:
     return not expiry.pinned and expiry.expires_at_ms is not None and expiry.expires_at_ms <= now
 
 
-def _restore_expiries(client: Redis, keyspace: Keyspace, expiries: Sequence[Expiry]) -> None:
+def _restore_expiries(client: Redis, keyspace: Keyspace, expiries: Sequence[Expiry], domain: Domain) -> None:
     """Give each thread's keys its deadline, or pin it again (``ttl.lua``, batched)."""
     calls = []
     for expiry in expiries:
         if expiry.pinned:
-            calls.append(ttl_call(keyspace, expiry.thread, 0, "pin"))
+            calls.append(ttl_call(domain, keyspace, expiry.thread, 0, "pin"))
         elif expiry.expires_at_ms is not None:
-            calls.append(ttl_call(keyspace, expiry.thread, expiry.expires_at_ms, "at"))
+            calls.append(ttl_call(domain, keyspace, expiry.thread, expiry.expires_at_ms, "at"))
     for start in range(0, len(calls), _BATCH):
         round_trip(client, calls[start : start + _BATCH])
 
 
 def _refuse_unless_empty(client: Redis, prefix: str) -> None:
-    for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+    for key in client.scan_iter(match=Keyspace(prefix).pattern, count=1000):
         shown = key.decode(errors="replace")
         raise TargetNotEmptyError(
             f"the prefix {prefix!r} already holds keys (such as {shown!r}); import into an empty prefix"
@@ -309,11 +323,12 @@ def _refuse_unless_empty(client: Redis, prefix: str) -> None:
 
 
 def _restore(
-    client: Redis, keyspace: Keyspace, path: str | os.PathLike[str], writing: tuple[bool, set[str]], bar: Progress
+    client: Redis, keyspace: Keyspace, path: str | os.PathLike[str], writing: tuple[bool, set[str], Domain],
+    bar: Progress,
 ) -> int:
     """XADD the entries of the file (but those of the `expired` threads) and their feed
-    pointers when `feeds`; returns the number of entries skipped."""
-    (feeds, expired), skipped = writing, 0
+    pointers when `feeds` (each event read by `domain`); returns the number of entries skipped."""
+    (feeds, expired, domain), skipped = writing, 0
     pipe: Any = client.pipeline(transaction=False)
     keys: ThreadKeys | None = None
     thread: str | None = None
@@ -329,8 +344,8 @@ def _restore(
         assert keys is not None
         pipe.execute_command("XADD", keys.log, record.id, *(x for pair in record.fields for x in pair))
         if feeds:
-            pointer = feed_pointer(from_fields(dict(record.fields), record.id))
-            pipe.execute_command("XADD", keys.feed, "*", "id", record.id, *pointer)
+            pointer = feed_pointer(domain.decode(dict(record.fields), record.id))
+            pipe.execute_command("XADD", keys.feed, "*", ENTRY_ID, record.id, *pointer)
         if len(pipe) >= _BATCH:
             bar.advance(_sent(pipe, feeds))
     bar.advance(_sent(pipe, feeds))

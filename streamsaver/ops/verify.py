@@ -34,9 +34,10 @@ from typing import Any, Literal
 import orjson
 from redis import Redis
 
-from streamsaver.checkpoints.append import view_of
-from streamsaver.checkpoints.core import Command, enqueue
-from streamsaver.log.keys import Keyspace, ViewName
+from projectors.domain import CHECKPOINTS
+from streamsaver.drivers.wire import Command, enqueue
+from streamsaver.log.domain import Domain
+from streamsaver.log.keys import Keyspace, ViewName, nested_prefix
 from streamsaver.ops.inspection import deployment_views
 from streamsaver.ops.replay import Replayer
 
@@ -105,7 +106,7 @@ class VerifyReport:
 
 def scratch_prefix(prefix: str) -> str:
     """A fresh scratch key prefix for verifying the deployment under `prefix`."""
-    return f"{prefix}:verify.{secrets.token_hex(6)}"
+    return nested_prefix(prefix, f"verify.{secrets.token_hex(6)}")
 
 
 def verify(
@@ -115,8 +116,9 @@ def verify(
     *,
     max_differences: int = 20,
     progress: Callable[[int], None] | None = None,
+    domain: Domain = CHECKPOINTS,
 ) -> VerifyReport:
-    """Fold every thread log into scratch views and compare them with the live views.
+    """Fold every log of `domain` into scratch views and compare them with the live views.
 
     Args:
         client: a ``redis.Redis`` with ``decode_responses=False``.
@@ -125,6 +127,7 @@ def verify(
             or projector worker created, `streamsaver.ops.inspection.deployment_views`).
         max_differences: how many differences the report details (all are counted).
         progress: called with the number of events folded after each round trip.
+        domain: whose logs and views (default: checkpoints).
 
     Returns:
         The report; `VerifyReport.matches` is True when the views equal what the logs give.
@@ -135,8 +138,9 @@ def verify(
         EventDecodeError: a log holds an event this code cannot read.
         redis.exceptions.RedisError: the server failed a command.
     """
-    chosen = tuple(dict.fromkeys(view_of(v) for v in (deployment_views(client, prefix) if views is None else views)))
-    replayer = Replayer.open(client, prefix, target=scratch_prefix(prefix))
+    named = deployment_views(client, prefix, domain) if views is None else views
+    chosen = tuple(dict.fromkeys(domain.view_of(v) for v in named))
+    replayer = Replayer.open(client, prefix, target=scratch_prefix(prefix), domain=domain)
     report = VerifyReport(prefix, chosen)
     try:
         stats = replayer.replay(chosen, progress=progress)
@@ -150,7 +154,7 @@ def verify(
 def _delete_prefix(client: Redis, prefix: str) -> int:
     """Delete every key under ``prefix:``; returns how many were deleted."""
     deleted = 0
-    for batch in _batches(client.scan_iter(match=f"{prefix}:*", count=1000), 500):
+    for batch in _batches(client.scan_iter(match=Keyspace(prefix).pattern, count=1000), 500):
         deleted += int(client.unlink(*batch))
     return deleted
 
@@ -171,7 +175,7 @@ class _Comparison:
         self.views, self.report, self.limit = views, report, limit
 
     def _patterns(self, keyspace: Keyspace) -> list[str]:
-        return [keyspace.view_pattern(v) for v in self.views] + [f"{keyspace.prefix}:pos:*"]
+        return [keyspace.view_pattern(v) for v in self.views] + [keyspace.positions_pattern()]
 
     def _twin(self, live_key: bytes) -> bytes:
         return self.scratch.prefix.encode() + live_key[len(self.live.prefix) :]
@@ -207,7 +211,7 @@ class _Comparison:
             self.report.record(live, values[2 * i], values[2 * i + 1], self.limit)
 
     def _is_positions(self, key: bytes) -> bool:
-        return key.startswith((f"{self.live.prefix}:pos:".encode(), f"{self.scratch.prefix}:pos:".encode()))
+        return key.startswith((self.live.positions_stem().encode(), self.scratch.positions_stem().encode()))
 
     def _fetch(self, key: bytes, type_: str) -> Command:
         if type_ == "hash" and self._is_positions(key):

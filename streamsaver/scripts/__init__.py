@@ -28,6 +28,7 @@ __all__ = [
     "BATCH_SIDE",
     "LIST_PAGE",
     "LIST_WINDOW",
+    "LOAD_SCRIPTS",
     "READ_FULL",
     "READ_HISTORY",
     "READ_SHALLOW",
@@ -113,3 +114,5 @@ LIST_WINDOW = Script.load("list_window", LIST_SIDE)
 LIST_PAGE = Script.load("list_page", PAGE_SIDE)
 TTL = Script.load("ttl")
 ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY, TTL, LIST_WINDOW, LIST_PAGE)
+LOAD_SCRIPTS: list[list[Arg]] = [["SCRIPT", "LOAD", s.source] for s in ALL]
+"""The commands that load every script of `ALL` (after NOSCRIPT, or on a new primary)."""

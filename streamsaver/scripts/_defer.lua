@@ -119,6 +119,45 @@ local function touches_deferred(defer, i, argc)
   return false
 end
 
+-- Holds a field write (SS.PTRNX, SS.PTR, or HSET: op ARGV i .. i + argc) on held hash `h`.
+local function hold_fields(h, i, argc, op, id)
+  local val, st, order = h.val, h.st, h.order  -- loops inlined: a Lua call per field costs more
+  if op == 'SS.PTRNX' then
+    local unknown = h.cleared and WRITE or PENDING
+    for k = i + 3, i + argc do
+      local f = ARGV[k]
+      local cur = val[f]
+      if st[f] == nil and not cur then  -- set or pending already: the first value stands
+        order[#order + 1] = f
+        val[f], st[f] = id, (cur == false) and WRITE or unknown
+      end
+    end
+  elseif op == 'SS.PTR' then
+    for k = i + 3, i + argc do
+      local f = ARGV[k]
+      if st[f] == nil then order[#order + 1] = f end
+      val[f], st[f] = id, WRITE
+    end
+  else
+    for k = i + 3, i + argc, 2 do
+      local f = ARGV[k]
+      if st[f] == nil then order[#order + 1] = f end
+      val[f], st[f] = ARGV[k + 1], WRITE
+    end
+  end
+end
+
+-- Holds an SADD (op ARGV i .. i + argc) on held set `s`, each member once.
+local function hold_members(s, i, argc)
+  for k = i + 3, i + argc do
+    local m = ARGV[k]
+    if not s.seen[m] then
+      s.seen[m] = true
+      s.members[#s.members + 1] = m
+    end
+  end
+end
+
 -- Holds op ARGV i .. i + argc (live: not gated off by a guard) when it is one the deferral
 -- holds; returns false (holding nothing) otherwise.
 local function hold(defer, i, argc, op, id)
@@ -126,30 +165,7 @@ local function hold(defer, i, argc, op, id)
   if op == 'SS.PTRNX' or op == 'SS.PTR' or (op == 'HSET' and argc % 2 == 0) then
     local h = held_as(defer, key, 'hash')
     if not h then return false end
-    local val, st, order = h.val, h.st, h.order  -- loops inlined: a Lua call per field costs more
-    if op == 'SS.PTRNX' then
-      local unknown = h.cleared and WRITE or PENDING
-      for k = i + 3, i + argc do
-        local f = ARGV[k]
-        local cur = val[f]
-        if st[f] == nil and not cur then  -- set or pending already: the first value stands
-          order[#order + 1] = f
-          val[f], st[f] = id, (cur == false) and WRITE or unknown
-        end
-      end
-    elseif op == 'SS.PTR' then
-      for k = i + 3, i + argc do
-        local f = ARGV[k]
-        if st[f] == nil then order[#order + 1] = f end
-        val[f], st[f] = id, WRITE
-      end
-    else
-      for k = i + 3, i + argc, 2 do
-        local f = ARGV[k]
-        if st[f] == nil then order[#order + 1] = f end
-        val[f], st[f] = ARGV[k + 1], WRITE
-      end
-    end
+    hold_fields(h, i, argc, op, id)
   elseif op == 'DEL' and argc == 2 then
     local h = held_as(defer, key, 'hash')
     if not h then return false end
@@ -165,13 +181,7 @@ local function hold(defer, i, argc, op, id)
   elseif op == 'SADD' and argc >= 3 then
     local s = held_as(defer, key, 'set')
     if not s then return false end
-    for k = i + 3, i + argc do
-      local m = ARGV[k]
-      if not s.seen[m] then
-        s.seen[m] = true
-        s.members[#s.members + 1] = m
-      end
-    end
+    hold_members(s, i, argc)
   elseif op == 'ZADD' and argc == 4 and tonumber(ARGV[i + 3]) then
     local z = held_as(defer, key, 'zset')
     if not z then return false end

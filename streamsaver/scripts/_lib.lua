@@ -10,15 +10,15 @@ local rcall = redis.call
 local function purge(nsset, cp, ids, ptrs, writes)
   for _, ns in ipairs(redis.call('SMEMBERS', nsset)) do
     if ids ~= '' then
-      local idkey = ids .. ':' .. ns
+      local idkey = in_ns(ids, ns)
       for _, cid in ipairs(redis.call('ZRANGE', idkey, 0, -1)) do
-        redis.call('DEL', cp .. ':' .. ns .. ':' .. esc(cid), writes .. ':' .. ns .. ':' .. esc(cid))
+        redis.call('DEL', per_checkpoint(cp, ns, cid), per_checkpoint(writes, ns, cid))
       end
       redis.call('DEL', idkey)
     else
-      redis.call('DEL', cp .. ':' .. ns, writes .. ':' .. ns)
+      redis.call('DEL', in_ns(cp, ns), in_ns(writes, ns))
     end
-    redis.call('DEL', ptrs .. ':' .. ns)
+    redis.call('DEL', in_ns(ptrs, ns))
   end
   redis.call('DEL', nsset)
 end
@@ -28,17 +28,17 @@ local function view_keys(nsset, cp, ids, ptrs, writes, out)
   out[#out + 1] = nsset
   for _, ns in ipairs(redis.call('SMEMBERS', nsset)) do
     if ids ~= '' then
-      local idkey = ids .. ':' .. ns
+      local idkey = in_ns(ids, ns)
       for _, cid in ipairs(redis.call('ZRANGE', idkey, 0, -1)) do
-        out[#out + 1] = cp .. ':' .. ns .. ':' .. esc(cid)
-        out[#out + 1] = writes .. ':' .. ns .. ':' .. esc(cid)
+        out[#out + 1] = per_checkpoint(cp, ns, cid)
+        out[#out + 1] = per_checkpoint(writes, ns, cid)
       end
       out[#out + 1] = idkey
     else
-      out[#out + 1] = cp .. ':' .. ns
-      out[#out + 1] = writes .. ':' .. ns
+      out[#out + 1] = in_ns(cp, ns)
+      out[#out + 1] = in_ns(writes, ns)
     end
-    out[#out + 1] = ptrs .. ':' .. ns
+    out[#out + 1] = in_ns(ptrs, ns)
   end
   return out
 end
@@ -119,6 +119,18 @@ local function hold_hash_op(op, key, i, argc, id, hkey, hn, hfresh)
   return hkey, hn, hfresh
 end
 
+-- SS.FOLLOW on hash `key`: when its field `f` is missing or sorts before `newest`, the hash is
+-- deleted (the caller holds `f` = `newest` for it). Returns the field's value after the op and
+-- whether the hash was deleted.
+local function follow(key, f, newest)
+  local cur = rcall('HGET', key, f)
+  if (not cur) or cur < newest then
+    rcall('DEL', key)
+    return newest, true
+  end
+  return cur, false
+end
+
 -- Applies `count` ops encoded in ARGV from index `i` (each op: argc, then argc arguments) for
 -- the event `id`, in order. A guard (SS.IFNEWER, SS.IFEQ) gates the ops after it up to the next
 -- guard; every guard is evaluated, whatever the previous one decided. Returns the index after
@@ -160,14 +172,10 @@ local function apply_ops(i, count, id)
         if op == 'SS.PTRNX' then
           for k = i + 3, i + argc do rcall('HSETNX', key, ARGV[k], id) end
         elseif op == 'SS.FOLLOW' then
-          local f, newest = ARGV[i + 3], ARGV[i + 4]
-          local cur = rcall('HGET', key, f)
-          if (not cur) or cur < newest then
-            rcall('DEL', key)
-            hkey, hn, hfresh = key, 2, true
-            hargs[1], hargs[2], cur = f, newest, newest
-          end
-          known_key, known_field, known = key, f, cur
+          local f, emptied = ARGV[i + 3], false
+          known, emptied = follow(key, f, ARGV[i + 4])
+          known_key, known_field = key, f
+          if emptied then hkey, hn, hfresh, hargs[1], hargs[2] = key, 2, true, f, known end
         elseif op == 'SS.PURGE' then
           purge(key, ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])
         else

@@ -16,7 +16,7 @@ local found = window_page({idx = KEYS[1], query = ARGV[1], before = ARGV[2], bke
                            after = ARGV[10] == '1' and {ARGV[11], ARGV[12]} or nil,
                            load = {'LOAD', 1, '@__key'}})
 if found[1] == 'missing' then return found end
-local stem = prefix .. ':' .. view .. ':'
+local documents = document_prefix(prefix, view)
 local readers, out = {}, {}
 for r = 2, #found[2] do
   local row, fields = found[2][r], {}
@@ -25,22 +25,22 @@ for r = 2, #found[2] do
   if not fields['tk'] then return {found[1], found[2], {}} end
   -- the partition tag comes from the document's key (it is a hash the script cannot compute);
   -- thread and namespace come from the row, as keys spell them
-  local tag = string.match(fields['__key'], '^{[^}]*}', #stem + 4)
-  local thread = tag .. ':' .. fields['tk']
-  local ns = thread .. ':' .. fields['nk']
-  local log = prefix .. ':log:' .. thread
+  local tag = string.match(fields['__key'], '^{[^}]*}', #documents + 1)
+  local thread, ns = tag .. ':' .. fields['tk'], fields['nk']
+  local log = thread_log(prefix, thread)
   local read = readers[log]
   if read == nil then
     read = log_reader(log)
     readers[log] = read
   end
   local one
+  local cp, ptrs = thread_base(prefix, view, 'cp', thread), thread_base(prefix, view, 'ptrs', thread)
+  local writes = thread_base(prefix, view, 'writes', thread)
   if view == 'full' then
-    one = read_full_checkpoint(read, stem .. 'cp:' .. ns .. ':', stem .. 'ptrs:' .. ns,
-                               stem .. 'writes:' .. ns .. ':', fields['checkpoint_id'])
+    one = read_full_checkpoint(read, in_ns(cp, ns) .. ':', in_ns(ptrs, ns), in_ns(writes, ns) .. ':',
+                               fields['checkpoint_id'])
   else
-    one = read_shallow_checkpoint(read, stem .. 'cp:' .. ns, stem .. 'ptrs:' .. ns,
-                                  stem .. 'writes:' .. ns, fields['checkpoint_id'])
+    one = read_shallow_checkpoint(read, in_ns(cp, ns), in_ns(ptrs, ns), in_ns(writes, ns), fields['checkpoint_id'])
   end
   out[r - 1] = one
 end

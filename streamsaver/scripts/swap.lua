@@ -25,19 +25,17 @@ end
 purge(live.ns, live.cp, live.ids, live.ptrs, live.writes)
 if want then
   for _, ns in ipairs(redis.call('SMEMBERS', shadow.ns)) do
-    local tail = ':' .. ns
     if shadow.ids ~= '' then
-      for _, cid in ipairs(redis.call('ZRANGE', shadow.ids .. tail, 0, -1)) do
-        local doc = tail .. ':' .. esc(cid)
-        rename_if(shadow.cp .. doc, live.cp .. doc)
-        rename_if(shadow.writes .. doc, live.writes .. doc)
+      for _, cid in ipairs(redis.call('ZRANGE', in_ns(shadow.ids, ns), 0, -1)) do
+        rename_if(per_checkpoint(shadow.cp, ns, cid), per_checkpoint(live.cp, ns, cid))
+        rename_if(per_checkpoint(shadow.writes, ns, cid), per_checkpoint(live.writes, ns, cid))
       end
-      rename_if(shadow.ids .. tail, live.ids .. tail)
+      rename_if(in_ns(shadow.ids, ns), in_ns(live.ids, ns))
     else
-      rename_if(shadow.cp .. tail, live.cp .. tail)
-      rename_if(shadow.writes .. tail, live.writes .. tail)
+      rename_if(in_ns(shadow.cp, ns), in_ns(live.cp, ns))
+      rename_if(in_ns(shadow.writes, ns), in_ns(live.writes, ns))
     end
-    rename_if(shadow.ptrs .. tail, live.ptrs .. tail)
+    rename_if(in_ns(shadow.ptrs, ns), in_ns(live.ptrs, ns))
   end
   rename_if(shadow.ns, live.ns)
   redis.call('HSET', KEYS[2], view, want)

@@ -26,13 +26,8 @@ from streamsaver.errors import InvalidInputError, PayloadDecodeError
 from streamsaver.feeds.event import FeedEvent, decode_payload
 from streamsaver.log.codec import pack, unpack
 from streamsaver.log.compression import MIN_BYTES
-from streamsaver.log.events import (
-    Blob,
-    CheckpointSaved,
-    WritesSaved,
-    decode_channel_value,
-    from_fields,
-)
+from streamsaver.log.events import Blob, CheckpointSaved, WritesSaved
+from streamsaver.log.stored import decode_channel_value, from_fields
 from streamsaver.ops.transfer import export_logs, import_logs
 
 WORDS = ["agent", "tool", "call", "result", "thread", "state", "graph", "node", "edge", "message", "redis"]

@@ -17,8 +17,9 @@ from langchain_core.runnables import RunnableConfig
 
 from streamsaver import AsyncStreamSaver
 from streamsaver.errors import InvalidInputError, ThreadExistsError
-from streamsaver.log.events import ThreadCopied, from_fields
+from streamsaver.log.events import ThreadCopied
 from streamsaver.log.keys import Keyspace
+from streamsaver.log.stored import from_fields
 from streamsaver.ops.replay import Replayer
 
 pytestmark = pytest.mark.parametrize("view", ["full"])

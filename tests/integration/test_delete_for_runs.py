@@ -15,13 +15,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
 from streamsaver import AsyncStreamSaver
-from streamsaver.log.events import (
-    CheckpointSaved,
-    RunsDeleted,
-    ValuesRetained,
-    WritesSaved,
-    from_fields,
-)
+from streamsaver.log.events import CheckpointSaved, RunsDeleted, ValuesRetained, WritesSaved
+from streamsaver.log.stored import from_fields
 from streamsaver.ops.replay import Replayer
 
 pytestmark = pytest.mark.parametrize("view", ["full"])

@@ -25,7 +25,8 @@ from streamsaver import StreamSaver
 from streamsaver.cli.main import build_parser, main
 from streamsaver.demo import DemoReport, run_demo
 from streamsaver.demo.graphs import build_approval, build_chat
-from streamsaver.log.events import CheckpointSaved, Event, WritesSaved, from_fields
+from streamsaver.log.events import CheckpointSaved, Event, WritesSaved
+from streamsaver.log.stored import from_fields
 
 SECTIONS = [
     "1. Memory across invocations",

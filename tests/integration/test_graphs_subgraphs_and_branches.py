@@ -17,8 +17,9 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from streamsaver.log.events import WritesSaved, from_fields
+from streamsaver.log.events import WritesSaved
 from streamsaver.log.keys import Keyspace
+from streamsaver.log.stored import from_fields
 
 
 class Parent(TypedDict):

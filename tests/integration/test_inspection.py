@@ -12,7 +12,8 @@ import redis
 from streamsaver.cli.main import main
 from streamsaver.demo import run_demo
 from streamsaver.errors import InvalidInputError
-from streamsaver.log.events import CheckpointSaved, from_fields
+from streamsaver.log.events import CheckpointSaved
+from streamsaver.log.stored import from_fields
 from streamsaver.ops.inspection import deployment_keyspace, deployment_stats, thread_history
 
 

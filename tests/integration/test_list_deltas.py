@@ -24,7 +24,8 @@ from streamsaver import StreamSaver
 from streamsaver.checkpoints import reads
 from streamsaver.log import compression, deltas
 from streamsaver.log.codec import pack, unpack
-from streamsaver.log.events import Blob, channel_field
+from streamsaver.log.events import Blob
+from streamsaver.log.stored import channel_field
 
 TEXT = " ".join(["agent", "tool", "call", "result", "graph", "node", "message", "redis"] * 12)
 

@@ -15,7 +15,8 @@ from helpers import snapshot
 
 from streamsaver import AsyncStreamSaver
 from streamsaver.errors import InvalidInputError
-from streamsaver.log.events import ThreadPruned, from_fields
+from streamsaver.log.events import ThreadPruned
+from streamsaver.log.stored import from_fields
 from streamsaver.ops.replay import Replayer
 
 pytestmark = pytest.mark.parametrize("view", ["full"])

@@ -36,7 +36,7 @@ from streamsaver.feeds.event import FeedEvent
 from streamsaver.feeds.subscriber import Subscriber
 from streamsaver.feeds.worker import ProjectorWorker
 from streamsaver.log.codec import unpack
-from streamsaver.log.events import channel_field
+from streamsaver.log.stored import channel_field
 from streamsaver.ops.inspection import deployment_stats
 from streamsaver.ops.replay import Replayer
 from streamsaver.ops.replay_jobs import replay_in_jobs

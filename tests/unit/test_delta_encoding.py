@@ -16,7 +16,8 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from streamsaver.checkpoints.delta_plan import DeltaMemory
 from streamsaver.log import compression, deltas
-from streamsaver.log.events import Blob, ChannelValue, encode_channel_value
+from streamsaver.log.events import Blob, ChannelValue
+from streamsaver.log.stored import encode_channel_value
 
 SERDE = JsonPlusSerializer()
 

@@ -6,7 +6,7 @@ import pytest
 
 from projectors import PROJECTORS
 from streamsaver.errors import EventDecodeError
-from streamsaver.log import events
+from streamsaver.log import events, stored
 from streamsaver.log.events import (
     Blob,
     ChannelValue,
@@ -14,10 +14,9 @@ from streamsaver.log.events import (
     PendingWrite,
     ThreadDeleted,
     WritesSaved,
-    from_fields,
-    to_fields,
 )
 from streamsaver.log.keys import Keyspace
+from streamsaver.log.stored import from_fields, to_fields
 
 SAVED = CheckpointSaved(
     thread_id="t:{1}",
@@ -55,7 +54,7 @@ def test_an_old_version_is_lifted_through_the_upcaster_chain(monkeypatch: pytest
     def v0_to_v1(fields: dict[bytes, bytes]) -> dict[bytes, bytes]:
         return {**fields, b"thread": fields.pop(b"thread_v0")}
 
-    monkeypatch.setitem(events.UPCASTERS, ("ThreadDeleted", 0), v0_to_v1)
+    monkeypatch.setitem(stored.UPCASTERS, ("ThreadDeleted", 0), v0_to_v1)
     assert from_fields({b"type": b"ThreadDeleted", b"v": b"0", b"thread_v0": b"old"}) == ThreadDeleted("old")
 
 

@@ -27,10 +27,9 @@ from streamsaver.log.events import (
     ThreadPruned,
     ValuesRetained,
     WritesSaved,
-    from_fields,
-    to_fields,
 )
 from streamsaver.log.keys import Keyspace
+from streamsaver.log.stored import from_fields, to_fields
 
 KS = Keyspace("p", 1)
 

@@ -20,10 +20,9 @@ from streamsaver.log.events import (
     PendingWrite,
     ThreadDeleted,
     WritesSaved,
-    from_fields,
-    to_fields,
 )
 from streamsaver.log.keys import Keyspace
+from streamsaver.log.stored import from_fields, to_fields
 
 KS = Keyspace("p", 1)
 T = "p:{kind}:{{p0}}:t"

@@ -1,4 +1,4 @@
-"""Points in time on a thread log, without I/O (shared by restore and `copy_thread`)."""
+"""Points in time on a log, without I/O (shared by restore, export and `copy_thread`)."""
 
 from __future__ import annotations
 

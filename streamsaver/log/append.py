@@ -1,0 +1,125 @@
+"""The append and apply calls of any domain, without I/O: one atomic script call each.
+
+An append sends, in wire order: the event's stream fields, its partition-feed pointer, whether
+it erases the log, one block of projected commands per view, the TTL block and the repeat probe
+(``append.lua``). An apply sends logged events with their entry ids and the same view blocks
+(``apply.lua``). What is domain-specific (the projectors, how a repeat is recognised, the
+erasing event) comes from the `Domain`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from streamsaver.errors import InvalidInputError
+from streamsaver.log.domain import Domain
+from streamsaver.log.events import Event
+from streamsaver.log.keys import Keyspace, ViewName
+from streamsaver.log.stored import feed_pointer, to_fields
+
+__all__ = ["append_call", "apply_batch_call", "apply_call", "view_blocks"]
+
+Arg = str | bytes | int
+
+_COUNTS = tuple(str(n) for n in range(1024))
+
+
+def _count(n: int) -> str:
+    """`n` spelt out: packing a str argument costs a third of packing an int (hiredis)."""
+    return _COUNTS[n] if n < 1024 else str(n)
+
+
+def view_blocks(domain: Domain, event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> list[Arg]:
+    """The projected commands of `event` for each view, as the scripts read them: the count of
+    views, then per view its name, its command count and the commands, each after its length."""
+    args: list[Arg] = []
+    _add_view_blocks(args, domain, event, keyspace, views)
+    return args
+
+
+def _add_view_blocks(
+    args: list[Arg], domain: Domain, event: Event, keyspace: Keyspace, views: Sequence[ViewName]
+) -> None:
+    """Append `view_blocks` to `args` (replay builds a batch's arguments in one list: copying
+    each event's blocks into it cost as much as building them)."""
+    add, extend = args.append, args.extend
+    add(_count(len(views)))
+    projectors = domain.projectors
+    for view in views:
+        commands = projectors[view](event, keyspace)
+        add(view)
+        add(_count(len(commands)))
+        for command in commands:
+            n = len(command)
+            add(_COUNTS[n] if n < 1024 else str(n))  # not _count: a call per command costs more
+            extend(command)
+
+
+def append_call(
+    domain: Domain, event: Event, keyspace: Keyspace, views: Sequence[ViewName], ttl: Sequence[Arg] = ()
+) -> list[Arg]:
+    """The EVALSHA arguments that append `event` and project it into `views`, atomically; a
+    repeat of an event already logged (a retried call) writes nothing but the TTL refresh.
+    `ttl` is the log's TTL block (`streamsaver.log.ttl.ttl_block`), empty for none; the repeat
+    probe (`Domain.held_entry`), when there is one, comes after it."""
+    keys = keyspace.thread(event.thread_id)
+    probe = domain.held_entry(event, keyspace, views)
+    # Built in one list, in wire order: a put's ~100 arguments were copied four times over.
+    command: list[Arg] = ["EVALSHA", domain.scripts.append.sha]
+    if probe is None:
+        command += ("3", keys.log, keys.feed, keys.positions)
+    else:
+        command += ("4", keys.log, keys.feed, keys.positions, probe[0])
+    fields = to_fields(event)
+    command.append(_count(2 * len(fields)))
+    for pair in fields.items():
+        command += pair
+    pointer = feed_pointer(event)
+    command.append(_count(len(pointer)))
+    command += pointer
+    command.append("1" if isinstance(event, domain.erase) else "0")
+    _add_view_blocks(command, domain, event, keyspace, views)
+    command += ttl
+    if probe is not None:
+        command += (probe[1], probe[2])
+    return command
+
+
+def apply_call(
+    domain: Domain, event: Event, event_id: str, keyspace: Keyspace, views: Sequence[ViewName]
+) -> list[Arg]:
+    """The EVALSHA arguments that apply the logged `event` (entry `event_id`) to `views` that
+    have not applied it yet; the same projectors and ops as the append."""
+    return apply_batch_call(domain, [(event, event_id)], keyspace, views)
+
+
+def apply_batch_call(
+    domain: Domain, logged: Sequence[tuple[Event, str]], keyspace: Keyspace, views: Sequence[ViewName]
+) -> list[Arg]:
+    """The EVALSHA arguments that apply logged events of ONE log, in log order (each with its
+    entry id), to `views`: one script, positions read and recorded once. A batch of several
+    events carries, per view, the ops that erase the log from it: if the batch fails, the
+    script erases instead of leaving the log half-applied (see ``apply.lua``).
+
+    Raises:
+        InvalidInputError: no events, or events of more than one log.
+    """
+    if not logged:
+        raise InvalidInputError("apply_batch_call needs at least one event")
+    thread = logged[0][0].thread_id
+    args: list[Arg] = [len(logged)]
+    for event, event_id in logged:
+        if event.thread_id != thread:
+            raise InvalidInputError("a batch applies the events of one thread")
+        args.append(event_id)
+        _add_view_blocks(args, domain, event, keyspace, views)
+    erase = domain.erase(thread)
+    if len(logged) > 1:
+        _add_view_blocks(args, domain, erase, keyspace, views)
+    else:
+        args.append(0)
+        if isinstance(logged[0][0], domain.erase):
+            args.append("forget")  # the log's positions go with it (apply.lua)
+    keys = keyspace.thread(thread)
+    # The log too: the keys the batch writes take its deadline, if it has one (apply.lua).
+    return domain.scripts.apply.evalsha_args([keys.positions, keys.log], args)

@@ -1,0 +1,56 @@
+"""Every stored field name, spelt once: stream fields of log entries and feed pointers, and the
+reserved fields of the hashes the views and positions keep.
+
+The Lua scripts spell the same names as string literals; ``tests/unit/test_stored_names.py``
+checks each literal they use against the constant here, so the two cannot drift.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BODY", "BODY_POINTER", "CHANNEL_PREFIX", "CHECKPOINT_ID", "CURRENT_CHECKPOINT", "EMPTY_TYPE", "ENTRY_ID", "KEPT",
+    "METADATA",
+    "NAMESPACE", "PARENT", "PINNED", "RUNS", "SOURCE", "STRATEGY", "TASK", "TASK_PATH", "THREAD", "TYPE", "UNTIL",
+    "VERSION", "VERSIONS", "WRITE_PREFIX",
+]
+
+# Stream fields of a log entry (`streamsaver.log.stored`); ``type`` and ``v`` lead every entry.
+TYPE = b"type"
+"""The event's type name (also a feed pointer's)."""
+VERSION = b"v"
+"""The schema version of the event's stored form."""
+THREAD = b"thread"
+"""The id of the log the event belongs to (a thread id)."""
+NAMESPACE = b"ns"
+CHECKPOINT_ID = b"cid"
+PARENT = b"parent"
+METADATA = b"meta"
+VERSIONS = b"versions"
+BODY = b"body"
+"""The checkpoint body, packed ``(type, bytes)``."""
+CHANNEL_PREFIX = b"c:"
+"""``c:<escaped channel>``: one channel value, packed ``(channel, version JSON, type, bytes)``."""
+WRITE_PREFIX = b"w:"
+"""``w:<idx>``: one write, packed ``(channel, type, bytes)``."""
+TASK = b"task"
+TASK_PATH = b"path"
+SOURCE = b"source"
+UNTIL = b"until"
+STRATEGY = b"strategy"
+KEPT = b"kept"
+RUNS = b"runs"
+
+EMPTY_TYPE = "empty"
+"""The stored type of a channel value with a new version but no value (LangGraph's convention);
+a reader looking for a channel's last value passes over it."""
+
+ENTRY_ID = "id"
+"""A feed pointer's first field: the log entry id it points at (``append.lua`` adds it)."""
+
+# Reserved fields of the hashes views and positions keep (never a view name, channel or task).
+BODY_POINTER = "@body"
+"""Pointer-hash field of a body: the shallow view's latest, ``@body:<escaped id>`` in full."""
+CURRENT_CHECKPOINT = "@cid"
+"""Shallow pointer- and writes-hash field naming the checkpoint the hash belongs to."""
+PINNED = "@pinned"
+"""Positions-hash field of a pinned log (it never expires)."""

@@ -18,8 +18,9 @@ from redis import Redis
 from redis.cluster import RedisCluster
 from redis.exceptions import NoScriptError, ResponseError
 
-from streamsaver.checkpoints.core import LOAD_SCRIPTS, Command, failed_reply
+from streamsaver.checkpoints.core import LOAD_SCRIPTS, Command
 from streamsaver.drivers.cluster import by_node, primaries
+from streamsaver.drivers.wire import failed_reply
 
 __all__ = ["bulk_round_trip"]
 

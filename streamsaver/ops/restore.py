@@ -39,7 +39,8 @@ from projectors import PROJECTORS
 from streamsaver.checkpoints.append import append_call, thread_id_of, view_of
 from streamsaver.checkpoints.bounds import log_bound
 from streamsaver.checkpoints.compaction import whole_values
-from streamsaver.checkpoints.core import Command, enqueue
+from streamsaver.checkpoints.core import Command
+from streamsaver.drivers.wire import enqueue
 from streamsaver.errors import InvalidInputError
 from streamsaver.log.events import CheckpointSaved, Event, ThreadDeleted, from_fields
 from streamsaver.log.keys import DEFAULT_PREFIX, Keyspace, ThreadKeys, ViewName

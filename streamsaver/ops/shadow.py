@@ -31,12 +31,12 @@ from redis import Redis
 
 from projectors import PROJECTORS
 from streamsaver.checkpoints.core import Command
+from streamsaver.drivers.programs import round_trip
 from streamsaver.errors import StreamSaverError
 from streamsaver.log.events import ThreadDeleted
 from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.ops.inspection import deployment_keyspace
 from streamsaver.ops.replay import Replayer
-from streamsaver.saver.sync import round_trip
 from streamsaver.scripts import SWAP
 
 __all__ = ["SHADOW", "ShadowRebuild", "ShadowStats", "SwapStalled"]

@@ -69,6 +69,7 @@ from redis import Redis
 from streamsaver import __version__
 from streamsaver.checkpoints.append import feed_pointer
 from streamsaver.checkpoints.ttl import PINNED_FIELD, ttl_call
+from streamsaver.drivers.programs import round_trip
 from streamsaver.errors import EventDecodeError, TargetNotEmptyError
 from streamsaver.log.events import from_fields
 from streamsaver.log.keys import Keyspace, ThreadKeys, ViewName
@@ -87,7 +88,7 @@ from streamsaver.ops.export_file import (
 from streamsaver.ops.progress import Progress
 from streamsaver.ops.replay import Replayer
 from streamsaver.ops.restore import log_bound
-from streamsaver.saver.sync import StreamSaver, round_trip
+from streamsaver.saver.sync import StreamSaver
 
 __all__ = ["FORMAT", "VERSION", "Header", "ProgressFactory", "TransferStats", "check_export", "export_logs",
            "import_logs"]  # the file format's names stay importable from here

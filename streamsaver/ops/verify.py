@@ -35,7 +35,8 @@ import orjson
 from redis import Redis
 
 from streamsaver.checkpoints.append import view_of
-from streamsaver.checkpoints.core import Command, enqueue
+from streamsaver.checkpoints.core import Command
+from streamsaver.drivers.wire import enqueue
 from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.ops.inspection import deployment_views
 from streamsaver.ops.replay import Replayer

@@ -38,6 +38,7 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 from redis.exceptions import MovedError, ResponseError
 
+from streamsaver.log.program import Refused
 from streamsaver.log.routing import Command, Routed, Step, command_key, script_key
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "is_cluster",
     "node_name",
     "primaries",
+    "refused",
     "route",
 ]
 
@@ -157,3 +159,9 @@ async def aconnect(url: str, *, cluster: bool | None = None, **options: Any) -> 
     if cluster if cluster is not None else await acluster_enabled(url):
         return AsyncRedisCluster.from_url(url, **options)
     return redis.asyncio.Redis.from_url(url, **options)
+
+
+def refused(error: ResponseError) -> Refused:
+    """An error reply as programs see it (`streamsaver.log.program.Refused`), with whether it
+    says the slots moved (`index_moved`)."""
+    return Refused(error, index_moved(error))

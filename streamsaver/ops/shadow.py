@@ -31,7 +31,7 @@ from redis import Redis
 
 from projectors import PROJECTORS
 from streamsaver.checkpoints.core import Command
-from streamsaver.drivers.programs import round_trip
+from streamsaver.drivers.sync import round_trip
 from streamsaver.errors import StreamSaverError
 from streamsaver.log.events import ThreadDeleted
 from streamsaver.log.keys import Keyspace, ViewName

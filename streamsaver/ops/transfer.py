@@ -69,7 +69,7 @@ from redis import Redis
 from streamsaver import __version__
 from streamsaver.checkpoints.append import feed_pointer
 from streamsaver.checkpoints.ttl import PINNED_FIELD, ttl_call
-from streamsaver.drivers.programs import round_trip
+from streamsaver.drivers.sync import round_trip
 from streamsaver.errors import EventDecodeError, TargetNotEmptyError
 from streamsaver.log.events import from_fields
 from streamsaver.log.keys import Keyspace, ThreadKeys, ViewName

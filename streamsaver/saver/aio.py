@@ -24,8 +24,8 @@ from redis.asyncio.retry import Retry
 
 from streamsaver.checkpoints import programs
 from streamsaver.checkpoints.core import CoreBinding, SaverCore
+from streamsaver.drivers.aio import AsyncDriver, pool_size
 from streamsaver.drivers.cluster import aconnect, is_cluster
-from streamsaver.drivers.programs import AsyncDriver, pool_size
 from streamsaver.drivers.wire import CONNECTION_RETRIES, retry_backoff
 from streamsaver.log.keys import DEFAULT_PREFIX
 

@@ -27,7 +27,7 @@ from streamsaver.checkpoints import programs
 from streamsaver.checkpoints.core import CoreBinding, SaverCore
 from streamsaver.drivers.cluster import connect, is_cluster
 from streamsaver.drivers.lane import Lane
-from streamsaver.drivers.programs import SyncDriver, in_thread
+from streamsaver.drivers.sync import SyncDriver, in_thread
 from streamsaver.drivers.wire import CONNECTION_RETRIES, retry_backoff
 from streamsaver.log.keys import DEFAULT_PREFIX
 

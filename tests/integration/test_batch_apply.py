@@ -23,7 +23,7 @@ from streamsaver.checkpoints.append import (
     thread_deleted,
     writes_saved,
 )
-from streamsaver.drivers.programs import round_trip
+from streamsaver.drivers.sync import round_trip
 from streamsaver.log.events import Event
 from streamsaver.log.keys import Keyspace
 from streamsaver.ops.replay import Replayer

@@ -11,7 +11,7 @@ from redis.exceptions import ResponseError
 
 from streamsaver import StreamSaver
 from streamsaver.checkpoints.maintenance import ATTEMPTS
-from streamsaver.drivers.programs import round_trip
+from streamsaver.drivers.sync import round_trip
 from streamsaver.errors import ConcurrentChangeError
 from streamsaver.log.program import Call, Refused
 

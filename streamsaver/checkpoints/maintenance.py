@@ -122,7 +122,7 @@ def copy_thread(
         yield Call([call], load)
     except Refused as exc:
         if _stale(exc):
-            raise ThreadExistsError(f"thread {target_id!r} already exists; copy into a new thread id") from exc
+            raise ThreadExistsError(f"thread {target_id!r} already exists; copy into a new thread id") from exc.error
         raise
 
 

@@ -12,7 +12,7 @@ from typing import Any, TypeVar, cast
 
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 
-from streamsaver.drivers.cluster import enqueue, execute, initialize, node_name, refused
+from streamsaver.drivers.cluster import enqueue, execute, initialize, is_cluster, node_name, refused
 from streamsaver.drivers.wire import check_client, failed_reply
 from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused, Wait
 from streamsaver.log.routing import Step
@@ -59,6 +59,7 @@ class AsyncDriver:
         check_client(client)
         self.redis, self._other, self._stopping = client, other, stopping
         self._slots = asyncio.Semaphore(slots) if slots else None
+        self._cluster = is_cluster(client)
         self._alone = asyncio.Lock()
         self._wakes: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
         try:
@@ -74,7 +75,8 @@ class AsyncDriver:
     async def run(self, program: Program[T]) -> T:
         """Run `program` to its end; its result. `Emit` is not a step of `run` (see `stream`)."""
         self.loop = asyncio.get_running_loop()
-        await initialize(self.redis)
+        if self._cluster:  # it reads the slot map lazily, and placing steps needs it first
+            await initialize(self.redis)
         try:
             step = next(program)
             while True:
@@ -92,7 +94,8 @@ class AsyncDriver:
     async def stream(self, program: Program[Any]) -> AsyncIterator[Any]:
         """Run `program`, yielding the items of each `Emit` step as it comes."""
         self.loop = asyncio.get_running_loop()
-        await initialize(self.redis)
+        if self._cluster:  # it reads the slot map lazily, and placing steps needs it first
+            await initialize(self.redis)
         try:
             step = next(program)
             while True:

@@ -1,38 +1,35 @@
 """`AsyncStreamSaver`: the asyncio saver. It only picks the driver: every call is a program of
-`streamsaver.checkpoints.programs`, run by `streamsaver.drivers.programs.AsyncDriver`."""
+`streamsaver.checkpoints.programs`, run by `streamsaver.drivers.aio.AsyncDriver`."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 
 from streamsaver.checkpoints import programs
-from streamsaver.checkpoints.core import CoreBinding, SaverCore
 from streamsaver.drivers.aio import AsyncDriver, pool_size
-from streamsaver.drivers.cluster import aconnect, is_cluster
+from streamsaver.drivers.cluster import aconnect
 from streamsaver.drivers.wire import CONNECTION_RETRIES, retry_backoff
-from streamsaver.log.keys import DEFAULT_PREFIX
+from streamsaver.saver.shell import SaverShell
 
 __all__ = ["AsyncStreamSaver"]
 
 
-class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
+class AsyncStreamSaver(SaverShell[Redis | RedisCluster]):
     """The asyncio twin of `StreamSaver`; same arguments, with a ``redis.asyncio.Redis`` client
     (or a ``redis.asyncio.cluster.RedisCluster`` for Redis Cluster).
 
@@ -41,39 +38,8 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     `asyncio.InvalidStateError` instead of deadlocking.
     """
 
-    def __init__(
-        self,
-        redis_client: Redis | RedisCluster,
-        *,
-        view: str = "full",
-        projections: Iterable[str] = ("full", "shallow"),
-        prefix: str = DEFAULT_PREFIX,
-        partitions: int | None = None,
-        serde: SerializerProtocol | None = None,
-        durability: str = "memory",
-        durability_timeout_ms: int = 5000,
-        default_ttl: float | None = None,
-        refresh_on_read: bool = False,
-        compression: str | None = "zstd",
-        deltas: bool = True,
-    ) -> None:
-        super().__init__(serde=serde)
-        self._adriver = AsyncDriver(redis_client, slots=pool_size(redis_client))
-        self.redis = redis_client
-        self.core = SaverCore.configure(
-            self.serde,
-            view=view,
-            projections=projections,
-            prefix=prefix,
-            partitions=partitions,
-            durability=durability,
-            durability_timeout_ms=durability_timeout_ms,
-            default_ttl=default_ttl,
-            refresh_on_read=refresh_on_read,
-            compression=compression,
-            cluster=is_cluster(redis_client),
-            deltas=deltas,
-        )
+    def _bind(self, client: Redis | RedisCluster) -> None:
+        self._adriver = AsyncDriver(client, slots=pool_size(client))
 
     @classmethod
     @asynccontextmanager
@@ -159,9 +125,6 @@ class AsyncStreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     async def aunpin_thread(self, thread_id: str) -> None:
         """Let the thread expire again, `default_ttl` from now."""
         await self._adriver.run(programs.pin_thread(self.core, thread_id, False))
-
-    def get_next_version(self, current: str | None, channel: None = None) -> str:
-        return SaverCore.next_version(current)
 
     @property
     def loop(self) -> Any:

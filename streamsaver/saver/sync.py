@@ -1,40 +1,37 @@
 """`StreamSaver`: the synchronous saver. It only picks the driver: every call is a program of
-`streamsaver.checkpoints.programs`, run by `streamsaver.drivers.programs.SyncDriver`."""
+`streamsaver.checkpoints.programs`, run by `streamsaver.drivers.sync.SyncDriver`."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis import Redis
 from redis.cluster import RedisCluster
 from redis.retry import Retry
 
 from streamsaver.checkpoints import programs
-from streamsaver.checkpoints.core import CoreBinding, SaverCore
-from streamsaver.drivers.cluster import connect, is_cluster
+from streamsaver.drivers.cluster import connect
 from streamsaver.drivers.lane import Lane
 from streamsaver.drivers.sync import SyncDriver, in_thread
 from streamsaver.drivers.wire import CONNECTION_RETRIES, retry_backoff
-from streamsaver.log.keys import DEFAULT_PREFIX
+from streamsaver.saver.shell import SaverShell
 
 __all__ = ["StreamSaver"]
 
 
-class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
+class StreamSaver(SaverShell[Redis | RedisCluster]):
     """A LangGraph checkpointer whose history is a Redis Stream per thread.
 
     Args:
@@ -65,39 +62,8 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     The async methods run the sync ones in a worker thread; prefer `AsyncStreamSaver` there.
     """
 
-    def __init__(
-        self,
-        redis_client: Redis | RedisCluster,
-        *,
-        view: str = "full",
-        projections: Iterable[str] = ("full", "shallow"),
-        prefix: str = DEFAULT_PREFIX,
-        partitions: int | None = None,
-        serde: SerializerProtocol | None = None,
-        durability: str = "memory",
-        durability_timeout_ms: int = 5000,
-        default_ttl: float | None = None,
-        refresh_on_read: bool = False,
-        compression: str | None = "zstd",
-        deltas: bool = True,
-    ) -> None:
-        super().__init__(serde=serde)
-        self._driver = SyncDriver(redis_client, lane=Lane.of(redis_client))
-        self.redis = redis_client
-        self.core = SaverCore.configure(
-            self.serde,
-            view=view,
-            projections=projections,
-            prefix=prefix,
-            partitions=partitions,
-            durability=durability,
-            durability_timeout_ms=durability_timeout_ms,
-            default_ttl=default_ttl,
-            refresh_on_read=refresh_on_read,
-            compression=compression,
-            cluster=is_cluster(redis_client),
-            deltas=deltas,
-        )
+    def _bind(self, client: Redis | RedisCluster) -> None:
+        self._driver = SyncDriver(client, lane=Lane.of(client))
 
     @classmethod
     @contextmanager
@@ -186,9 +152,6 @@ class StreamSaver(CoreBinding, BaseCheckpointSaver[str]):
     def unpin_thread(self, thread_id: str) -> None:
         """Let the thread expire again, `default_ttl` from now."""
         self._driver.run(programs.pin_thread(self.core, thread_id, False))
-
-    def get_next_version(self, current: str | None, channel: None = None) -> str:
-        return SaverCore.next_version(current)
 
     async def aretain(
         self, thread_ids: Sequence[str], *, keep_last: int | None = None, max_age: timedelta | None = None

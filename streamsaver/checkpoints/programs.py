@@ -45,10 +45,10 @@ def _set_up_once(core: SaverCore) -> Program[None]:
         yield from set_up(core)
 
 
-def ready(core: SaverCore) -> Program[None]:
-    """Set the saver up unless it is (one setup at a time on a driver)."""
-    if core.keyspace is None:
-        yield Alone(_set_up_once(core))
+def ready(core: SaverCore) -> tuple[Alone, ...]:
+    """The steps that set the saver up unless it is (one setup at a time on a driver): none once
+    it is, so that ``yield from ready(core)`` costs a call a program nothing more."""
+    return () if core.keyspace is not None else (Alone(_set_up_once(core)),)
 
 
 def durable(core: SaverCore, command: Command) -> Program[Any]:

@@ -39,7 +39,7 @@ Reload = Callable[[], Sequence[Step]]
 """What makes the commands that load the scripts again (built only when needed)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made on every hot call, where a frozen __init__ costs
 class Call:
     """Send `steps` in one round trip; the replies, or `Refused` raised into the program.
 

@@ -1,7 +1,7 @@
 """Programs: how every core talks to Redis without doing I/O.
 
-A *program* is a generator: it yields a step, a driver (`streamsaver.drivers.programs`: one
-sync, one asyncio) performs it and sends back the result, and what the program returns is what
+A *program* is a generator: it yields a step, a driver (`streamsaver.drivers.sync` or
+`streamsaver.drivers.aio`) performs it and sends back the result, and what the program returns is what
 the driver's ``run`` returns. The same program runs on either driver, so the decisions it holds
 are written once. The steps:
 

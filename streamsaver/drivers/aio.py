@@ -81,7 +81,8 @@ class AsyncDriver:
             step = next(program)
             while True:
                 try:
-                    result = await self._perform(step)
+                    # a Call straight away: the hot paths are one or two of them
+                    result = await (self._call(step) if type(step) is Call else self._perform(step))
                 except _FAILED as error:
                     step = program.throw(error)
                     continue
@@ -117,10 +118,7 @@ class AsyncDriver:
 
     async def _perform(self, step: Any) -> Any:
         if type(step) is Call:
-            if self._slots is None:
-                return await self._call(step)
-            async with self._slots:
-                return await self._call(step)
+            return await self._call(step)
         if isinstance(step, list):
             return await self._send_raw(step)
         if type(step) is Owner:
@@ -149,6 +147,9 @@ class AsyncDriver:
         return list(await pipe.execute(raise_on_error=False))
 
     async def _call(self, call: Call) -> list[Any]:
+        slots = self._slots
+        if slots is not None:
+            await slots.acquire()
         try:
             try:
                 return await self._once(call.steps)
@@ -157,6 +158,9 @@ class AsyncDriver:
                 return await self._once(call.steps)
         except ResponseError as error:
             raise refused(error) from None
+        finally:
+            if slots is not None:
+                slots.release()
 
     async def _once(self, steps: Sequence[Step]) -> list[Any]:
         if len(steps) == 1:

@@ -79,7 +79,8 @@ class SyncDriver:
             step = next(program)
             while True:
                 try:
-                    result = self._perform(step)
+                    # a Call straight away: the hot paths are one or two of them
+                    result = self._call(step) if type(step) is Call else self._perform(step)
                 except _FAILED as error:
                     step = program.throw(error)
                     continue

@@ -1,16 +1,14 @@
-"""`SaverCore`: every decision of a saver, shared by `StreamSaver` and `AsyncStreamSaver`.
+"""`SaverCore`: the options of a saver and what its calls send and read, without I/O.
 
-The twins only move bytes: they send the commands the core builds (one command, or several in
-one pipelined round trip) and hand the replies back to it.
+The programs of `streamsaver.checkpoints.programs` sequence these requests and replies; the
+savers only choose the driver that runs them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import random
-import time
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -39,38 +37,16 @@ from streamsaver.checkpoints import (
 )
 from streamsaver.checkpoints import durability as durability_
 from streamsaver.checkpoints.delta_plan import BASE_REFUSED, DeltaMemory, PutPlan
-from streamsaver.drivers.cluster import index_moved
-from streamsaver.drivers.wire import (
-    CONNECTION_RETRIES,
-    Command,
-    check_client,
-    enqueue,
-    failed_reply,
-    retry_backoff,
-)
 from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.log.events import CheckpointSaved
 from streamsaver.log.keys import DEFAULT_PREFIX, Keyspace, ViewName
-from streamsaver.log.routing import IndexTarget, Routed, Step, Topology, index_targets
+from streamsaver.log.program import Program, Refused
+from streamsaver.log.routing import Command, IndexTarget, Step, Topology, index_targets
 from streamsaver.scripts import ALL
 
-__all__ = [
-    "CONNECTION_RETRIES", "Command", "CoreBinding", "PutCall", "SaverCore", "SetupProgram", "check_client", "enqueue", "failed_reply",
-    "retry_backoff",
-]
-
-log = logging.getLogger("streamsaver.setup")
+__all__ = ["LOAD_SCRIPTS", "Command", "CoreBinding", "PutCall", "SaverCore"]
 
 LOAD_SCRIPTS: list[Command] = [["SCRIPT", "LOAD", s.source] for s in ALL]
-
-INDEXING_WAIT_S = 30.0
-"""How long a setup after moved slots (or during an index schema upgrade) waits for new indexes
-to index what their nodes hold."""
-INDEXING_POLL_S = 0.05
-"""The pause between two reads of the new indexes' state (`SaverCore.setup_program`)."""
-
-SetupProgram = Generator[list[Step] | setup.Pause, Any, None]
-"""`setup()`: each yield is one round trip, answered with its raw replies (errors as values)."""
 
 def _saved_config(event: CheckpointSaved) -> RunnableConfig:
     return {
@@ -172,51 +148,10 @@ class SaverCore:
         return self.keyspace
 
     # setup -------------------------------------------------------------------------------
-    def setup_program(self, wait_indexed: bool = False) -> SetupProgram:
-        """`setup()` (see `streamsaver.checkpoints.setup`); on a cluster it first reads the slot map.
-        With `wait_indexed`, it then polls the indexes it created until they have indexed the
-        documents already there (at most `INDEXING_WAIT_S`; between two polls it yields a
-        `setup.Pause` of `INDEXING_POLL_S`, which the driver sleeps): after slots moved, new
-        indexes are made on nodes that hold documents. During an upgrade to a new index schema
-        (an index of an older one exists) it polls every index of its views the same way.
-
-        Raises:
-            MissingModuleError, ConfigurationError: see `setup.read_probe`, `setup.read_created`.
-        """
-        topology = yield from setup.read_topology(self.prefix, self.cluster)
-        keyspace, existing = setup.read_probe(
-            self.prefix, self.partitions, (yield setup.probe_request(self.prefix, self.partitions, topology))
-        )
-        requests = setup.create_requests(keyspace, self.projections, existing, topology)
-        setup.read_created((yield requests))
-        infos = setup.index_infos(requests) if wait_indexed else []
-        older = setup.older_indexes(keyspace, self.projections, existing)
-        if older:
-            # The new indexes cover documents written before them: until their scan is done, a
-            # query would quietly miss some (whichever process created them).
-            infos = setup.view_index_infos(keyspace, self.projections, topology)
-        deadline = time.monotonic() + INDEXING_WAIT_S
-        while infos and setup.still_indexing((yield infos)):
-            yield setup.Pause(INDEXING_POLL_S)  # not a busy loop of FT.INFO on the primaries
-            if time.monotonic() > deadline:
-                # Reading on would miss whatever the new indexes have not reached yet.
-                raise ConfigurationError(
-                    f"new indexes were still indexing after {INDEXING_WAIT_S:.0f} s; call again when "
-                    "`FT.INFO` shows indexing 0 on every primary"
-                )
-        if older:
-            # Both schemas' indexes are kept current until an operator drops the older: the
-            # server pays for both (docs/operations.md, upgrading the index schema).
-            log.warning(
-                "indexes of an older schema remain: %s; drop them (FT.DROPINDEX, without DD) once no "
-                "process of an older release uses them (docs/operations.md)", ", ".join(older),
-            )
-        self.keyspace, self.topology = keyspace, topology
-
-    def index_moved(self, error: Exception) -> bool:
-        """Whether `error`, from a query on the indexes, means the cluster's slots moved since
-        `setup()` read them (then `setup_program(wait_indexed=True)` and query again)."""
-        return self.topology is not None and index_moved(error)
+    def moved(self, refused: Refused) -> bool:
+        """Whether `refused`, from a query on the indexes, means the cluster's slots moved since
+        `setup()` read them (then set up again, waiting for the new indexes, and query again)."""
+        return self.topology is not None and refused.moved
 
     def load_scripts(self) -> list[Step]:
         """What to send after a NOSCRIPT: every script, on every primary of a cluster."""
@@ -259,11 +194,15 @@ class SaverCore:
         if call.plan is not None:
             self.memory.commit(call.plan, entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id))
 
-    def put_refused(self, call: PutCall, error: Exception) -> Command:
+    def put_refused(self, call: PutCall, refused: Refused) -> Command:
         """The append to send instead when `append.lua` refused a delta whose link is not what
-        this saver remembered (``SSBASE``): the full values. Any other error is raised."""
-        if call.plan is None or not str(error).startswith(BASE_REFUSED) or not call.plan.full:
-            raise error
+        this saver remembered (``SSBASE``): the full values.
+
+        Raises:
+            Refused: any other refusal, as it came.
+        """
+        if call.plan is None or not refused.starts(BASE_REFUSED) or not call.plan.full:
+            raise refused
         self.memory.forget(call.event.thread_id)
         event = call.plan.fallback(call.event)
         call.event = event
@@ -275,32 +214,6 @@ class SaverCore:
         """The append of a `put_writes`."""
         event = append.writes_saved(self.serde, config, writes, task_id, task_path, self.compress)
         return append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id))
-
-    def durable(self, command: Command) -> list[Step]:
-        """An append followed by the wait its durability asks for: one pipelined round trip.
-        The wait names no key; it goes to the node of the append's first key (its slot)."""
-        wait = durability_.wait_command(self.durability, self.durability_timeout_ms)
-        return [command] if wait is None else [command, Routed(str(command[3]), wait)]
-
-    @staticmethod
-    def wait_key(steps: Sequence[Step]) -> str | None:
-        """The key whose node the wait of `durable` goes to; None without a wait."""
-        return steps[1].key if len(steps) > 1 and isinstance(steps[1], Routed) else None
-
-    @staticmethod
-    def wait_again(steps: Sequence[Step], sent_to: str | None, owner_now: str | None) -> list[Step]:
-        """The wait to send again when the append was redirected (slots moved; the client's map
-        was stale): the wait went to the node the append left, which returns at once."""
-        return list(steps[1:]) if sent_to != owner_now else []
-
-    def read_durable(self, replies: Sequence[Any]) -> None:
-        """Check the wait of `durable`.
-
-        Raises:
-            DurabilityError: the append was not confirmed durable in time (it was made).
-        """
-        if len(replies) > 1:
-            durability_.check_waited(self.durability, self.durability_timeout_ms, replies[1])
 
     def delete_request(self, thread_id: str) -> Command:
         """The append of a `delete_thread`: a tombstone on the feed, nothing left of the thread."""
@@ -356,26 +269,31 @@ class SaverCore:
         return history.read_history(self.serde, reply, channels)
 
     # maintenance (programs the twins drive) -------------------------------------------------
-    def copy_program(self, source: str, target: str, until: str | datetime | None) -> maintenance.Program:
+    def copy_program(self, source: str, target: str, until: str | datetime | None) -> Program[None]:
         """`copy_thread` (see `maintenance.copy_thread`)."""
-        return maintenance.copy_thread(self.keys, self.projections, source, target, until, self.ttl_ms)
+        return maintenance.copy_thread(
+            self.keys, self.projections, source, target, until, self.ttl_ms, load=self.load_scripts
+        )
 
-    def prune_program(self, thread_ids: Sequence[str], strategy: str) -> maintenance.Program:
+    def prune_program(self, thread_ids: Sequence[str], strategy: str) -> Program[None]:
         """`prune` (see `maintenance.prune`)."""
-        return maintenance.prune(self.keys, self.projections, thread_ids, strategy, self.ttl_ms)
+        return maintenance.prune(self.keys, self.projections, thread_ids, strategy, self.ttl_ms, load=self.load_scripts)
 
     def retain_program(
         self, thread_ids: Sequence[str], keep_last: int | None, max_age: timedelta | None
-    ) -> maintenance.Program:
+    ) -> Program[None]:
         """Retention (see `maintenance.retain`)."""
         return maintenance.retain(
-            self.keys, self.projections, thread_ids, keep_last=keep_last, max_age=max_age, ttl=self.ttl_ms
+            self.keys, self.projections, thread_ids, keep_last=keep_last, max_age=max_age, ttl=self.ttl_ms,
+            load=self.load_scripts,
         )
 
-    def runs_program(self, run_ids: Sequence[str]) -> maintenance.Program:
+    def runs_program(self, run_ids: Sequence[str]) -> Program[None]:
         """`delete_for_runs` (see `maintenance.delete_for_runs`)."""
         view: ViewName = "full" if "full" in self.projections else self.projections[0]
-        return maintenance.delete_for_runs(self.keys, self.projections, run_ids, self.ttl_ms, self.index_targets(view))
+        return maintenance.delete_for_runs(
+            self.keys, self.projections, run_ids, self.ttl_ms, self.index_targets(view), load=self.load_scripts
+        )
 
     @staticmethod
     def next_version(current: str | float | None) -> str:

@@ -9,22 +9,23 @@ order), then the seeds; writes oldest to newest. One round trip whatever the wal
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
+from langgraph.checkpoint.base import CheckpointTuple, DeltaChannelHistory, PendingWrite
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from streamsaver.checkpoints.append import namespace_of, thread_id_of
 from streamsaver.checkpoints.reads import Reading, links_of, load_value, pending_writes
 from streamsaver.log import compression
 from streamsaver.log.keys import Keyspace
+from streamsaver.log.program import Program
 from streamsaver.log.stored import decode_channel_value
 from streamsaver.scripts import READ_HISTORY
 
-__all__ = ["history_request", "read_history"]
+__all__ = ["history_request", "read_history", "walk"]
 
 
 def history_request(keyspace: Keyspace, config: RunnableConfig, channels: Sequence[str]) -> list[str | bytes | int]:
@@ -76,3 +77,43 @@ def read_history(
             entry["seed"] = seeds[ch]
         result[ch] = entry
     return result
+
+
+def walk(
+    get: Callable[[RunnableConfig], Program[CheckpointTuple | None]], config: RunnableConfig, channels: Sequence[str]
+) -> Program[dict[str, DeltaChannelHistory]]:
+    """The base class's `get_delta_channel_history` as a program over `get` (a `get_tuple`
+    program): walk the parent chain from `config`, gathering per channel the pending writes of
+    each ancestor (newest ancestor first, each one's writes in reverse) until an ancestor holds
+    the channel's value (its seed); the writes are returned oldest first."""
+    collected: dict[str, list[PendingWrite]] = {c: [] for c in channels}
+    seeds: dict[str, Any] = {}
+    remaining = set(channels)
+    target = yield from get(config)
+    cursor = target.parent_config if target else None
+    while cursor is not None and remaining:
+        ancestor = yield from get(cursor)
+        if ancestor is None:
+            break
+        collected_from(ancestor, remaining, collected, seeds)
+        cursor = ancestor.parent_config
+    result: dict[str, DeltaChannelHistory] = {}
+    for channel in channels:
+        entry: DeltaChannelHistory = {"writes": list(reversed(collected[channel]))}
+        if channel in seeds:
+            entry["seed"] = seeds[channel]
+        result[channel] = entry
+    return result
+
+
+def collected_from(
+    ancestor: CheckpointTuple, remaining: set[str], collected: dict[str, list[PendingWrite]], seeds: dict[str, Any]
+) -> None:
+    """Gather one ancestor of `walk`: its writes to channels still walked, then its seeds."""
+    for write in reversed(ancestor.pending_writes or []):
+        if write[1] in remaining:
+            collected[write[1]].append(write)
+    values = ancestor.checkpoint["channel_values"]
+    for channel in [c for c in remaining if c in values]:
+        seeds[channel] = values[channel]
+        remaining.discard(channel)

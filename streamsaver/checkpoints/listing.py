@@ -10,21 +10,31 @@ one pipelined fetch of the checkpoints it found.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
-from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from streamsaver.checkpoints.append import namespace_of, thread_id_of
+from streamsaver.checkpoints.list_rows import (
+    SAFE_ID,
+    WHOLE,
+    Row,
+    after,
+    identity,
+    matches,
+    newest_guess,
+    search_rows,
+    tie_order,
+    window_rows,
+)
 from streamsaver.checkpoints.reads import Request, decode_rows, read_one, read_page
 from streamsaver.checkpoints.windows import WindowHints
-from streamsaver.errors import ConfigurationError, InvalidInputError
-from streamsaver.log.codec import canonical_json, escape, metadata_tags, order_key, tag, unescape
+from streamsaver.errors import InvalidInputError
+from streamsaver.log.codec import escape, metadata_tags, order_key, tag
 from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.log.routing import IndexTarget
 from streamsaver.scripts import LIST_PAGE, LIST_WINDOW
@@ -32,7 +42,6 @@ from streamsaver.scripts import LIST_PAGE, LIST_WINDOW
 __all__ = ["FIRST_WIDTH", "PAGE", "SORT_ALL_BELOW", "WHOLE", "ListPager"]
 
 Command = list[str | bytes | int]
-Row = tuple[str, str, str]
 PAGE = 100
 FIRST_WIDTH = 19**2
 """The first window of a listing across threads, in order-key units: uuid6 ids of the last ~2 s
@@ -40,87 +49,6 @@ FIRST_WIDTH = 19**2
 SORT_ALL_BELOW = 1024
 """Below this many matches a listing across threads sorts them all: that costs (~0.3 us a match)
 about what a first search for a window does (up to ~10 counts of 20-60 us)."""
-_SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]*$")
-
-
-def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
-    return all(k in metadata and canonical_json(metadata[k]) == canonical_json(v) for k, v in wanted.items())
-
-
-def _search_rows(reply: Any) -> list[Row]:
-    """``(thread_id, checkpoint_ns, checkpoint_id)`` of each FT.AGGREGATE row (RESP2 or RESP3).
-
-    Raises:
-        ConfigurationError: a row of a document from before schema v2 (the views need a replay).
-    """
-    if isinstance(reply, dict):
-        results = reply.get(b"results", reply.get("results")) or []
-        rows = [r.get(b"extra_attributes", r.get("extra_attributes")) or {} for r in results]
-        items = [{_text(k): v for k, v in row.items()} for row in rows]
-    else:
-        items = [{_text(row[i]): row[i + 1] for i in range(0, len(row), 2)} for row in reply[1:]]
-    if any("tk" not in i for i in items):
-        raise ConfigurationError(
-            "the view holds checkpoint documents written before index schema v2 (no `tk`): "
-            "rebuild the views once with `streamsaver replay` (see docs/operations.md)"
-        )
-    return [(unescape(_text(i["tk"])), unescape(_text(i.get("nk", b""))), _text(i["checkpoint_id"])) for i in items]
-
-
-def _window_rows(reply: Any) -> tuple[int, list[Row]]:
-    """The width of the window a ``list_window.lua`` or ``list_page.lua`` reply used, and its rows.
-
-    Raises:
-        ConfigurationError: a match has no ``ck`` (written before index schema v3).
-    """
-    if reply and _text(reply[0]) == "missing":
-        raise ConfigurationError(
-            "the view holds checkpoint documents written before index schema v3 (no `ck`): "
-            "rebuild the views once with `streamsaver replay` (see docs/operations.md)"
-        )
-    return int(reply[0]), _search_rows(reply[1])
-
-
-WHOLE = 2**53
-"""The width ``list_window.lua`` reports when its window was the whole index."""
-
-
-def _newest_guess() -> int:
-    """The order key of an id LangGraph would make now: where a listing's first window hangs
-    from when no `before` bounds it. Only a guess: ids of any form list correctly, and ids that
-    do not follow the clock only cost more counts to find their window."""
-    return order_key(str(uuid6()))
-
-
-def _identity(t: CheckpointTuple) -> Row:
-    c = t.config["configurable"]
-    return (c["thread_id"], c.get("checkpoint_ns", ""), c["checkpoint_id"])
-
-
-def _tie_order(row: Row) -> tuple[str, str]:
-    """Among rows of one checkpoint id, the order an index sorts them in (``@tk ASC @nk ASC``:
-    thread and namespace as keys spell them), so rows merged from several indexes order as one
-    index would order them (a copied thread keeps its source's ids)."""
-    thread_id, ns, _ = row
-    return escape(thread_id), escape(ns)
-
-
-
-def _after(cursor: Row) -> str:
-    """A FILTER keeping the rows strictly after `cursor` in the listing's order (id DESC,
-    then ``tk``, ``nk`` ASC). Its id is checked (`_SAFE_ID`), thread and namespace are escaped
-    (`escape`: ``[A-Za-z0-9._%-]``): nothing in it can end a quoted string."""
-    thread, ns, cid = cursor
-    tk, nk = escape(thread), escape(ns)
-    return (f"(@checkpoint_id < '{cid}') || (@checkpoint_id == '{cid}' && "
-            f"(@tk > '{tk}' || (@tk == '{tk}' && @nk > '{nk}')))")
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-
 @dataclass
 class ListPager:
     """Plans one `list` call. Use: ``while (req := pager.next_request()) is not None:
@@ -220,7 +148,7 @@ class ListPager:
         only = str((config or {}).get("configurable", {}).get("checkpoint_id") or "")
         indexes = tuple(targets) if targets else (IndexTarget(keyspace.index(view)),)
         # the newest guess places a first window across threads; a listing of one thread has none
-        top = _newest_guess() if thread_id is None else 0
+        top = newest_guess() if thread_id is None else 0
         return cls(keyspace, view, serde, thread_id, ns, dict(filter or {}), before_id, limit, indexes, before_id,
                    top, hints, only)
 
@@ -279,7 +207,7 @@ class ListPager:
         return " ".join(parts) or "*"
 
     def _checked_before(self) -> str:
-        if not _SAFE_ID.match(self.before):
+        if not SAFE_ID.match(self.before):
             raise InvalidInputError(
                 f"before={self.before!r}: listing across namespaces or threads compares ids in "
                 "the index, which takes ids of [A-Za-z0-9._:-] only"
@@ -294,9 +222,9 @@ class ListPager:
             # Across threads the matches may be many: the script sorts only a window of the
             # newest of them that holds the page (_window.lua), below the cursor if any.
             bound = cursor[2] if cursor else self.before
-            after: Command = ["1", escape(cursor[0]), escape(cursor[1])] if cursor else ["0", "", ""]
+            past: Command = ["1", escape(cursor[0]), escape(cursor[1])] if cursor else ["0", "", ""]
             args: Command = [self._query(), bound, order_key(bound) if bound else "", self._offsets[n],
-                             self._want, self.top, self._widths[n], SORT_ALL_BELOW, int(self._fresh[n]), *after]
+                             self._want, self.top, self._widths[n], SORT_ALL_BELOW, int(self._fresh[n]), *past]
             self._fresh[n] = False  # a later page needs a window further down: counted
             if self._one_trip:
                 return LIST_PAGE.evalsha_args([self.targets[n].name], [*args, self.keyspace.prefix, self.view])
@@ -304,10 +232,10 @@ class ListPager:
         command: Command = ["FT.AGGREGATE", self.targets[n].name, self._query()]
         bound = self._bounds[n]  # `before` (checked above), then a fetched id (`_advance`)
         if cursor:
-            command += ["FILTER", _after(cursor)]
+            command += ["FILTER", after(cursor)]
         elif bound:
             command += ["FILTER", f"@checkpoint_id < '{bound}'"]
-        if self.only and _SAFE_ID.match(self.only):
+        if self.only and SAFE_ID.match(self.only):
             command += ["FILTER", f"@checkpoint_id == '{self.only}'"]
         # Sorting by the three sortable fields returns them with each row: no document is
         # loaded. The sort collects every match: here, the checkpoints of one thread. TIMEOUT 0:
@@ -332,12 +260,12 @@ class ListPager:
             return self._keep(tuples)
         for n, reply in zip(self._asked, replies):
             if self._across:
-                self._widths[n], rows = _window_rows(reply)
+                self._widths[n], rows = window_rows(reply)
                 self._remember(n)
                 if self._one_trip:
                     self._read.update(zip(rows, reply[2]))
             else:
-                rows = _search_rows(reply)
+                rows = search_rows(reply)
             self._buffers[n] = rows
             self._exhausted[n] = len(rows) < self._want
             self._advance(n, rows)
@@ -360,7 +288,7 @@ class ListPager:
         the empty id, which stands for no bound) keeps the bound where it was and counts on from
         it (`_offsets` rows further)."""
         last = rows[-1] if rows else None
-        if last is None or not last[2] or not _SAFE_ID.match(last[2]):  # '' bounds nothing
+        if last is None or not last[2] or not SAFE_ID.match(last[2]):  # '' bounds nothing
             self._offsets[n] += len(rows)
         elif not self._across and self.checkpoint_ns is not None:
             self._bounds[n], self._offsets[n] = last[2], 0
@@ -378,7 +306,7 @@ class ListPager:
             if not heads:
                 break
             newest = max(buffer[0][2] for buffer in heads)
-            merged.append(min((b for b in heads if b[0][2] == newest), key=lambda b: _tie_order(b[0])).pop(0))
+            merged.append(min((b for b in heads if b[0][2] == newest), key=lambda b: tie_order(b[0])).pop(0))
         return merged
 
     def _keep(self, tuples: list[CheckpointTuple]) -> list[CheckpointTuple]:
@@ -387,11 +315,11 @@ class ListPager:
         # (an id a FILTER cannot quote), may come again: a checkpoint returned is not returned again.
         kept = []
         for t in tuples:
-            seen = _identity(t)
+            seen = identity(t)
             if seen in self._returned:
                 continue
             if (
-                _matches(t.metadata, self.filter)
+                matches(t.metadata, self.filter)
                 and (not self.before or seen[2] < self.before)
                 and (not self.only or seen[2] == self.only)
             ):

@@ -1,9 +1,8 @@
 """`copy_thread`, `prune` and `delete_for_runs` as programs without I/O.
 
-Each operation is a generator: it yields a request (a list of commands the saver sends in one
-round trip), receives the replies, and returns when done. A Redis error raised by a request is
-thrown back into the generator. The sync and the async saver drive the same program
-(`StreamSaver._drive`, `AsyncStreamSaver._drive`), so the twins hold no decision.
+Each operation is a program (`streamsaver.log.program`): it yields a `Call` (commands sent in
+one round trip), receives the replies, and returns when done; an error reply comes back into it
+as `Refused`. The sync and the async driver run the same program, so the twins hold no decision.
 
 Costs: each operation reads a thread's whole log once (one round trip) and writes it with one
 atomic ``rewrite.lua`` call (one round trip) on the thread's partition; `delete_for_runs` adds
@@ -13,12 +12,10 @@ append racing it makes the call fail without writing, and the thread is read aga
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
-
-from redis.exceptions import ResponseError
 
 from streamsaver.checkpoints.append import thread_id_of
 from streamsaver.checkpoints.compaction import (
@@ -42,13 +39,12 @@ from streamsaver.log.bounds import log_bound
 from streamsaver.log.codec import tag, unescape
 from streamsaver.log.events import Event, RunsDeleted, ThreadCopied, ThreadPruned
 from streamsaver.log.keys import Keyspace, ViewName
+from streamsaver.log.program import Call, Program, Refused, Reload
 from streamsaver.log.rewrite import decode_log, read_log
 from streamsaver.log.routing import IndexTarget, Routed, Step
 
-__all__ = ["ATTEMPTS", "STRATEGIES", "Program", "copy_thread", "delete_for_runs", "prune", "retain"]
+__all__ = ["ATTEMPTS", "STRATEGIES", "copy_thread", "delete_for_runs", "prune", "retain"]
 
-Command = list[str | bytes | int]
-Program = Generator[list[Step], list[Any], None]
 STRATEGIES = ("keep_latest", "delete")
 ATTEMPTS = 5
 """Reads and rewrites of one thread before a rewrite racing appends gives up."""
@@ -76,8 +72,8 @@ def _ttl(keyspace: Keyspace, thread_id: str, ttl: int) -> list[str | bytes | int
     return ttl_block(keyspace, thread_id, ttl) if ttl else []
 
 
-def _stale(exc: ResponseError) -> bool:
-    return str(exc).startswith("STALE")
+def _stale(refused: Refused) -> bool:
+    return refused.starts("STALE")
 
 
 def copy_thread(
@@ -87,7 +83,9 @@ def copy_thread(
     target: Any,
     until: str | datetime | None = None,
     ttl: int = 0,
-) -> Program:
+    *,
+    load: Reload,
+) -> Program[None]:
     """Copy `source`'s log, up to `until`, into the new thread `target` (one round trip to
     read, one atomic append of a `ThreadCopied` marker and the copied events).
 
@@ -107,7 +105,7 @@ def copy_thread(
         raise InvalidInputError(f"until must be a checkpoint id or a datetime, not {type(until).__name__}")
     checkpoint = until if isinstance(until, str) else None
     bound = log_bound(until) if isinstance(until, datetime) else "+"
-    [reply] = yield [read_log(keyspace.thread(source_id).log, bound)]
+    [reply] = yield Call([read_log(keyspace.thread(source_id).log, bound)], load)
     events = retarget(decode_log(reply), target_id, checkpoint)
     if events is None:
         raise InvalidInputError(f"checkpoint {checkpoint!r} is not in thread {source_id!r}")
@@ -120,10 +118,10 @@ def copy_thread(
         ttl=_ttl(keyspace, target_id, ttl),
     )
     try:
-        yield [call]
-    except ResponseError as exc:
+        yield Call([call], load)
+    except Refused as exc:
         if _stale(exc):
-            raise ThreadExistsError(f"thread {target_id!r} already exists; copy into a new thread id") from exc
+            raise ThreadExistsError(f"thread {target_id!r} already exists; copy into a new thread id") from exc.error
         raise
 
 
@@ -134,12 +132,13 @@ def _rewrite(
     choose: Callable[[LogIndex, int], set[CheckpointKey]],
     marker: Callable[[int], Event],
     ttl: int,
-) -> Program:
+    load: Reload,
+) -> Program[None]:
     """Remove the checkpoints `choose(index, server time in ms)` picks from one thread's log and
     views, recording `marker(checkpoints kept)`; nothing is written when it picks none."""
     for _ in range(ATTEMPTS):
         log = keyspace.thread(thread_id).log
-        reply, (seconds, micros) = yield [read_log(log), Routed(log, ["TIME"])]
+        reply, (seconds, micros) = yield Call([read_log(log), Routed(log, ["TIME"])], load)
         entries = decode_log(reply)
         index = LogIndex.of(entries)
         removed = choose(index, int(seconds) * 1000 + int(micros) // 1000)
@@ -151,17 +150,17 @@ def _rewrite(
             ttl=_ttl(keyspace, thread_id, ttl),
         )
         try:
-            yield [call]
+            yield Call([call], load)
             return
-        except ResponseError as exc:
+        except Refused as exc:
             if not _stale(exc):
                 raise
     raise ConcurrentChangeError(f"thread {thread_id!r} kept changing during {ATTEMPTS} attempts to rewrite it")
 
 
 def prune(
-    keyspace: Keyspace, views: Sequence[ViewName], thread_ids: Iterable[Any], strategy: str, ttl: int = 0
-) -> Program:
+    keyspace: Keyspace, views: Sequence[ViewName], thread_ids: Iterable[Any], strategy: str, ttl: int = 0, *, load: Reload
+) -> Program[None]:
     """Prune each thread: ``"keep_latest"`` keeps the newest checkpoint of each namespace (and
     the ancestors its delta channels need), ``"delete"`` removes every checkpoint.
 
@@ -172,7 +171,7 @@ def prune(
         raise InvalidInputError(f"strategy must be one of {STRATEGIES}, not {strategy!r}")
     for thread_id in dict.fromkeys(_thread(t) for t in _many(thread_ids, "thread_ids")):
         yield from _rewrite(
-            keyspace, views, thread_id, partial(_pruned, strategy=strategy), partial(ThreadPruned, thread_id, strategy), ttl
+            keyspace, views, thread_id, partial(_pruned, strategy=strategy), partial(ThreadPruned, thread_id, strategy), ttl, load
         )
 
 
@@ -196,7 +195,8 @@ def retain(
     keep_last: int | None = None,
     max_age: timedelta | None = None,
     ttl: int = 0,
-) -> Program:
+    load: Reload,
+) -> Program[None]:
     """Retention: in each namespace of each thread keep the newest checkpoint, the `keep_last`
     newest, those logged within `max_age` (server time), and the ancestors their delta channels
     need; compact the rest away like `prune` (marker `ThreadPruned`, strategy ``"retention"``).
@@ -215,7 +215,7 @@ def retain(
     for thread_id in dict.fromkeys(_thread(t) for t in _many(thread_ids, "thread_ids")):
         yield from _rewrite(
             keyspace, views, thread_id, partial(_retained, keep_last=keep_last, max_age_ms=age_ms),
-            partial(ThreadPruned, thread_id, "retention"), ttl,
+            partial(ThreadPruned, thread_id, "retention"), ttl, load,
         )
 
 
@@ -254,7 +254,9 @@ def delete_for_runs(
     run_ids: Iterable[Any],
     ttl: int = 0,
     targets: Sequence[IndexTarget] = (),
-) -> Program:
+    *,
+    load: Reload,
+) -> Program[None]:
     """Remove every checkpoint whose metadata ``run_id`` is one of `run_ids`, with its writes,
     from the logs and the views of every thread holding one (found through the index of the
     first projected view, the full view when it is kept; `targets` are that view's indexes,
@@ -272,12 +274,12 @@ def delete_for_runs(
     indexes = tuple(targets) or (IndexTarget(keyspace.index(view)),)
     done: set[str] = set()
     while True:
-        replies = yield _threads_request(indexes, runs)
+        replies = yield Call(_threads_request(indexes, runs), load)
         threads = sorted({t for reply in replies for t in _threads(reply)} - done)
         if not threads:
             return
         for thread_id in threads:
             done.add(thread_id)
             yield from _rewrite(
-                keyspace, views, thread_id, partial(_runs, run_ids=runs), partial(_runs_deleted, thread_id, runs), ttl
+                keyspace, views, thread_id, partial(_runs, run_ids=runs), partial(_runs_deleted, thread_id, runs), ttl, load
             )

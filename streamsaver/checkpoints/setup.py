@@ -10,28 +10,30 @@ Safe to run on every start and from many processes at once.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from redis.exceptions import ResponseError
-from redisvl.schema import IndexSchema
-
-from projectors.schema import index_schema
+from projectors.schema import FIELDS
 from streamsaver.errors import ConfigurationError, MissingModuleError
 from streamsaver.log.keys import DEFAULT_PARTITIONS, INDEX_SCHEMA_VERSION, Keyspace, ViewName
+from streamsaver.log.program import Program, Wait
 from streamsaver.log.routing import Routed, Step, Topology, index_targets
 from streamsaver.scripts import ALL, Script
 
 __all__ = [
-    "Pause",
+    "INDEXING_POLL_S",
+    "INDEXING_WAIT_S",
     "create_requests",
+    "field_args",
     "index_infos",
     "index_names",
     "list_indexes",
     "load_scripts",
     "older_indexes",
     "probe_request",
+    "program",
     "read_created",
     "read_probe",
     "read_topology",
@@ -41,6 +43,13 @@ __all__ = [
 ]
 
 Command = list[str | bytes | int]
+log = logging.getLogger("streamsaver.setup")
+
+INDEXING_WAIT_S = 30.0
+"""How long a setup after moved slots (or during an index schema upgrade) waits for new indexes
+to index what their nodes hold."""
+INDEXING_POLL_S = 0.05
+"""The pause between two reads of the new indexes' state (`program`)."""
 
 
 def probe_request(prefix: str, partitions: int | None, topology: Topology | None = None) -> list[Step]:
@@ -55,7 +64,7 @@ def probe_request(prefix: str, partitions: int | None, topology: Topology | None
 
 
 def _is_unknown_command(reply: Any) -> bool:
-    return isinstance(reply, ResponseError) and "unknown command" in str(reply).lower()
+    return isinstance(reply, Exception) and "unknown command" in str(reply).lower()
 
 
 def read_probe(prefix: str, partitions: int | None, replies: Sequence[Any]) -> tuple[Keyspace, list[set[str]]]:
@@ -83,9 +92,27 @@ def read_probe(prefix: str, partitions: int | None, replies: Sequence[Any]) -> t
     return Keyspace(prefix, stored_partitions), index_names(lists)
 
 
+_TYPE_ARGS: dict[str, Command] = {"tag": ["TAG", "SEPARATOR", ","], "numeric": ["NUMERIC"], "text": ["TEXT", "WEIGHT", 1]}
+_FLAGS = (("case_sensitive", "CASESENSITIVE"), ("index_missing", "INDEXMISSING"), ("sortable", "SORTABLE"),
+          ("unf", "UNF"), ("no_index", "NOINDEX"))
+
+
+def field_args(field: dict[str, Any]) -> Command:
+    """The ``FT.CREATE ... SCHEMA`` arguments of one field of `projectors.schema.FIELDS`, as
+    redisvl spells them from the same dictionary (a unit test holds the two equal).
+
+    Raises:
+        ConfigurationError: a field type or attribute this builder does not know.
+    """
+    attrs = field.get("attrs", {})
+    if field["type"] not in _TYPE_ARGS or set(attrs) - {name for name, _ in _FLAGS}:
+        raise ConfigurationError(f"index field {field!r} has a type or attribute setup cannot declare")
+    flags: Command = [flag for name, flag in _FLAGS if attrs.get(name)]
+    return [field["path"], "AS", field["name"], *_TYPE_ARGS[field["type"]], *flags]
+
+
 def _create_index(keyspace: Keyspace, view: ViewName, name: str) -> Command:
-    schema = IndexSchema.from_dict(index_schema(keyspace.index(view), keyspace.document_prefix(view)))
-    fields = [arg for f in schema.redis_fields for arg in f.redis_args()]
+    fields = [arg for field in FIELDS for arg in field_args(field)]
     return ["FT.CREATE", name, "ON", "JSON", "PREFIX", 1, keyspace.document_prefix(view), "SCHEMA", *fields]
 
 
@@ -153,13 +180,6 @@ def create_requests(
     return creates + load_scripts(topology)
 
 
-@dataclass(frozen=True)
-class Pause:
-    """A step of the setup program: sleep `seconds`, then send it None."""
-
-    seconds: float
-
-
 def index_infos(requests: Sequence[Step]) -> list[Step]:
     """``FT.INFO`` of every index that `requests` (from `create_requests`) creates."""
     infos: list[Step] = []
@@ -189,5 +209,51 @@ def read_created(replies: Sequence[Any]) -> None:
         ConfigurationError: an index or script could not be created.
     """
     for reply in replies:
-        if isinstance(reply, ResponseError) and "already exists" not in str(reply).lower():
+        if isinstance(reply, Exception) and "already exists" not in str(reply).lower():
             raise ConfigurationError(f"setup could not create an index or load a script: {reply}") from reply
+
+
+def program(
+    prefix: str, partitions: int | None, views: Sequence[ViewName], cluster: bool, wait_indexed: bool = False
+) -> Program[tuple[Keyspace, Topology | None]]:
+    """`setup()`: the deployment's keyspace and (on a cluster, read first) slot map. With
+    `wait_indexed`, it then polls the indexes it created until they have indexed the documents
+    already there (at most `INDEXING_WAIT_S`, a `Wait` of `INDEXING_POLL_S` between two polls):
+    after slots moved, new indexes are made on nodes that hold documents. During an upgrade to a
+    new index schema (an index of an older one exists) it polls every index of its views alike.
+
+    Raises:
+        MissingModuleError, ConfigurationError: see `read_probe`, `read_created`; or new indexes
+            still indexing after `INDEXING_WAIT_S`.
+    """
+    topology = yield from read_topology(prefix, cluster)
+    keyspace, existing = read_probe(prefix, partitions, (yield probe_request(prefix, partitions, topology)))
+    requests = create_requests(keyspace, views, existing, topology)
+    read_created((yield requests))
+    infos = index_infos(requests) if wait_indexed else []
+    older = older_indexes(keyspace, views, existing)
+    if older:
+        # The new indexes cover documents written before them: until their scan is done, a
+        # query would quietly miss some (whichever process created them).
+        infos = view_index_infos(keyspace, views, topology)
+    yield from _indexed(infos)
+    if older:
+        # Both schemas' indexes are kept current until an operator drops the older: the
+        # server pays for both (docs/operations.md, upgrading the index schema).
+        log.warning(
+            "indexes of an older schema remain: %s; drop them (FT.DROPINDEX, without DD) once no "
+            "process of an older release uses them (docs/operations.md)", ", ".join(older),
+        )
+    return keyspace, topology
+
+
+def _indexed(infos: list[Step]) -> Program[None]:
+    deadline = time.monotonic() + INDEXING_WAIT_S
+    while infos and still_indexing((yield infos)):
+        yield Wait(INDEXING_POLL_S)  # not a busy loop of FT.INFO on the primaries
+        if time.monotonic() > deadline:
+            # Reading on would miss whatever the new indexes have not reached yet.
+            raise ConfigurationError(
+                f"new indexes were still indexing after {INDEXING_WAIT_S:.0f} s; call again when "
+                "`FT.INFO` shows indexing 0 on every primary"
+            )

@@ -38,11 +38,24 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 from redis.exceptions import MovedError, ResponseError
 
+from streamsaver.log.program import Refused
 from streamsaver.log.routing import Command, Routed, Step, command_key, script_key
 
 __all__ = [
-    "acluster_enabled", "by_node", "cluster_enabled", "connect", "enqueue", "execute", "index_moved",
-    "initialize", "is_cluster", "node_name", "primaries", "route",
+    "acluster_enabled",
+    "aconnect",
+    "by_node",
+    "cluster_enabled",
+    "connect",
+    "enqueue",
+    "execute",
+    "index_moved",
+    "initialize",
+    "is_cluster",
+    "node_name",
+    "primaries",
+    "refused",
+    "route",
 ]
 
 
@@ -138,3 +151,17 @@ async def acluster_enabled(url: str) -> bool:
         return bool(int((await client.info("cluster")).get("cluster_enabled", 0)))
     finally:
         await client.aclose()
+
+
+async def aconnect(url: str, *, cluster: bool | None = None, **options: Any) -> Any:
+    """`connect` with an asyncio client: a ``redis.asyncio.cluster.RedisCluster`` or a
+    ``redis.asyncio.Redis`` (None asks the server whether it runs in cluster mode)."""
+    if cluster if cluster is not None else await acluster_enabled(url):
+        return AsyncRedisCluster.from_url(url, **options)
+    return redis.asyncio.Redis.from_url(url, **options)
+
+
+def refused(error: ResponseError) -> Refused:
+    """An error reply as programs see it (`streamsaver.log.program.Refused`), with whether it
+    says the slots moved (`index_moved`)."""
+    return Refused(error, index_moved(error))

@@ -10,9 +10,9 @@ loop is written once, in `streamsaver.feeds.consumer`. This module holds its bui
   owner's) with XAUTOCLAIM.
 * ``roster.lua`` is one live consumer's heartbeat (server time); `share` splits partitions among
   the live names: partition ``p`` goes to the ``p mod n``-th of ``n`` names in order.
-* A *program* is a generator that yields a step (a pipeline: a list of commands, or a `Wait`)
-  and receives the replies; `call` sends a pipeline and reloads scripts on NOSCRIPT. The sync and
-  async shells (`streamsaver.drivers.programs`) only move bytes.
+* Their loops are programs (`streamsaver.log.program`: they yield a pipeline, a list of
+  commands, or a `Wait`, and receive the replies); `call` sends a pipeline and reloads scripts
+  on NOSCRIPT. The sync and async drivers (`streamsaver.drivers.programs`) only move bytes.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import Generator, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from redis import exceptions as rx
 from redis.exceptions import NoScriptError
 
 from streamsaver.errors import InvalidInputError
+from streamsaver.log.program import Program, Wait
 from streamsaver.log.routing import Command, Step
 from streamsaver.scripts import Script
 
@@ -39,18 +39,6 @@ LEASE = Script.alone("lease")
 ROSTER = Script.alone("roster")
 _TRANSIENT = (rx.OutOfMemoryError, rx.BusyLoadingError, rx.ReadOnlyError, rx.TryAgainError,
               rx.ClusterDownError, rx.MasterDownError, rx.MovedError, rx.AskError)
-
-
-@dataclass(frozen=True)
-class Wait:
-    """A step of a program: pause `seconds` (less when the consumer is stopped)."""
-
-    seconds: float
-
-
-Program = Generator[Any, Any, T]
-"""A generator yielding steps (a list of commands to pipeline, a `Wait`, or a step its own
-shell knows) and receiving their replies; it returns its result."""
 
 
 def default_name() -> str:

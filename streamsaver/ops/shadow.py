@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from redis import Redis
 
 from projectors.domain import CHECKPOINTS
+from streamsaver.drivers.sync import round_trip
 from streamsaver.drivers.wire import Command
 from streamsaver.errors import StreamSaverError
 from streamsaver.log.domain import Domain
 from streamsaver.log.keys import Keyspace, ViewName, nested_prefix
 from streamsaver.ops.inspection import deployment_keyspace
 from streamsaver.ops.replay import Replayer
-from streamsaver.saver.sync import round_trip
 from streamsaver.scripts import SWAP
 
 __all__ = ["SHADOW", "ShadowRebuild", "ShadowStats", "SwapStalled"]

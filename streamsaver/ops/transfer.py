@@ -68,6 +68,7 @@ from redis import Redis
 
 from projectors.domain import CHECKPOINTS
 from streamsaver._version import __version__
+from streamsaver.drivers.sync import round_trip
 from streamsaver.errors import EventDecodeError, TargetNotEmptyError
 from streamsaver.log.bounds import log_bound
 from streamsaver.log.domain import Domain
@@ -89,7 +90,7 @@ from streamsaver.ops.export_file import (
 )
 from streamsaver.ops.progress import Progress
 from streamsaver.ops.replay import Replayer
-from streamsaver.saver.sync import StreamSaver, round_trip
+from streamsaver.saver.sync import StreamSaver
 
 __all__ = ["FORMAT", "VERSION", "Header", "ProgressFactory", "TransferStats", "check_export", "export_logs",
            "import_logs"]  # the file format's names stay importable from here

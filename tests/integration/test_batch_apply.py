@@ -23,10 +23,10 @@ from streamsaver.checkpoints.append import (
     thread_deleted,
     writes_saved,
 )
+from streamsaver.drivers.sync import round_trip
 from streamsaver.log.events import Event
 from streamsaver.log.keys import Keyspace
 from streamsaver.ops.replay import Replayer
-from streamsaver.saver.sync import round_trip
 from streamsaver.scripts import APPLY
 
 SERDE = JsonPlusSerializer()

@@ -107,7 +107,7 @@ def _child(thread: str) -> None:
     saver = _FORKED[0]  # inherited from the parent, with its lane and the parent's sockets
     _steps(saver, thread)
     # Every connection the child's lane went on to keep is the child's own.
-    kept = [connection for connection, _ in saver._lane._idle]  # type: ignore[union-attr]
+    kept = [connection for connection, _ in saver._driver.lane._idle]  # type: ignore[union-attr]
     if not kept or any(connection.pid != os.getpid() for connection in kept):
         raise SystemExit(1)
 
@@ -233,8 +233,8 @@ def test_a_rotated_token_authenticates_the_lanes_connections(redis_url: str, cli
         token = SimpleToken(users[new], time.time() * 1000 + 60_000, time.time() * 1000, {"oid": new})
         rotated.connection_pool.re_auth_callback(token)  # what the provider calls on a new token
         assert rotated.execute_command("ACL", "WHOAMI") == new.encode()
-        assert saver._lane is not None
-        assert saver._lane.send([["ACL", "WHOAMI"]]) == [new.encode()]
+        assert saver._driver.lane is not None
+        assert saver._driver.lane.send([["ACL", "WHOAMI"]]) == [new.encode()]
         _busy(saver, "after", 3)
     finally:
         rotated.close()
@@ -248,11 +248,11 @@ def test_a_connection_marked_for_reconnection_is_reconnected(redis_url: str, pre
     try:
         saver = StreamSaver(moved, prefix=prefix)
         _steps(saver, "before")
-        assert saver._lane is not None
-        [before] = saver._lane.send([["CLIENT", "ID"]])
-        for connection, _ in saver._lane._idle:
+        assert saver._driver.lane is not None
+        [before] = saver._driver.lane.send([["CLIENT", "ID"]])
+        for connection, _ in saver._driver.lane._idle:
             connection.mark_for_reconnect()  # what MaintNotificationsPoolHandler does to connections in use
-        [after] = saver._lane.send([["CLIENT", "ID"]])
+        [after] = saver._driver.lane.send([["CLIENT", "ID"]])
         assert after != before
         _steps(saver, "after")
     finally:

@@ -11,7 +11,18 @@ from redis.exceptions import ResponseError
 
 from streamsaver import StreamSaver
 from streamsaver.checkpoints.maintenance import ATTEMPTS
+from streamsaver.drivers.sync import round_trip
 from streamsaver.errors import ConcurrentChangeError
+from streamsaver.log.program import Call, Refused
+
+
+def _send(saver: StreamSaver, call: Call) -> list:  # type: ignore[type-arg]
+    return round_trip(saver.redis, call.steps)
+
+
+def _stale(message: str = "STALE") -> Refused:
+    """What the driver hands back into the program when the rewrite is refused."""
+    return Refused(ResponseError(message), False)
 
 
 def _fill(saver: StreamSaver, thread_id: str, steps: int) -> dict:  # type: ignore[type-arg]
@@ -30,18 +41,18 @@ def test_an_append_racing_a_prune_is_kept(client: redis.Redis, prefix: str) -> N
     last = _fill(saver, "t", 3)
     program = saver.core.prune_program(["t"], "keep_latest")
     read = next(program)
-    rewrite = program.send(saver._send(read))
+    rewrite = program.send(_send(saver, read))
     checkpoint, versions = new_checkpoint({"s": "racing"}, last)
     raced = saver.put(config("t", "", last["id"]), checkpoint, {"step": 9}, versions)
     before = snapshot(client, prefix)
 
     with pytest.raises(ResponseError, match="STALE"):
-        saver._send(rewrite)
+        _send(saver, rewrite)
     assert snapshot(client, prefix) == before
-    again = program.throw(ResponseError("STALE"))  # the saver's driver hands the error back
-    assert again[0][0] == "XRANGE"
+    again = program.throw(_stale())
+    assert again.steps[0][0] == "XRANGE"
     with pytest.raises(StopIteration):
-        program.send(saver._send(program.send(saver._send(again))))
+        program.send(_send(saver, program.send(_send(saver, again))))
 
     kept = list(saver.list(config("t")))
     assert [t.config for t in kept] == [raced]
@@ -56,6 +67,6 @@ def test_a_rewrite_losing_every_race_gives_up(client: redis.Redis, prefix: str) 
     request = next(program)
     with pytest.raises(ConcurrentChangeError):
         for _ in range(ATTEMPTS):
-            rewrite = program.send(saver._send(request))
-            request = program.throw(ResponseError("STALE the log changed"))
-            assert rewrite[0][0] == "EVALSHA"
+            rewrite = program.send(_send(saver, request))
+            request = program.throw(_stale("STALE the log changed"))
+            assert rewrite.steps[0][0] == "EVALSHA"

@@ -18,7 +18,8 @@ import pytest
 import redis
 
 from streamsaver import AsyncStreamSaver, StreamSaver
-from streamsaver.checkpoints.core import INDEXING_POLL_S
+from streamsaver.checkpoints import programs
+from streamsaver.checkpoints.setup import INDEXING_POLL_S
 from streamsaver.log.keys import Keyspace
 from streamsaver.server.embedded import EmbeddedRedis
 
@@ -53,10 +54,11 @@ async def test_the_wait_for_new_indexes_pauses_between_two_reads_of_their_state(
     calls, started = _ft_info_calls(client), time.monotonic()
 
     if kind == "sync":
-        StreamSaver(client, prefix=prefix, projections=("full",))._setup(wait_indexed=True)
+        sync_saver = StreamSaver(client, prefix=prefix, projections=("full",))
+        sync_saver._driver.run(programs.set_up(sync_saver.core, wait_indexed=True))
     else:
         async with AsyncStreamSaver.from_conn_string(own_url, prefix=prefix, projections=("full",)) as saver:
-            await saver._setup(wait_indexed=True)
+            await saver._adriver.run(programs.set_up(saver.core, wait_indexed=True))
 
     polls, waited = _ft_info_calls(client) - calls, time.monotonic() - started
     info = client.ft(Keyspace(prefix).index("full")).info()

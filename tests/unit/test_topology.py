@@ -10,11 +10,13 @@ import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from redis.crc import key_slot
 
+from streamsaver.checkpoints import programs
 from streamsaver.checkpoints.core import SaverCore
 from streamsaver.checkpoints.listing import FIRST_WIDTH, ListPager
 from streamsaver.checkpoints.windows import FRESH_S, WindowHints
 from streamsaver.errors import ConfigurationError
 from streamsaver.log.keys import Keyspace
+from streamsaver.log.program import Owner
 from streamsaver.log.routing import IndexTarget, Routed, Topology, command_key, index_targets
 
 SLOTS_OF_THREE = [
@@ -75,7 +77,10 @@ def test_the_wait_after_an_append_goes_where_the_append_goes() -> None:
     core.keyspace = Keyspace("p", 4)
     append = ["EVALSHA", "sha", 3, "p:log:{p1}:t", "p:feed:{p1}", "p:pos:{p1}:t", "arg"]
 
-    assert core.durable(list(append)) == [append, Routed("p:log:{p1}:t", ["WAITAOF", 1, 0, 5000])]
+    program = programs.durable(core, list(append))
+    assert program.send(None) == Owner("p:log:{p1}:t")
+    call = program.send(None)
+    assert call.steps == [append, Routed("p:log:{p1}:t", ["WAITAOF", 1, 0, 5000])]
     assert command_key(append) == "p:log:{p1}:t"
     assert command_key(["XRANGE", b"p:log:{p2}:t", "-", "+"]) == "p:log:{p2}:t"
 

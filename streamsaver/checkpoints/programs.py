@@ -1,0 +1,196 @@
+"""Every call of a saver as a program (`streamsaver.log.program`), without I/O.
+
+`StreamSaver` runs these with the sync driver, `AsyncStreamSaver` with the asyncio one; each of
+their methods is one line that picks the driver. What a call does reads top to bottom here; what
+it sends and how a reply is read is in `SaverCore` and the modules it uses. A call on a saver not
+set up yet sets it up first (`ready`), once even when many calls start together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+)
+
+from streamsaver.checkpoints import durability as durability_
+from streamsaver.checkpoints import history, setup
+from streamsaver.checkpoints.core import SaverCore
+from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused
+from streamsaver.log.routing import Command, Routed
+
+__all__ = [
+    "copy_thread", "delete_for_runs", "delete_thread", "delta_channel_history", "durable", "get_tuple", "list_checkpoints",
+    "pin_thread", "prune", "put", "put_writes", "ready", "retain", "set_up",
+]
+
+
+def set_up(core: SaverCore, *, wait_indexed: bool = False) -> Program[None]:
+    """`setup()`: see `streamsaver.checkpoints.setup.program`; the core keeps what it read."""
+    core.keyspace, core.topology = yield from setup.program(
+        core.prefix, core.partitions, core.projections, core.cluster, wait_indexed
+    )
+
+
+def _set_up_once(core: SaverCore) -> Program[None]:
+    if core.keyspace is None:  # another call may have set it up while this one waited
+        yield from set_up(core)
+
+
+def ready(core: SaverCore) -> tuple[Alone, ...]:
+    """The steps that set the saver up unless it is (one setup at a time on a driver): none once
+    it is, so that ``yield from ready(core)`` costs a call a program nothing more."""
+    return () if core.keyspace is not None else (Alone(_set_up_once(core)),)
+
+
+def durable(core: SaverCore, command: Command) -> Program[Any]:
+    """Send an append and the wait its durability asks for, in one round trip: the append's reply.
+
+    The wait names no key; it goes to the node of the append's first key (its slot). When a
+    cluster redirected the append (slots moved; the client's map was stale), the wait went to
+    the node the append left, which answers at once: it is sent again to the owner now.
+
+    Raises:
+        DurabilityError: the append was not confirmed durable in time (it was made).
+    """
+    wait = durability_.wait_command(core.durability, core.durability_timeout_ms)
+    if wait is None:
+        [reply] = yield Call([command], core.load_scripts)
+        return reply
+    key = str(command[3])
+    sent_to = yield Owner(key)
+    reply, waited = yield Call([command, Routed(key, wait)], core.load_scripts)
+    if (yield Owner(key)) != sent_to:
+        [waited] = yield Call([Routed(key, wait)], core.load_scripts)
+    durability_.check_waited(core.durability, core.durability_timeout_ms, waited)
+    return reply
+
+
+def put(
+    core: SaverCore,
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    new_versions: ChannelVersions,
+) -> Program[RunnableConfig]:
+    """`put`: append the checkpoint (values that extend what this saver last stored of them as
+    deltas), durably; when the log refuses a delta whose link is not what this saver
+    remembered (``SSBASE``: another process wrote the thread), append the full values instead.
+    Returns the config of the checkpoint saved."""
+    yield from ready(core)
+    call = core.put_call(config, checkpoint, metadata, new_versions)
+    try:
+        entry_id = yield from durable(core, call.command)
+    except Refused as refused:
+        entry_id = yield from durable(core, core.put_refused(call, refused))
+    core.put_logged(call, entry_id)
+    return call.saved
+
+
+def put_writes(
+    core: SaverCore, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+) -> Program[None]:
+    """`put_writes`: one durable append."""
+    yield from ready(core)
+    yield from durable(core, core.put_writes_request(config, writes, task_id, task_path))
+
+
+def delete_thread(core: SaverCore, thread_id: str) -> Program[None]:
+    """`delete_thread`: one durable append (a tombstone; nothing of the thread is left)."""
+    yield from ready(core)
+    yield from durable(core, core.delete_request(thread_id))
+
+
+def get_tuple(core: SaverCore, config: RunnableConfig) -> Program[CheckpointTuple | None]:
+    """`get_tuple`: one round trip (with `refresh_on_read`, the TTL refresh pipelined after)."""
+    yield from ready(core)
+    return core.read_get((yield Call(core.get_requests(config), core.load_scripts)))
+
+
+def list_checkpoints(
+    core: SaverCore,
+    config: RunnableConfig | None,
+    filter: Mapping[str, Any] | None,
+    before: RunnableConfig | None,
+    limit: int | None,
+) -> Program[None]:
+    """`list`: emits each page's tuples as it is read (see `listing.ListPager`). When a query
+    finds that the cluster's slots moved since setup, it sets up again (waiting for the new
+    indexes) and goes on below the last checkpoint it emitted, once."""
+    yield from ready(core)
+    pager, moved = core.list_pager(config, filter, before, limit), False
+    while (request := pager.next_request()) is not None:
+        try:
+            replies = yield Call(request, core.load_scripts)
+        except Refused as refused:
+            if moved or not core.moved(refused):
+                raise
+            moved = True
+            yield from set_up(core, wait_indexed=True)
+            pager = pager.resumed(core.index_targets(core.view))
+            continue
+        yield Emit(pager.feed(replies))
+
+
+def copy_thread(core: SaverCore, source: str, target: str, until: str | datetime | None) -> Program[None]:
+    """`copy_thread` (see `maintenance.copy_thread`)."""
+    yield from ready(core)
+    yield from core.copy_program(source, target, until)
+
+
+def prune(core: SaverCore, thread_ids: Sequence[str], strategy: str) -> Program[None]:
+    """`prune` (see `maintenance.prune`)."""
+    yield from ready(core)
+    yield from core.prune_program(thread_ids, strategy)
+
+
+def retain(
+    core: SaverCore, thread_ids: Sequence[str], keep_last: int | None, max_age: timedelta | None
+) -> Program[None]:
+    """Retention (see `maintenance.retain`)."""
+    yield from ready(core)
+    yield from core.retain_program(thread_ids, keep_last, max_age)
+
+
+def delete_for_runs(core: SaverCore, run_ids: Sequence[str]) -> Program[None]:
+    """`delete_for_runs` (see `maintenance.delete_for_runs`). On Redis Cluster, when slots moved
+    since setup, it sets up again (waiting for the new indexes) and runs again: what the first
+    run deleted is not found twice."""
+    yield from ready(core)
+    try:
+        yield from core.runs_program(run_ids)
+    except Refused as refused:
+        if not core.moved(refused):
+            raise
+        yield from set_up(core, wait_indexed=True)
+        yield from core.runs_program(run_ids)
+
+
+def pin_thread(core: SaverCore, thread_id: str, pinned: bool) -> Program[None]:
+    """Pin a thread (its keys never expire) or unpin it (they expire again, in `default_ttl`)."""
+    yield from ready(core)
+    yield Call([core.pin_request(thread_id, pinned)], core.load_scripts)
+
+
+def delta_channel_history(
+    core: SaverCore, config: RunnableConfig, channels: Sequence[str]
+) -> Program[Mapping[str, DeltaChannelHistory]]:
+    """`get_delta_channel_history`: on the full view one round trip (`history.history_request`);
+    on the shallow view, which keeps no ancestors to read at once, the base class's walk of the
+    parent chain with `get_tuple` (`history.walk`)."""
+    if not channels:
+        return {}
+    yield from ready(core)
+    request = core.history_request(config, channels)
+    if request is None:
+        return (yield from history.walk(lambda parent: get_tuple(core, parent), config, channels))
+    [reply] = yield Call([request], core.load_scripts)
+    return core.read_history(reply, channels)

@@ -1,0 +1,199 @@
+"""`AsyncDriver`: runs programs (`streamsaver.log.program`) with a ``redis.asyncio.Redis`` or
+its ``RedisCluster``; the asyncio twin of `streamsaver.drivers.sync.SyncDriver`, which says what a
+driver keeps. It also bounds the calls in flight (`pool_size`) and runs a coroutine on its loop
+for sync callers (`blocking`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from typing import Any, TypeVar, cast
+
+from redis.exceptions import NoScriptError, RedisError, ResponseError
+
+from streamsaver.drivers.cluster import enqueue, execute, initialize, is_cluster, node_name, refused
+from streamsaver.drivers.wire import check_client, failed_reply
+from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused, Wait
+from streamsaver.log.routing import Step
+
+__all__ = ["AsyncDriver", "pool_size"]
+
+T = TypeVar("T")
+_FAILED = (Refused, RedisError)
+
+
+async def _unknown(step: Any) -> Any:
+    raise TypeError(f"unknown program step {step!r}")
+
+
+def _never() -> bool:
+    return False
+
+
+def pool_size(client: Any) -> int:
+    """How many calls an asyncio saver keeps in flight: its pool's size. A plain redis.asyncio
+    pool raises MaxConnectionsError past it instead of waiting; many graph tasks saving at once
+    must queue in the driver instead. (A cluster client keeps a pool per node and has no
+    ``connection_pool``: 100.)"""
+    pool = getattr(client, "connection_pool", None)
+    return max(1, int(getattr(pool, "max_connections", 100)))
+
+
+class AsyncDriver:
+    """Runs programs with an asyncio client. At most `slots` `Call` steps are in flight at once
+    (a plain redis.asyncio pool raises past its size instead of waiting); the rest wait.
+
+    Raises:
+        ConfigurationError: a client that decodes responses.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        slots: int | None = None,
+        other: Callable[[Any], Coroutine[Any, Any, Any]] = _unknown,
+        stopping: Callable[[], bool] = _never,
+    ) -> None:
+        check_client(client)
+        self.redis, self._other, self._stopping = client, other, stopping
+        self._slots = asyncio.Semaphore(slots) if slots else None
+        self._cluster = is_cluster(client)
+        self._alone = asyncio.Lock()
+        self._wakes: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        try:
+            self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self.loop = None
+
+    def stop(self) -> None:
+        """Cut the `Wait` steps under way short (thread-safe; later ones ask `stopping`)."""
+        for loop, event in list(self._wakes):
+            loop.call_soon_threadsafe(event.set)
+
+    async def run(self, program: Program[T]) -> T:
+        """Run `program` to its end; its result. `Emit` is not a step of `run` (see `stream`)."""
+        self.loop = asyncio.get_running_loop()
+        if self._cluster:  # it reads the slot map lazily, and placing steps needs it first
+            await initialize(self.redis)
+        try:
+            step = next(program)
+            while True:
+                try:
+                    # a Call straight away: the hot paths are one or two of them
+                    result = await (self._call(step) if type(step) is Call else self._perform(step))
+                except _FAILED as error:
+                    step = program.throw(error)
+                    continue
+                step = program.send(result)
+        except StopIteration as done:
+            return cast(T, done.value)
+        except Refused as refused:
+            raise refused.error from None
+
+    async def stream(self, program: Program[Any]) -> AsyncIterator[Any]:
+        """Run `program`, yielding the items of each `Emit` step as it comes."""
+        self.loop = asyncio.get_running_loop()
+        if self._cluster:  # it reads the slot map lazily, and placing steps needs it first
+            await initialize(self.redis)
+        try:
+            step = next(program)
+            while True:
+                if type(step) is Emit:
+                    for item in step.items:
+                        yield item
+                    step = program.send(None)
+                    continue
+                try:
+                    result = await self._perform(step)
+                except _FAILED as error:
+                    step = program.throw(error)
+                    continue
+                step = program.send(result)
+        except StopIteration:
+            return
+        except Refused as refused:
+            raise refused.error from None
+
+    async def _perform(self, step: Any) -> Any:
+        if type(step) is Call:
+            return await self._call(step)
+        if isinstance(step, list):
+            return await self._send_raw(step)
+        if type(step) is Owner:
+            return node_name(self.redis, step.key)
+        if type(step) is Wait:
+            return await self._wait(step.seconds)
+        if type(step) is Alone:
+            async with self._alone:
+                return await self.run(step.program)
+        return await self._other(step)
+
+    async def _wait(self, seconds: float) -> None:
+        wake = (asyncio.get_running_loop(), asyncio.Event())
+        self._wakes.add(wake)
+        try:
+            if not self._stopping():
+                await asyncio.wait_for(wake[1].wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self._wakes.discard(wake)
+
+    async def _send_raw(self, commands: Sequence[Step]) -> list[Any]:
+        pipe = self.redis.pipeline(transaction=False)
+        enqueue(pipe, self.redis, commands)
+        return list(await pipe.execute(raise_on_error=False))
+
+    async def _call(self, call: Call) -> list[Any]:
+        slots = self._slots
+        if slots is not None:
+            await slots.acquire()
+        try:
+            try:
+                return await self._once(call.steps)
+            except NoScriptError:  # a flushed or restarted server: the script ran nothing
+                await self._send_raw(call.reload())
+                return await self._once(call.steps)
+        except ResponseError as error:
+            raise refused(error) from None
+        finally:
+            if slots is not None:
+                slots.release()
+
+    async def _once(self, steps: Sequence[Step]) -> list[Any]:
+        if len(steps) == 1:
+            return [await execute(self.redis, steps[0])]
+        replies = await self._send_raw(steps)
+        if (error := failed_reply(replies)) is not None:
+            raise error
+        return replies
+
+    def blocking_stream(self, program: Program[Any]) -> Iterator[Any]:
+        """The items `program` emits, run on the driver's loop from another thread (as `blocking`)."""
+
+        async def collect() -> list[Any]:
+            return [item async for item in self.stream(program)]
+
+        yield from self.blocking(collect())
+
+    def blocking(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """`coroutine`'s result, run on the driver's loop from another thread (sync methods).
+
+        Raises:
+            asyncio.InvalidStateError: called on the loop's own thread, or before the driver
+                saw a running loop (it would deadlock).
+        """
+        try:
+            on_loop = asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            on_loop = False
+        if self.loop is None or on_loop:
+            coroutine.close()
+            raise asyncio.InvalidStateError(
+                "AsyncStreamSaver's sync methods must be called from a thread other than the event "
+                "loop's, after the saver was created or set up inside a running loop; inside the "
+                "loop, await the a-methods (aget_tuple, aput, ...) instead"
+            )
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()

@@ -1,0 +1,163 @@
+"""`SyncDriver`: runs programs (`streamsaver.log.program`) with a ``redis.Redis`` or a
+``RedisCluster``. It only moves bytes and keeps what belongs to the connection: the script
+reload on ``NOSCRIPT``, the `Lane` of a plain client (one write per round trip), the placement
+of steps on a cluster (`streamsaver.drivers.cluster`), pauses and the stop flag.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Any, TypeVar, cast
+
+from redis.exceptions import NoScriptError, RedisError, ResponseError
+
+from streamsaver.drivers.cluster import enqueue, execute, node_name, refused
+from streamsaver.drivers.lane import Lane
+from streamsaver.drivers.wire import check_client, failed_reply
+from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused, Wait
+from streamsaver.log.routing import Routed, Step
+from streamsaver.scripts import ALL
+
+__all__ = ["SyncDriver", "in_thread", "round_trip", "send_raw"]
+
+T = TypeVar("T")
+_FAILED = (Refused, RedisError)
+
+
+def unknown_step(step: Any) -> Any:
+    """What a driver does with a step neither it nor its shell knows.
+
+    Raises:
+        TypeError: always.
+    """
+    raise TypeError(f"unknown program step {step!r}")
+
+
+async def in_thread(items: Callable[[], Iterator[T]]) -> AsyncIterator[T]:
+    """The items of the sync iterator `items()` makes, gathered in a worker thread (a sync
+    saver's `alist`)."""
+    for item in await asyncio.to_thread(lambda: list(items())):
+        yield item
+
+
+def send_raw(client: Any, commands: Sequence[Step]) -> list[Any]:
+    """Send `commands` in one pipelined round trip (on a cluster, one pipeline per node they go
+    to, written to every node before any reply is read); errors come back as reply objects."""
+    pipe = client.pipeline(transaction=False)
+    enqueue(pipe, client, commands)
+    return list(pipe.execute(raise_on_error=False))
+
+
+class SyncDriver:
+    """Runs programs with a sync client; `lane`, when given, carries every `Call` while open.
+
+    Raises:
+        ConfigurationError: a client that decodes responses.
+    """
+
+    def __init__(
+        self, client: Any, *, lane: Lane | None = None, other: Callable[[Any], Any] = unknown_step
+    ) -> None:
+        check_client(client)
+        self.redis, self.lane, self._other = client, lane, other
+        self._wake = threading.Event()
+        self._alone = threading.Lock()
+
+    def stop(self) -> None:
+        """Cut the current and later `Wait` steps short until `resume` (thread-safe)."""
+        self._wake.set()
+
+    def resume(self) -> None:
+        """Let `Wait` steps pause again."""
+        self._wake.clear()
+
+    def run(self, program: Program[T]) -> T:
+        """Run `program` to its end; its result. `Emit` is not a step of `run` (see `stream`)."""
+        try:
+            step = next(program)
+            while True:
+                try:
+                    # a Call straight away: the hot paths are one or two of them
+                    result = self._call(step) if type(step) is Call else self._perform(step)
+                except _FAILED as error:
+                    step = program.throw(error)
+                    continue
+                step = program.send(result)
+        except StopIteration as done:
+            return cast(T, done.value)
+        except Refused as refused:
+            raise refused.error from None
+
+    def stream(self, program: Program[Any]) -> Iterator[Any]:
+        """Run `program`, yielding the items of each `Emit` step as it comes."""
+        try:
+            step = next(program)
+            while True:
+                if type(step) is Emit:
+                    yield from step.items
+                    step = program.send(None)
+                    continue
+                try:
+                    result = self._perform(step)
+                except _FAILED as error:
+                    step = program.throw(error)
+                    continue
+                step = program.send(result)
+        except StopIteration:
+            return
+        except Refused as refused:
+            raise refused.error from None
+
+    def _perform(self, step: Any) -> Any:
+        if type(step) is Call:
+            return self._call(step)
+        if isinstance(step, list):
+            return send_raw(self.redis, step)
+        if type(step) is Owner:
+            return node_name(self.redis, step.key)
+        if type(step) is Wait:
+            return self._wake.wait(step.seconds)
+        if type(step) is Alone:
+            with self._alone:
+                return self.run(step.program)
+        return self._other(step)
+
+    def _call(self, call: Call) -> list[Any]:
+        try:
+            try:
+                return self._once(call.steps)
+            except NoScriptError:  # a flushed or restarted server: the script ran nothing
+                send_raw(self.redis, call.reload())
+                return self._once(call.steps)
+        except ResponseError as error:
+            raise refused(error) from None
+
+    def _once(self, steps: Sequence[Step]) -> list[Any]:
+        lane = self.lane
+        if lane is not None and lane.open():
+            # A plain client's steps need no routing: a `Routed` step is its command.
+            replies = lane.send([step.command if isinstance(step, Routed) else step for step in steps])
+        elif len(steps) == 1:
+            return [execute(self.redis, steps[0])]
+        else:
+            replies = send_raw(self.redis, steps)
+        if (error := failed_reply(replies)) is not None:
+            raise error
+        return replies
+
+
+def round_trip(client: Any, commands: Sequence[Step], reload: Sequence[Step] = (), lane: Lane | None = None) -> list[Any]:
+    """`commands` as one `Call` on `client` (tools that send prepared commands): the replies.
+
+    Raises:
+        RedisError: the first error among the replies (on NOSCRIPT, after sending `reload`, by
+            default every script, and the commands again).
+    """
+    loads = list(reload) or [["SCRIPT", "LOAD", script.source] for script in ALL]
+
+    def one_call() -> Program[list[Any]]:
+        return list((yield Call(commands, lambda: loads)))
+
+    return SyncDriver(client, lane=lane).run(one_call())

@@ -36,7 +36,7 @@ __all__ = ["main"]
 
 BENCH_ROOT = Path(__file__).resolve().parents[1]
 TREES = ("before", "after")
-DEFAULT_SETTINGS = replace(DEFAULT.micro, samples=400, rounds=20)
+DEFAULT_SETTINGS = replace(DEFAULT.micro, samples=400, rounds=80)
 
 _BOOT = """
 import sys

@@ -3,12 +3,14 @@
 A tree's samples of one op come in rounds; round k of the two trees ran back to back (A B, then
 B A), so the load on the machine was about the same in both halves of a round. The ratio of a
 round's two medians is therefore less noisy than the ratio of the two overall medians, which
-mixes rounds of different load; the median of the per-round ratios is the headline, and the
-middle half of them says how far a single round strays.
+mixes rounds of different load; the median of the per-round ratios is the headline, with a 95%
+confidence interval (distribution-free: order statistics of the ratios) that says how well one
+run knows it, and the middle half of the ratios says how far a single round strays.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +22,7 @@ __all__ = [
     "Rounds",
     "compare",
     "comparison_table",
+    "median_interval",
     "middle_half",
     "report",
     "split_rounds",
@@ -49,6 +52,15 @@ def middle_half(values: Sequence[float]) -> tuple[float, float]:
     return q1, q3
 
 
+def median_interval(values: Sequence[float], z: float = 1.96) -> tuple[float, float]:
+    """A confidence interval of the median (95% with z = 1.96) from the order statistics alone:
+    the values of ranks n/2 - z sqrt(n)/2 and 1 + n/2 + z sqrt(n)/2, clipped to the extremes."""
+    ordered, half = sorted(values), z * math.sqrt(len(values)) / 2
+    low = max(math.floor(len(values) / 2 - half) - 1, 0)
+    high = min(math.ceil(1 + len(values) / 2 + half) - 1, len(values) - 1)
+    return ordered[low], ordered[high]
+
+
 @dataclass(frozen=True)
 class Comparison:
     """One op of one saver, before and after: seconds, and ratios after / before."""
@@ -60,6 +72,7 @@ class Comparison:
     after_p99: float
     ratio_of_medians: float
     round_ratio: float
+    round_interval: tuple[float, float]
     round_spread: tuple[float, float]
 
 
@@ -84,6 +97,7 @@ def compare(
         p99(all_after),
         statistics.median(all_after) / statistics.median(all_before),
         statistics.median(ratios),
+        median_interval(ratios),
         middle_half(ratios),
     )
 
@@ -97,7 +111,8 @@ def comparison_table(rows: Sequence[Comparison]) -> list[str]:
         "before p99",
         "after p99",
         "after/before, medians",
-        "after/before, per round: median (middle half)",
+        "after/before, per round: median [95% CI]",
+        "per round: middle half",
     ]
     body = [
         [
@@ -107,7 +122,8 @@ def comparison_table(rows: Sequence[Comparison]) -> list[str]:
             f"{row.before_p99 * 1000:.3f}",
             f"{row.after_p99 * 1000:.3f}",
             f"{row.ratio_of_medians:.3f}",
-            f"**{row.round_ratio:.3f}** ({row.round_spread[0]:.3f}-{row.round_spread[1]:.3f})",
+            f"**{row.round_ratio:.3f}** [{row.round_interval[0]:.3f}, {row.round_interval[1]:.3f}]",
+            f"{row.round_spread[0]:.3f}-{row.round_spread[1]:.3f}",
         ]
         for row in rows
     ]

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.ab_report import compare, comparison_table, middle_half, split_rounds
+from benchmarks.ab_report import (
+    compare,
+    comparison_table,
+    median_interval,
+    middle_half,
+    split_rounds,
+)
 
 
 def test_samples_spread_over_rounds_first_rounds_larger() -> None:
@@ -19,6 +25,13 @@ def test_middle_half_is_the_quartiles() -> None:
     assert middle_half([0.97]) == (0.97, 0.97)
 
 
+def test_the_median_interval_takes_order_statistics_around_the_middle() -> None:
+    values = [float(v) for v in range(80, 0, -1)]  # order does not matter
+    assert median_interval(values) == (31.0, 50.0)  # ranks 31 and 50 of 80
+    assert median_interval([5.0, 1.0, 3.0]) == (1.0, 5.0)  # few values: the extremes
+    assert median_interval([0.97]) == (0.97, 0.97)
+
+
 def test_a_round_ratio_pairs_each_round_with_the_same_round_of_the_other_tree() -> None:
     # The machine slows down round by round; within a round both trees see the same speed, and
     # the after tree is 10% slower in every round.
@@ -28,6 +41,7 @@ def test_a_round_ratio_pairs_each_round_with_the_same_round_of_the_other_tree() 
     got = compare("put", before, after)
     assert got.round_ratio == pytest.approx(1.1)
     assert got.round_spread == pytest.approx((1.1, 1.1))
+    assert got.round_interval == pytest.approx((1.1, 1.1))
     assert got.before_median == pytest.approx(0.003)  # pooled: 1 2 2 3 [3] 4 6 6 9 ms
     assert got.after_median == pytest.approx(0.0033)
     assert got.ratio_of_medians == pytest.approx(1.1)
@@ -53,4 +67,4 @@ def test_the_table_has_one_row_per_op_in_ms() -> None:
     lines = comparison_table(rows)
     assert len(lines) == 3
     assert lines[2].startswith("| put | 1.000 | 1.020 |")
-    assert "**1.020** (1.020-1.020)" in lines[2]
+    assert lines[2].endswith("| **1.020** [1.020, 1.020] | 1.020-1.020 |")

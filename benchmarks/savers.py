@@ -17,7 +17,7 @@ from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import redis
 import redis.asyncio
@@ -31,7 +31,10 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from streamsaver import AsyncStreamSaver, StreamSaver
-from streamsaver.server.embedded import EmbeddedRedis
+
+if TYPE_CHECKING:  # imported where a server starts: `benchmarks.ab` loads this module against
+    # older trees of streamsaver, whose embedded server lived elsewhere
+    from streamsaver.server.embedded import EmbeddedRedis
 
 __all__ = [
     "EXTRA_SAVERS",
@@ -101,6 +104,8 @@ class Environment:
         """A new server, stopped when the environment closes."""
         if not self.servers:  # registered before any client, so it runs after they close
             self.stack.callback(self._stop_servers)
+        from streamsaver.server.embedded import EmbeddedRedis
+
         server = EmbeddedRedis()
         server.start()
         self.servers.append(server)
@@ -109,7 +114,7 @@ class Environment:
     def _stop_servers(self) -> None:
         # One stop takes seconds (SHUTDOWN waits for the server); stop them side by side.
         with ThreadPoolExecutor(max_workers=len(self.servers)) as pool:
-            list(pool.map(EmbeddedRedis.stop, self.servers))
+            list(pool.map(lambda server: server.stop(), self.servers))
 
     def settle(self, timeout_s: float = 300.0) -> float:
         """Wait until no server of this environment is rewriting its AOF (or saving a snapshot);

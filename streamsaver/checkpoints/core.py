@@ -25,19 +25,20 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from projectors.domain import CHECKPOINTS
 from streamsaver.checkpoints import (
     append,
     history,
     listing,
     maintenance,
     reads,
-    setup,
     ttl,
     windows,
 )
 from streamsaver.checkpoints import durability as durability_
 from streamsaver.checkpoints.delta_plan import BASE_REFUSED, DeltaMemory, PutPlan
 from streamsaver.errors import ConfigurationError, InvalidInputError
+from streamsaver.log import setup
 from streamsaver.log.events import CheckpointSaved
 from streamsaver.log.keys import DEFAULT_PREFIX, Keyspace, ViewName
 from streamsaver.log.program import Program, Refused
@@ -155,7 +156,7 @@ class SaverCore:
 
     def load_scripts(self) -> list[Step]:
         """What to send after a NOSCRIPT: every script, on every primary of a cluster."""
-        return setup.load_scripts(self.topology)
+        return setup.load_scripts(CHECKPOINTS.setup_scripts, self.topology)
 
     def index_targets(self, view: ViewName) -> tuple[IndexTarget, ...]:
         """The indexes of `view` a query must reach (one per primary on a cluster)."""

@@ -21,9 +21,11 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 
+from projectors.domain import CHECKPOINTS
 from streamsaver.checkpoints import durability as durability_
-from streamsaver.checkpoints import history, setup
+from streamsaver.checkpoints import history
 from streamsaver.checkpoints.core import SaverCore
+from streamsaver.log import setup
 from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused
 from streamsaver.log.routing import Command, Routed
 
@@ -34,9 +36,10 @@ __all__ = [
 
 
 def set_up(core: SaverCore, *, wait_indexed: bool = False) -> Program[None]:
-    """`setup()`: see `streamsaver.checkpoints.setup.program`; the core keeps what it read."""
+    """`setup()`: `streamsaver.log.setup.program` for the checkpoint domain; the core keeps what
+    it read."""
     core.keyspace, core.topology = yield from setup.program(
-        core.prefix, core.partitions, core.projections, core.cluster, wait_indexed
+        CHECKPOINTS, core.prefix, core.partitions, core.projections, core.cluster, wait_indexed
     )
 
 

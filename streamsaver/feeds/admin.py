@@ -21,12 +21,21 @@ from redis import Redis
 
 from streamsaver.feeds.subscriber_options import check_group
 from streamsaver.log.deployment import keyspace_of
+from streamsaver.log.fields import (
+    CHECKPOINT_ID,
+    ENTRY_ID,
+    METADATA,
+    NAMESPACE,
+    REQUEUED_FOR,
+    THREAD,
+    TYPE,
+)
 from streamsaver.log.keys import Keyspace
 from streamsaver.scripts import TRIM
 
 __all__ = ["DeadLetter", "dead_letters", "requeue_dead_letters", "trim_feeds"]
 
-_POINTER_FIELDS = (b"id", b"type", b"thread", b"ns", b"cid", b"meta")
+_POINTER_FIELDS = (ENTRY_ID.encode(), TYPE, THREAD, NAMESPACE, CHECKPOINT_ID, METADATA)
 
 
 def _keyspace(client: Redis, prefix: str) -> Keyspace:
@@ -91,7 +100,7 @@ def requeue_dead_letters(client: Redis, prefix: str, group: str, ids: Collection
     pipe = r.pipeline(transaction=False)
     for letter in letters:
         pointer = [x for k in _POINTER_FIELDS if k in letter.fields for x in (k, letter.fields[k])]
-        pipe.execute_command("XADD", keyspace.feed(letter.partition), "*", *pointer, b"for", group.encode())
+        pipe.execute_command("XADD", keyspace.feed(letter.partition), "*", *pointer, REQUEUED_FOR, group.encode())
         pipe.execute_command("XDEL", dead_key, letter.id)
     pipe.execute()
     return len(letters)

@@ -23,7 +23,6 @@ from typing import Any, Generic, TypeVar
 
 from redis.exceptions import RedisError
 
-from streamsaver.checkpoints.setup import read_topology
 from streamsaver.errors import ConfigurationError
 from streamsaver.feeds.consumer_data import (
     ConsumerOptions,
@@ -37,6 +36,7 @@ from streamsaver.feeds.ownership import Program, Wait, call, lease_call, roster_
 from streamsaver.log.deployment import keyspace_of, partitions_request
 from streamsaver.log.keys import Keyspace
 from streamsaver.log.routing import Command, Step, Topology
+from streamsaver.log.setup import read_topology
 
 __all__ = ["PartitionConsumer"]
 

@@ -16,11 +16,13 @@ from typing import Any, Protocol, TypeVar
 
 from streamsaver.errors import InvalidInputError
 from streamsaver.feeds.ownership import check_count, share
+from streamsaver.log.fields import ENTRY_ID, THREAD, TYPE
 from streamsaver.log.keys import Keyspace, partition_of
 
 __all__ = ["ConsumerOptions", "ConsumerStats", "Lane", "Pointer", "Taken", "Unit", "assignment", "parse_pointer"]
 
 _STREAM_ID = re.compile(r"^\d+-\d+$")
+_ENTRY_ID = ENTRY_ID.encode()
 
 
 class Orderable(Hashable, Protocol):
@@ -81,8 +83,8 @@ class Pointer:
 def parse_pointer(raw: dict[bytes, bytes], keyspace: Keyspace, partition: int) -> Pointer | str:
     """The pointer in a feed entry's fields, or why it is malformed."""
     try:
-        log_id, type_ = raw[b"id"].decode(), raw[b"type"].decode()
-        thread = raw[b"thread"].decode("utf-8", "surrogatepass")
+        log_id, type_ = raw[_ENTRY_ID].decode(), raw[TYPE].decode()
+        thread = raw[THREAD].decode("utf-8", "surrogatepass")
     except (KeyError, UnicodeDecodeError) as exc:
         return f"malformed pointer: {exc!r}"
     if not _STREAM_ID.match(log_id):

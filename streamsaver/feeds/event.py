@@ -34,6 +34,7 @@ from streamsaver.log.events import (
     ValuesRetained,
     WritesSaved,
 )
+from streamsaver.log.fields import CHANNEL_PREFIX, EMPTY_TYPE, METADATA
 from streamsaver.log.stored import channel_field, from_fields
 
 __all__ = ["EntrySource", "EventFilter", "FeedEvent", "decode_payload"]
@@ -131,7 +132,7 @@ def decode_payload(event: Event, serde: SerializerProtocol, links: Links | None 
         body = dict(compression.load(serde, event.body))
         body["channel_values"] = {
             cv.channel: compression.load_linked(serde, cv.blob.type, cv.blob.data, _lookup(links or {}, cv.channel))
-            for cv in event.values if cv.blob.type != "empty"
+            for cv in event.values if cv.blob.type != EMPTY_TYPE
         }
         return {"checkpoint": body, "metadata": dict(event.metadata),
                 "parent_checkpoint_id": event.parent_checkpoint_id}
@@ -220,7 +221,7 @@ class FeedEvent:
         self._links[link] = _held(entry, link[1])
 
     def _metadata(self) -> Mapping[str, Any] | None:
-        return metadata_of((self._entry or {}).get(b"meta")) if self.type == CheckpointSaved.TYPE else None
+        return metadata_of((self._entry or {}).get(METADATA)) if self.type == CheckpointSaved.TYPE else None
 
     @property
     def metadata(self) -> Mapping[str, Any] | None:
@@ -348,7 +349,7 @@ def _holds_delta(entry: Entry) -> bool:
     """Whether a channel value of the log entry may be a delta (read from the packing's type
     part, without decoding the event); a malformed one counts, for the decode to report."""
     for key, value in entry.items():
-        if key.startswith(b"c:"):
+        if key.startswith(CHANNEL_PREFIX):
             try:
                 if unpack_head(value, 3, 4)[2].startswith(_DELTA_MARK):
                     return True

@@ -21,7 +21,6 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.exceptions import RedisError
 
-from streamsaver.checkpoints.setup import load_scripts
 from streamsaver.errors import ConfigurationError
 from streamsaver.feeds.consumer import PartitionConsumer
 from streamsaver.feeds.consumer_data import Lane, Taken, parse_pointer
@@ -30,7 +29,9 @@ from streamsaver.feeds.ownership import LEASE, ROSTER, Program, Wait
 from streamsaver.feeds.subscriber_options import Deliver, Options, SubscriberStats, check_group
 from streamsaver.log import deltas
 from streamsaver.log.events import CheckpointSaved, ThreadDeleted
+from streamsaver.log.fields import CHECKPOINT_ID, NAMESPACE, REQUEUED_FOR
 from streamsaver.log.routing import Command, Step, Topology
+from streamsaver.log.setup import load_scripts
 from streamsaver.scripts import TRIM
 
 __all__ = ["Deliver", "Options", "SubscriberCore", "SubscriberStats", "check_group"]
@@ -93,7 +94,7 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
     def _setup(self, topology: Topology | None, probed: list[Any]) -> list[Step]:
         if any(not 0 <= p < self.keys.partitions for p in self.units()):
             raise ConfigurationError(f"partitions must be a non-empty subset of 0..{self.keys.partitions - 1}")
-        self.loads = load_scripts(topology, (LEASE, ROSTER, TRIM))
+        self.loads = load_scripts((LEASE, ROSTER, TRIM), topology)
         return [*self.loads]
 
     def _consume(self, batch: list[tuple[int, list[Taken]]], started: float,
@@ -116,11 +117,11 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
         if isinstance(pointer, str):
             item.skip = f"dead: {pointer}" if raw else "filtered"  # a trimmed entry has no fields
             return item
-        target = raw.get(b"for")
+        target = raw.get(REQUEUED_FOR)
         if (target is not None and target.decode() != self.o.group) or not self.o.event_filter.admits_type(pointer.type):
             item.skip = "filtered"
             return item
-        ns, cid = raw.get(b"ns"), raw.get(b"cid")
+        ns, cid = raw.get(NAMESPACE), raw.get(CHECKPOINT_ID)
         item.event = FeedEvent(
             type_=pointer.type, thread_id=pointer.thread, partition=partition, feed_id=entry,
             checkpoint_ns=ns.decode("utf-8", "surrogatepass") if ns is not None else None,
@@ -217,7 +218,7 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
         extra = {b"partition": b"%d" % partition, b"entry": item.entry.encode(), b"error": error.encode("utf-8", "replace"),
                  b"consumer": self.name.encode(),
                  b"attempts": b"%d" % (item.attempts + (1 if item.event is not None else 0))}
-        flat = [x for kv in ({k: v for k, v in item.raw.items() if k != b"for"} | extra).items() for x in kv]
+        flat = [x for kv in ({k: v for k, v in item.raw.items() if k != REQUEUED_FOR} | extra).items() for x in kv]
         return ["XADD", self.keys.subscriber_dead_letters(self.o.group), "*", *flat]
 
     def _trim_if_due(self) -> None:

@@ -44,12 +44,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from projectors.domain import CHECKPOINTS
 from streamsaver.drivers.cluster import is_cluster
 from streamsaver.drivers.programs import CoreRunner
 from streamsaver.feeds.worker_core import WorkerCore, default_name
-from streamsaver.feeds.worker_units import WorkerStats, group_name
+from streamsaver.feeds.worker_units import WorkerStats
+from streamsaver.log.domain import Domain
 
-__all__ = ["ProjectorWorker", "WorkerStats", "group_name"]
+__all__ = ["ProjectorWorker", "WorkerStats"]
 
 
 class ProjectorWorker(CoreRunner[WorkerStats]):
@@ -66,6 +68,7 @@ class ProjectorWorker(CoreRunner[WorkerStats]):
         batch: pointers read per partition per cycle (one pipelined round trip per step).
         start: where a consumer group starts when this worker creates it: ``"0"`` or ``"$"``.
         poll_ms: the longest wait for new pointers after a cycle that found nothing.
+        domain: the domain whose views the worker keeps (the checkpoints by default).
 
     Raises:
         ConfigurationError: a client that decodes responses.
@@ -75,10 +78,11 @@ class ProjectorWorker(CoreRunner[WorkerStats]):
     core: WorkerCore
 
     def __init__(self, client: Any, prefix: str, views: Sequence[str], *, name: str | None = None,
-                 lease_ms: int = 10_000, batch: int = 100, start: str = "0", poll_ms: int = 100) -> None:
+                 lease_ms: int = 10_000, batch: int = 100, start: str = "0", poll_ms: int = 100,
+                 domain: Domain = CHECKPOINTS) -> None:
         super().__init__(client)
         self.core = WorkerCore(prefix, views, name or default_name(), lease_ms, batch, start, poll_ms,
-                               cluster=is_cluster(client))
+                               cluster=is_cluster(client), domain=domain)
 
     @property
     def name(self) -> str:

@@ -18,33 +18,25 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from streamsaver.checkpoints import setup
-from streamsaver.checkpoints.append import apply_call, view_of
-from streamsaver.checkpoints.compaction import rewrite_call
+from projectors.domain import CHECKPOINTS
 from streamsaver.drivers.wire import Command
 from streamsaver.errors import ConfigurationError, EventDecodeError, InvalidInputError
 from streamsaver.feeds.consumer import PartitionConsumer
 from streamsaver.feeds.consumer_data import ConsumerOptions, Lane, Pointer, Taken, parse_pointer
 from streamsaver.feeds.ownership import LEASE, ROSTER, Program, Wait, default_name
-from streamsaver.feeds.worker_units import Item, Unit, WorkerStats, group_name
-from streamsaver.log.events import (
-    CheckpointSaved,
-    Event,
-    RunsDeleted,
-    ThreadDeleted,
-    ThreadPruned,
-    ValuesRetained,
-)
-from streamsaver.log.keys import ViewName
-from streamsaver.log.rewrite import Entry, decode_log
+from streamsaver.feeds.worker_units import Item, Unit, WorkerStats
+from streamsaver.log.append import apply_call
+from streamsaver.log.domain import Domain
+from streamsaver.log.events import CheckpointSaved, Event, RunsDeleted, ThreadPruned, ValuesRetained
+from streamsaver.log.indexes import index_names, list_indexes
+from streamsaver.log.keys import ViewName, projector_group
+from streamsaver.log.rewrite import Entry, decode_log, rewrite_call
 from streamsaver.log.routing import Step, Topology
-from streamsaver.log.stored import from_fields
-from streamsaver.scripts import LOAD_SCRIPTS
+from streamsaver.log.setup import create_requests, load_scripts, read_created
 
 __all__ = ["Program", "Wait", "WorkerCore", "default_name"]
 
 log = logging.getLogger("streamsaver.feeds.worker")
-LOAD_ALL: list[Command] = LOAD_SCRIPTS + [["SCRIPT", "LOAD", s.source] for s in (LEASE, ROSTER)]
 REFOLDING = frozenset({ThreadPruned.TYPE, RunsDeleted.TYPE})
 """Markers of a rewritten log (prune, delete_for_runs): the worker refolds the thread's view
 from the whole log, as the rewrite did for the views projected inline."""
@@ -62,6 +54,7 @@ class WorkerCore(PartitionConsumer[Unit, WorkerStats]):
         batch: pointers read per partition per cycle.
         start: where a missing consumer group starts: ``"0"`` or ``"$"``.
         poll_ms: the longest wait when a cycle found nothing (capped at a third of `lease_ms`).
+        domain: the domain whose views the worker keeps (the checkpoints by default).
 
     Raises:
         InvalidInputError: an unknown view, no view, or a bad `start`, `batch` or `lease_ms`.
@@ -71,15 +64,17 @@ class WorkerCore(PartitionConsumer[Unit, WorkerStats]):
     log = log
 
     def __init__(self, prefix: str, views: Sequence[str], name: str, lease_ms: int, batch: int,
-                 start: str = "0", poll_ms: int = 100, cluster: bool = False) -> None:
+                 start: str = "0", poll_ms: int = 100, cluster: bool = False,
+                 domain: Domain = CHECKPOINTS) -> None:
         if isinstance(views, str):
             raise InvalidInputError(f"views must be a list of view names, not the string {views!r}")
         options = ConsumerOptions(name=name, batch=batch, lease_ms=lease_ms, poll_ms=poll_ms, start=start)
         options.check()
-        self.views: tuple[ViewName, ...] = tuple(dict.fromkeys(view_of(v) for v in views))
+        self.domain = domain
+        self.views: tuple[ViewName, ...] = tuple(dict.fromkeys(domain.view_of(v) for v in views))
         if not self.views:
             raise InvalidInputError("need at least one view")
-        super().__init__(prefix, options, WorkerStats, LOAD_ALL, cluster)
+        super().__init__(prefix, options, WorkerStats, load_scripts((*domain.setup_scripts, LEASE, ROSTER)), cluster)
 
     def units(self) -> list[Unit]:
         """Every (view, partition) of the deployment this worker may keep."""
@@ -88,23 +83,23 @@ class WorkerCore(PartitionConsumer[Unit, WorkerStats]):
     def lane(self, unit: Unit) -> Lane:
         """The keys of a view's partition: its projector group, lease and roster."""
         k = self.keys
-        return Lane(group_name(unit.view), unit.partition, k.lease(unit.partition, unit.view),
+        return Lane(projector_group(unit.view), unit.partition, k.lease(unit.partition, unit.view),
                     k.projector_workers(unit.view))
 
     def _probe(self, topology: Topology | None) -> list[Step]:
-        return setup.list_indexes(topology)
+        return list_indexes(topology)
 
     def _setup(self, topology: Topology | None, probed: list[Any]) -> list[Step]:
         """Create the views' indexes if missing and load the scripts."""
         if any(isinstance(i, Exception) for i in probed):
             raise ConfigurationError(f"no streamsaver deployment under prefix {self.prefix!r} ({probed!r})")
-        create = setup.create_requests(self.keys, self.views, setup.index_names(probed), topology)
-        own = setup.load_scripts(topology, (LEASE, ROSTER))
-        self.loads = [*setup.load_scripts(topology), *own]
+        create = create_requests(self.domain, self.keys, self.views, index_names(probed), topology)
+        own = load_scripts((LEASE, ROSTER), topology)
+        self.loads = [*load_scripts(self.domain.setup_scripts, topology), *own]
         return [*create, *own]
 
     def _check_setup(self, replies: list[Any]) -> None:
-        setup.read_created(replies)
+        read_created(replies)
 
     def _consume(self, batch: list[tuple[Unit, list[Taken]]], started: float,
                  stats: WorkerStats) -> Program[RedisError | None]:
@@ -120,8 +115,8 @@ class WorkerCore(PartitionConsumer[Unit, WorkerStats]):
             item.fail(pointer)
         else:
             item.pointer = pointer
-            if pointer.type == ThreadDeleted.TYPE:
-                item.event = ThreadDeleted(pointer.thread)
+            if pointer.type == self.domain.erase.TYPE:
+                item.event = self.domain.erase(pointer.thread)
         return item
 
     def _load_events(self, items: list[Item]) -> Program[None]:
@@ -152,10 +147,9 @@ class WorkerCore(PartitionConsumer[Unit, WorkerStats]):
             item.fail(str(exc))
             return None
 
-    @staticmethod
-    def _decode(item: Item, pointer: Pointer, raw: Any) -> Event | None:
+    def _decode(self, item: Item, pointer: Pointer, raw: Any) -> Event | None:
         try:
-            event = from_fields(raw if isinstance(raw, dict) else dict(zip(raw[::2], raw[1::2])), pointer.log_id)
+            event = self.domain.decode(raw if isinstance(raw, dict) else dict(zip(raw[::2], raw[1::2])), pointer.log_id)
         except EventDecodeError as exc:
             item.fail(str(exc))
             return None
@@ -187,9 +181,9 @@ class WorkerCore(PartitionConsumer[Unit, WorkerStats]):
     def _apply_call(self, item: Item, event: Event, pointer: Pointer) -> Command:
         """An event's apply, or for a rewritten log the refold of the thread's view."""
         if item.refold is None:
-            return apply_call(event, pointer.log_id, self.keys, [item.unit.view])
+            return apply_call(self.domain, event, pointer.log_id, self.keys, [item.unit.view])
         return rewrite_call(
-            self.keys, [item.unit.view], pointer.thread, guard="", replace_log=None, entries=item.refold, pointers=False
+            self.domain, self.keys, [item.unit.view], pointer.thread, guard="", replace_log=None, entries=item.refold, pointers=False
         )
 
     def _settle(self, items: list[Item], stats: WorkerStats) -> RedisError | None:

@@ -12,12 +12,7 @@ from streamsaver.log.events import Event
 from streamsaver.log.keys import ViewName
 from streamsaver.log.rewrite import Entry
 
-__all__ = ["Item", "Unit", "WorkerStats", "group_name"]
-
-
-def group_name(view: ViewName) -> str:
-    """The consumer group of a view's projector workers on every partition feed."""
-    return f"projector:{view}"
+__all__ = ["Item", "Unit", "WorkerStats"]
 
 
 @dataclass(frozen=True, order=True)

@@ -13,8 +13,9 @@ fold into views". A domain tells it what it cannot know by itself:
 * the event that erases one log's share of every view (`Domain.erase`: the projectors'
   answer to it is the purge ops, whose key stems are also the stems the TTL block moves);
 * the server-side scripts that run the log core's calls (`LogScripts`: ``append.lua``,
-  ``apply.lua``, ``rewrite.lua``, ``ttl.lua`` for checkpoints). The log core builds their
-  arguments; it does not load them (`streamsaver.scripts` sits beside it, not below).
+  ``apply.lua``, ``rewrite.lua``, ``ttl.lua`` for checkpoints), and every script its calls use
+  (`Domain.loads`, which setup loads). The log core builds their arguments and their loads from
+  what the domain hands it (`streamsaver.scripts` sits beside it, not below).
 
 Checkpoints are the first domain (``projectors.domain.CHECKPOINTS``); a second one (the store)
 brings its own events, projectors, views and reader, and reuses everything else.
@@ -48,6 +49,11 @@ the hash must hold, or "")."""
 
 class ScriptRef(Protocol):
     """A server-side script as the calls name it (`streamsaver.scripts.Script`)."""
+
+    @property
+    def source(self) -> str:
+        """The script's Lua source (what ``SCRIPT LOAD`` sends)."""
+        ...
 
     @property
     def sha(self) -> str:
@@ -100,6 +106,8 @@ class Domain:
         scripts: the scripts that run the log core's calls on this domain's logs.
         decode: reads the event of a log entry.
         log_family: the key family of the domain's logs (``P:<log_family>:{pN}:<log id>``).
+        loads: every script the domain's calls use (its reads too), in the order setup loads
+            them; empty: the four of `scripts`.
     """
 
     name: str
@@ -109,6 +117,13 @@ class Domain:
     scripts: LogScripts
     decode: Decoder = from_fields
     log_family: str = "log"
+    loads: tuple[ScriptRef, ...] = ()
+
+    @cached_property
+    def setup_scripts(self) -> tuple[ScriptRef, ...]:
+        """The scripts setup loads for this domain (`loads`, or the four of `scripts`)."""
+        s = self.scripts
+        return self.loads or (s.append, s.apply, s.rewrite, s.ttl)
 
     @cached_property
     def view_names(self) -> tuple[ViewName, ...]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 __all__ = [
     "BODY", "BODY_POINTER", "CHANNEL_PREFIX", "CHECKPOINT_ID", "CURRENT_CHECKPOINT", "EMPTY_TYPE", "ENTRY_ID", "KEPT",
     "METADATA",
-    "NAMESPACE", "PARENT", "PINNED", "RUNS", "SOURCE", "STRATEGY", "TASK", "TASK_PATH", "THREAD", "TYPE", "UNTIL",
+    "NAMESPACE", "PARENT", "PINNED", "REQUEUED_FOR", "RUNS", "SOURCE", "STRATEGY", "TASK", "TASK_PATH", "THREAD", "TYPE", "UNTIL",
     "VERSION", "VERSIONS", "WRITE_PREFIX",
 ]
 
@@ -46,6 +46,9 @@ a reader looking for a channel's last value passes over it."""
 
 ENTRY_ID = "id"
 """A feed pointer's first field: the log entry id it points at (``append.lua`` adds it)."""
+REQUEUED_FOR = b"for"
+"""A re-queued feed pointer's last field: the one subscriber group it is for
+(`streamsaver.feeds.admin.requeue_dead_letters`); other groups acknowledge it unseen."""
 
 # Reserved fields of the hashes views and positions keep (never a view name, channel or task).
 BODY_POINTER = "@body"

@@ -4,6 +4,7 @@ Layout (``P`` = key prefix, ``T`` = partition hash tag ``{pN}``, ``t`` / ``n`` /
 thread id / namespace / checkpoint id, see `streamsaver.log.codec.escape`)::
 
     P:meta                      hash    deployment settings (partition count, schema version)
+    P:probe                     (none)  never written: setup probes RedisJSON with ``JSON.TYPE`` on it
     P:log:T:t                   stream  the thread log: every event of one thread (the truth)
     P:feed:T                    stream  the partition feed: one small pointer per event
     P:pos:T:t                   hash    view name -> id of the last event applied to that view
@@ -184,6 +185,11 @@ class Keyspace:
     def meta(self) -> str:
         """The deployment settings hash."""
         return f"{self.prefix}:meta"
+
+    @property
+    def probe(self) -> str:
+        """The key setup asks ``JSON.TYPE`` of to find RedisJSON (never written)."""
+        return f"{self.prefix}:probe"
 
     def slot_tag(self, partition: int) -> str:
         """The hash tag shared by every key of one partition."""

@@ -19,8 +19,8 @@ import redis
 
 from streamsaver import AsyncStreamSaver, StreamSaver
 from streamsaver.checkpoints import programs
-from streamsaver.checkpoints.setup import INDEXING_POLL_S
 from streamsaver.log.keys import Keyspace
+from streamsaver.log.setup import INDEXING_POLL_S
 from streamsaver.server.embedded import EmbeddedRedis
 
 DOCUMENTS = 20_000

@@ -22,9 +22,9 @@ from redis.exceptions import OutOfMemoryError, RedisError
 from streamsaver import StreamSaver
 from streamsaver.cli.main import main
 from streamsaver.errors import InvalidInputError
-from streamsaver.feeds.worker import ProjectorWorker, WorkerStats, group_name
+from streamsaver.feeds.worker import ProjectorWorker, WorkerStats
 from streamsaver.feeds.worker_core import WorkerCore
-from streamsaver.log.keys import Keyspace, partition_of
+from streamsaver.log.keys import Keyspace, partition_of, projector_group
 from streamsaver.ops.replay import Replayer
 
 THREADS = ("alpha", "beta", "gamma {x}", "δ:1 @mt:{*}")
@@ -112,7 +112,7 @@ def leases(client: redis.Redis, prefix: str) -> dict[int, bytes | None]:
 
 def pending(client: redis.Redis, prefix: str) -> int:
     keyspace = Keyspace(prefix, 16)
-    return sum(client.xpending(keyspace.feed(p), group_name("shallow"))["pending"] for p in range(16))
+    return sum(client.xpending(keyspace.feed(p), projector_group("shallow"))["pending"] for p in range(16))
 
 
 @pytest.fixture
@@ -151,7 +151,7 @@ def test_running_again_or_redelivering_everything_changes_nothing(
     assert worker.run_burst().read == 0
     keyspace = Keyspace(prefix, 16)
     for p in range(16):
-        client.xgroup_setid(keyspace.feed(p), group_name("shallow"), "0")
+        client.xgroup_setid(keyspace.feed(p), projector_group("shallow"), "0")
     again = ProjectorWorker(client, prefix, ["shallow"]).run_burst()
 
     # A deletion leaves no position (nor any key): re-delivered, it purges again, changing nothing.
@@ -181,7 +181,7 @@ def test_a_dead_workers_partitions_and_pending_pointers_move_to_the_live_one(
     keyspace = Keyspace(prefix, 16)
     # A reads a batch of its partitions and dies before acking it.
     for p in range(0, 16, 2):
-        client.xreadgroup(group_name("shallow"), "A", {keyspace.feed(p): ">"})
+        client.xreadgroup(projector_group("shallow"), "A", {keyspace.feed(p): ">"})
     stranded = pending(client, prefix)
     assert stranded > 0
 

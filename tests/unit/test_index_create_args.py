@@ -1,16 +1,18 @@
-"""Setup declares each view's index from `projectors.schema` without redisvl: the arguments it
-builds are the ones redisvl builds from the same dictionary (the stored index schema is pinned
-by the stored-bytes corpus too)."""
+"""Setup declares each view's index from its schema (`projectors.schema` for checkpoints)
+without redisvl: the arguments it builds are the ones redisvl builds from the same dictionary
+(the stored index schema is pinned by the stored-bytes corpus too)."""
 
 from __future__ import annotations
 
 import pytest
 from redisvl.schema import IndexSchema
 
+from projectors.domain import CHECKPOINTS
 from projectors.schema import FIELDS, index_schema
-from streamsaver.checkpoints.setup import create_requests, field_args
 from streamsaver.errors import ConfigurationError
+from streamsaver.log.indexes import field_args
 from streamsaver.log.keys import Keyspace
+from streamsaver.log.setup import create_requests
 
 
 def test_every_field_is_declared_as_redisvl_declares_it() -> None:
@@ -20,7 +22,7 @@ def test_every_field_is_declared_as_redisvl_declares_it() -> None:
 
 def test_the_create_command_names_the_view_prefix_and_every_field() -> None:
     keyspace = Keyspace("p")
-    [create, *_] = create_requests(keyspace, ["full"], [set()])
+    [create, *_] = create_requests(CHECKPOINTS, keyspace, ["full"], [set()])
     assert isinstance(create, list)
     assert create[:8] == ["FT.CREATE", keyspace.index("full"), "ON", "JSON", "PREFIX", 1, keyspace.document_prefix("full"), "SCHEMA"]
     assert create[8:] == [arg for field in FIELDS for arg in field_args(field)]

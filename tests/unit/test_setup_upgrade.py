@@ -3,7 +3,7 @@ under way (setup then waits for the new indexes' scans); nothing else does."""
 
 from __future__ import annotations
 
-from streamsaver.checkpoints.setup import upgrading
+from streamsaver.log.indexes import upgrading
 from streamsaver.log.keys import INDEX_SCHEMA_VERSION, Keyspace
 
 OLDER, CURRENT = INDEX_SCHEMA_VERSION - 1, INDEX_SCHEMA_VERSION

@@ -1,0 +1,129 @@
+"""The RediSearch indexes of a domain's views, without I/O: what creates them from each view's
+index schema (`streamsaver.log.domain.View.index_fields`, data in redisvl's format), lists
+them, finds those of an older schema and reads whether they are still indexing.
+
+On Redis Cluster a view has one index per primary (`streamsaver.log.routing.index_targets`):
+the list and the infos are per primary too. `streamsaver.log.setup` runs these in its rounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from streamsaver.errors import ConfigurationError
+from streamsaver.log.domain import Domain
+from streamsaver.log.keys import INDEX_SCHEMA_VERSION, Keyspace, ViewName
+from streamsaver.log.routing import Routed, Step, Topology, index_targets
+
+__all__ = [
+    "create_indexes",
+    "field_args",
+    "index_infos",
+    "index_names",
+    "indexed_views",
+    "list_indexes",
+    "older_indexes",
+    "still_indexing",
+    "upgrading",
+    "view_index_infos",
+]
+
+Command = list[str | bytes | int]
+
+_TYPE_ARGS: dict[str, Command] = {"tag": ["TAG", "SEPARATOR", ","], "numeric": ["NUMERIC"], "text": ["TEXT", "WEIGHT", 1]}
+_FLAGS = (("case_sensitive", "CASESENSITIVE"), ("index_missing", "INDEXMISSING"), ("sortable", "SORTABLE"),
+          ("unf", "UNF"), ("no_index", "NOINDEX"))
+
+
+def field_args(field: Mapping[str, Any]) -> Command:
+    """The ``FT.CREATE ... SCHEMA`` arguments of one index field (`View.index_fields`), as
+    redisvl spells them from the same dictionary (a unit test holds the two equal).
+
+    Raises:
+        ConfigurationError: a field type or attribute this builder does not know.
+    """
+    attrs = field.get("attrs", {})
+    if field["type"] not in _TYPE_ARGS or set(attrs) - {name for name, _ in _FLAGS}:
+        raise ConfigurationError(f"index field {field!r} has a type or attribute setup cannot declare")
+    flags: Command = [flag for name, flag in _FLAGS if attrs.get(name)]
+    return [field["path"], "AS", field["name"], *_TYPE_ARGS[field["type"]], *flags]
+
+
+def indexed_views(domain: Domain, views: Sequence[ViewName]) -> list[ViewName]:
+    """Those of `views` that have an index (a non-empty `View.index_fields`), in order."""
+    return [view for view in views if domain.view(view).index_fields]
+
+
+def _create_index(domain: Domain, keyspace: Keyspace, view: ViewName, name: str) -> Command:
+    fields = [arg for field in domain.view(view).index_fields for arg in field_args(field)]
+    return ["FT.CREATE", name, "ON", "JSON", "PREFIX", 1, keyspace.document_prefix(view), "SCHEMA", *fields]
+
+
+def create_indexes(
+    domain: Domain, keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[set[str]],
+    topology: Topology | None = None,
+) -> list[Step]:
+    """``FT.CREATE`` of every index of `views` missing on its node (`existing` as `index_names`
+    gives them; one index per primary on a cluster)."""
+    return [
+        target.query(_create_index(domain, keyspace, view, target.name))
+        for view in indexed_views(domain, views)
+        for node, target in enumerate(index_targets(keyspace, view, topology))
+        if target.name not in existing[node]
+    ]
+
+
+def list_indexes(topology: Topology | None) -> list[Step]:
+    """``FT._LIST`` (of every primary on a cluster); `index_names` reads the replies."""
+    return [["FT._LIST"]] if topology is None else [*topology.on_every_node(["FT._LIST"])]
+
+
+def index_names(replies: Sequence[Any]) -> list[set[str]]:
+    """The index names in the replies to `list_indexes`: one set per primary, in `Topology`
+    order (one set on a single server). Per node: after slots moved, a node's new tag may be
+    one another node already has an index under."""
+    return [{i.decode() if isinstance(i, bytes) else str(i) for i in indexes} for indexes in replies]
+
+
+def older_indexes(keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[set[str]]) -> list[str]:
+    """The indexes of an older schema of `views` (on any primary), sorted: while one exists an
+    upgrade is under way, and the new indexes cover documents written before them."""
+    older = tuple(keyspace.index(view, version=n) for view in views for n in range(1, INDEX_SCHEMA_VERSION))
+    return sorted({name for names in existing for name in names for old in older if name == old or name.startswith(old + ":")})
+
+
+def upgrading(keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[set[str]]) -> bool:
+    """Whether an index of an older schema of one of `views` exists (`older_indexes`)."""
+    return bool(older_indexes(keyspace, views, existing))
+
+
+def view_index_infos(keyspace: Keyspace, views: Sequence[ViewName], topology: Topology | None) -> list[Step]:
+    """``FT.INFO`` of every index of `views` (one per primary on a cluster)."""
+    return [target.query(["FT.INFO", target.name]) for view in views for target in index_targets(keyspace, view, topology)]
+
+
+def index_infos(requests: Sequence[Step]) -> list[Step]:
+    """``FT.INFO`` of every index that `requests` (from `create_indexes`) creates."""
+    infos: list[Step] = []
+    for step in requests:
+        command = step.command if isinstance(step, Routed) else step
+        if command[0] == "FT.CREATE":
+            info: Command = ["FT.INFO", command[1]]
+            infos.append(Routed(step.key, info) if isinstance(step, Routed) else info)
+    return infos
+
+
+def still_indexing(replies: Sequence[Any]) -> bool:
+    """Whether an index in the replies to `index_infos` is still indexing existing documents.
+
+    Raises:
+        ConfigurationError: the server refused an ``FT.INFO``.
+    """
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise ConfigurationError(f"cannot read a new index's state: {reply}") from reply
+        fields = reply if isinstance(reply, dict) else dict(zip(reply[::2], reply[1::2]))
+        if int(fields.get(b"indexing", fields.get("indexing", 0)) or 0):
+            return True
+    return False

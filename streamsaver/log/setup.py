@@ -1,0 +1,187 @@
+"""Setting up a deployment of a domain, without I/O: what `setup()` sends and how it reads the
+replies, for any `streamsaver.log.domain.Domain`.
+
+Two round trips (three on Redis Cluster, which first reads the slot map: `read_topology`): the
+first probes for RediSearch and RedisJSON with harmless commands (never ``MODULE LIST``, which
+managed services often forbid), fixes the partition count in the deployment's meta hash and
+lists the existing indexes; the second creates the missing indexes of the domain's views
+(`streamsaver.log.indexes`, from each view's index schema) and loads the domain's scripts. On a
+cluster the index list, the indexes and the scripts are per primary. Safe to run on every start
+and from many processes at once. The feed consumers run parts of it (`read_topology`,
+`load_scripts`, `create_requests`) in their own preparation.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Generator, Sequence
+from typing import Any
+
+from streamsaver.errors import ConfigurationError, MissingModuleError
+from streamsaver.log.domain import Domain, ScriptRef
+from streamsaver.log.indexes import (
+    create_indexes,
+    index_infos,
+    index_names,
+    indexed_views,
+    list_indexes,
+    older_indexes,
+    still_indexing,
+    view_index_infos,
+)
+from streamsaver.log.keys import DEFAULT_PARTITIONS, Keyspace, ViewName
+from streamsaver.log.program import Program, Wait
+from streamsaver.log.routing import Routed, Step, Topology
+
+__all__ = [
+    "INDEXING_POLL_S",
+    "INDEXING_WAIT_S",
+    "create_requests",
+    "load_scripts",
+    "probe_request",
+    "program",
+    "read_created",
+    "read_probe",
+    "read_topology",
+]
+
+Command = list[str | bytes | int]
+log = logging.getLogger("streamsaver.setup")
+
+INDEXING_WAIT_S = 30.0
+"""How long a setup after moved slots (or during an index schema upgrade) waits for new indexes
+to index what their nodes hold."""
+INDEXING_POLL_S = 0.05
+"""The pause between two reads of the new indexes' state (`program`)."""
+
+
+def read_topology(prefix: str, cluster: bool) -> Generator[list[Step], list[Any], Topology | None]:
+    """On a cluster, one round trip reading the slot map (`Topology`); None on one server.
+
+    Raises:
+        ConfigurationError: the cluster refused ``CLUSTER SLOTS``.
+    """
+    if not cluster:
+        return None
+    # Any node answers; routing by a key spares the client a guess.
+    [slots] = yield [Routed(Keyspace(prefix).meta, ["CLUSTER", "SLOTS"])]
+    if isinstance(slots, Exception):
+        raise ConfigurationError(f"the cluster refused CLUSTER SLOTS: {slots}") from slots
+    return Topology.from_slots(slots)
+
+
+def probe_request(prefix: str, partitions: int | None, topology: Topology | None = None) -> list[Step]:
+    """Round trip 1: index list (of every primary on a cluster), module probes, partition count."""
+    keyspace = Keyspace(prefix)
+    return [
+        *list_indexes(topology),
+        ["JSON.TYPE", keyspace.probe],
+        ["HSETNX", keyspace.meta, "partitions", partitions or DEFAULT_PARTITIONS],
+        ["HGET", keyspace.meta, "partitions"],
+    ]
+
+
+def _is_unknown_command(reply: Any) -> bool:
+    return isinstance(reply, Exception) and "unknown command" in str(reply).lower()
+
+
+def read_probe(prefix: str, partitions: int | None, replies: Sequence[Any]) -> tuple[Keyspace, list[set[str]]]:
+    """The deployment's keyspace and the index names that already exist (per primary).
+
+    Raises:
+        MissingModuleError: RediSearch or RedisJSON is missing.
+        ConfigurationError: the stored partition count differs from the one asked for, or the
+            server refused a probe.
+    """
+    *lists, json_probe, _, stored = replies
+    if any(_is_unknown_command(reply) for reply in lists):
+        raise MissingModuleError("RediSearch (search)", "FT._LIST")
+    if _is_unknown_command(json_probe):
+        raise MissingModuleError("RedisJSON (ReJSON)", "JSON.TYPE")
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise ConfigurationError(f"setup was refused by the server: {reply}") from reply
+    stored_partitions = int(stored)
+    if partitions is not None and partitions != stored_partitions:
+        raise ConfigurationError(
+            f"this deployment ({prefix!r}) was set up with {stored_partitions} partitions; "
+            f"it cannot be opened with {partitions} (omit `partitions` to use the stored count)"
+        )
+    return Keyspace(prefix, stored_partitions), index_names(lists)
+
+
+def load_scripts(scripts: Sequence[ScriptRef], topology: Topology | None = None) -> list[Step]:
+    """``SCRIPT LOAD`` of `scripts` (on every primary of a cluster)."""
+    loads: list[Command] = [["SCRIPT", "LOAD", script.source] for script in scripts]
+    return [*loads] if topology is None else [r for load in loads for r in topology.on_every_node(load)]
+
+
+def create_requests(
+    domain: Domain, keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[set[str]],
+    topology: Topology | None = None,
+) -> list[Step]:
+    """Round trip 2: create the missing indexes of `views` (one per primary on a cluster;
+    `existing` as `streamsaver.log.indexes.index_names` gives them) and load the domain's
+    scripts (`Domain.setup_scripts`)."""
+    return create_indexes(domain, keyspace, views, existing, topology) + load_scripts(domain.setup_scripts, topology)
+
+
+def read_created(replies: Sequence[Any]) -> None:
+    """Check round trip 2; an index another process created meanwhile is fine.
+
+    Raises:
+        ConfigurationError: an index or script could not be created.
+    """
+    for reply in replies:
+        if isinstance(reply, Exception) and "already exists" not in str(reply).lower():
+            raise ConfigurationError(f"setup could not create an index or load a script: {reply}") from reply
+
+
+def program(
+    domain: Domain, prefix: str, partitions: int | None, views: Sequence[ViewName], cluster: bool,
+    wait_indexed: bool = False,
+) -> Program[tuple[Keyspace, Topology | None]]:
+    """`setup()` of a deployment of `domain` keeping `views`: its keyspace and (on a cluster,
+    read first) slot map. With `wait_indexed`, it then polls the indexes it created until they
+    have indexed the documents already there (at most `INDEXING_WAIT_S`, a `Wait` of
+    `INDEXING_POLL_S` between two polls): after slots moved, new indexes are made on nodes that
+    hold documents. During an upgrade to a new index schema (an index of an older one exists)
+    it polls every index of its views alike.
+
+    Raises:
+        MissingModuleError, ConfigurationError: see `read_probe`, `read_created`; or new indexes
+            still indexing after `INDEXING_WAIT_S`.
+    """
+    topology = yield from read_topology(prefix, cluster)
+    keyspace, existing = read_probe(prefix, partitions, (yield probe_request(prefix, partitions, topology)))
+    requests = create_requests(domain, keyspace, views, existing, topology)
+    read_created((yield requests))
+    infos = index_infos(requests) if wait_indexed else []
+    indexed = indexed_views(domain, views)
+    older = older_indexes(keyspace, indexed, existing)
+    if older:
+        # The new indexes cover documents written before them: until their scan is done, a
+        # query would quietly miss some (whichever process created them).
+        infos = view_index_infos(keyspace, indexed, topology)
+    yield from _indexed(infos)
+    if older:
+        # Both schemas' indexes are kept current until an operator drops the older: the
+        # server pays for both (docs/operations.md, upgrading the index schema).
+        log.warning(
+            "indexes of an older schema remain: %s; drop them (FT.DROPINDEX, without DD) once no "
+            "process of an older release uses them (docs/operations.md)", ", ".join(older),
+        )
+    return keyspace, topology
+
+
+def _indexed(infos: list[Step]) -> Program[None]:
+    deadline = time.monotonic() + INDEXING_WAIT_S
+    while infos and still_indexing((yield infos)):
+        yield Wait(INDEXING_POLL_S)  # not a busy loop of FT.INFO on the primaries
+        if time.monotonic() > deadline:
+            # Reading on would miss whatever the new indexes have not reached yet.
+            raise ConfigurationError(
+                f"new indexes were still indexing after {INDEXING_WAIT_S:.0f} s; call again when "
+                "`FT.INFO` shows indexing 0 on every primary"
+            )

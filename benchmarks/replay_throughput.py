@@ -97,15 +97,16 @@ def digest(client: redis.Redis) -> str:
     for start in range(0, len(keys), 1000):
         batch = keys[start : start + 1000]
         pipe = client.pipeline(transaction=False)
-        for key, kind in zip(batch, _types(client, batch)):
+        for key, kind in zip(batch, _types(client, batch), strict=True):
             if kind == b"zset":
                 pipe.zrange(key, 0, -1, withscores=True)
             else:
                 pipe.execute_command(_READ[kind], key)
-        for key, value in zip(batch, pipe.execute()):
+        for key, value in zip(batch, pipe.execute(), strict=True):
+            comparable = value
             if isinstance(value, (dict, set)):
-                value = sorted(value.items() if isinstance(value, dict) else value)
-            out.update(repr((key, value)).encode())
+                comparable = sorted(value.items() if isinstance(value, dict) else value)
+            out.update(repr((key, comparable)).encode())
     return out.hexdigest()
 
 
@@ -152,10 +153,7 @@ def timed_rebuild(client: redis.Redis, url: str, views: Sequence[ViewName], page
     replayer.drop(views)
     dropped = time.perf_counter()
     before, cpu = server_cpu(client), client_cpu()
-    if jobs > 1:
-        stats = replay_in_jobs(url, PREFIX, views, jobs=jobs, page=page, keep=True)
-    else:
-        stats = replayer.replay(views)
+    stats = replay_in_jobs(url, PREFIX, views, jobs=jobs, page=page, keep=True) if jobs > 1 else replayer.replay(views)
     cpu, end, server = client_cpu() - cpu, time.perf_counter(), server_cpu(client) - before
     return Rebuild(stats.events, dropped - start, end - dropped, cpu, server, jobs)
 

@@ -79,7 +79,7 @@ def micro_tables(rows: Sequence[Row], ops: Sequence[str]) -> list[str]:
     lines: list[str] = []
     for label, stat in (("Median", statistics.median), ("p99", p99)):
         lines += [f"#### {label} latency, ms (ratio to {rows[0].name})", ""]
-        lines += _latency_table(rows, ops, stat) + [""]
+        lines += [*_latency_table(rows, ops, stat), ""]
     lines += ["#### Storage and result checks", "", *_other_table(rows, ops)]
     return lines
 

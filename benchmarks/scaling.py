@@ -116,7 +116,8 @@ def _axis(
             for scaled in here:
                 grow(scaled, point)
             waited = env.settle()
-            progress(f"scaling: {name} {point:,} filled" + (f" (AOF rewrites done after {waited:.0f} s)" if waited >= 1 else ""))
+            rewrites = f" (AOF rewrites done after {waited:.0f} s)" if waited >= 1 else ""
+            progress(f"scaling: {name} {point:,} filled{rewrites}")
             _measure(here, point, ctx.plan.scale_samples, list_all)
     return subjects
 

@@ -48,7 +48,7 @@ def _key_bytes(url: str) -> dict[str, int]:
         pipe = client.pipeline(transaction=False)
         for key in keys:
             pipe.memory_usage(key, samples=0)
-        for key, size in zip(keys, pipe.execute()):
+        for key, size in zip(keys, pipe.execute(), strict=True):
             found[_family(key)] += int(size or 0)
     return dict(found)
 
@@ -73,7 +73,7 @@ def _measure(ctx: Context, env: Environment, spec: SaverSpec) -> tuple[int, int,
 
 def _breakdown(name: str, growth: int, written: int, families: dict[str, int]) -> list[str]:
     rest = growth - sum(families.values())
-    rows = sorted(families.items(), key=lambda kv: -kv[1]) + [("rest (indexes, overhead)", rest)]
+    rows = [*sorted(families.items(), key=lambda kv: -kv[1]), ("rest (indexes, overhead)", rest)]
     body = [
         [family, f"{size / written / 1024:.2f}", f"{size / growth:.0%}"] for family, size in rows
     ]

@@ -6,7 +6,8 @@ On an embedded Redis (AOF on, as the tests run it), or ``--url``:
 
 1. **Throughput.** ``--events`` checkpoints are appended through the ordinary append path
    (pipelined; small LangGraph-like steps with LangGraph's metadata keys, so pointers carry real
-   metadata; the writer projects only the shallow view). The subscriber processes start on a group created at the end of the feeds and
+   metadata; the writer projects only the shallow view). The subscriber processes start on a group created
+   at the end of the feeds and
    idle; once they are all in the group's roster the group is moved back to the feeds' start
    (``XGROUP SETID 0``) and the clock runs until every entry is acknowledged (lag and pending 0).
    Done with one subscriber process and with four; the handler only counts (it never asks for
@@ -69,7 +70,8 @@ class Writer:
                                         **({"checkpoint_id": self.parents[thread]} if thread in self.parents else {})}}
         metadata: Any = {"source": "loop", "step": step, "parents": {}, "run_id": f"run-{thread}", **(extra or {})}
         self.parents[thread], self.steps[thread] = checkpoint["id"], step
-        return self.saver.core.put_request(config, checkpoint, metadata, {"messages": step + 1, "step": step + 1})[0], config
+        versions = {"messages": step + 1, "step": step + 1}
+        return self.saver.core.put_request(config, checkpoint, metadata, versions)[0], config
 
 
 def build_feed(client: redis.Redis, events: int, threads: int = 500) -> None:

@@ -83,7 +83,7 @@ def _indexed_json(event: CheckpointSaved) -> tuple[bytes, bytes]:
     """The document's JSON before and after the value of ``refs``, remembered for the last
     event seen: each view writes a document of the same event (only ``refs`` differ), and the
     digests and the metadata's JSON cost most."""
-    global _last
+    global _last  # noqa: PLW0603 -- a one-slot cache, swapped whole so that readers on other threads see a consistent triple
     last = _last  # one read: another thread may replace it between a check and a use
     if last[0] is event:
         return last[1], last[2]
@@ -118,7 +118,7 @@ def _indexed_fields(event: CheckpointSaved) -> tuple[Fields, Fields]:
     if isinstance(source, str):
         tail["source"] = source
     # A NaN or infinite step is null in JSON, so in the log too: the document has none either.
-    if isinstance(step, int) and not isinstance(step, bool) or isinstance(step, float) and math.isfinite(step):
+    if (isinstance(step, int) and not isinstance(step, bool)) or (isinstance(step, float) and math.isfinite(step)):
         tail["step"] = step
     if isinstance(run_id, str):
         tail["rh"] = tag(run_id)

@@ -55,10 +55,7 @@ def held_entry_probe(event: Event, keyspace: Keyspace, views: Sequence[ViewName]
         return ptrs, BODY_FIELD, event.checkpoint_id
     if isinstance(event, WritesSaved) and event.writes:
         ns, cid = event.checkpoint_ns, event.checkpoint_id
-        if view == full.VIEW:
-            key = keys.per_checkpoint(view, "writes", ns, cid)
-        else:
-            key = keys.in_ns(view, "writes", ns)
+        key = keys.per_checkpoint(view, "writes", ns, cid) if view == full.VIEW else keys.in_ns(view, "writes", ns)
         return key, write_field(event.task_id, event.writes[0].idx), "" if view == full.VIEW else cid
     return None
 

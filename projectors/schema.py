@@ -13,7 +13,10 @@ __all__ = ["FIELDS", "index_schema"]
 FIELDS: list[dict[str, Any]] = [
     {"name": "th", "type": "tag", "path": "$.th"},
     {"name": "nh", "type": "tag", "path": "$.nh"},
-    {"name": "checkpoint_id", "type": "tag", "path": "$.checkpoint_id", "attrs": {"sortable": True, "case_sensitive": True, "no_index": True}},
+    {
+        "name": "checkpoint_id", "type": "tag", "path": "$.checkpoint_id",
+        "attrs": {"sortable": True, "case_sensitive": True, "no_index": True},
+    },
     {"name": "source", "type": "tag", "path": "$.source"},
     {"name": "step", "type": "numeric", "path": "$.step"},
     {"name": "rh", "type": "tag", "path": "$.rh"},

@@ -74,9 +74,15 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
     if isinstance(event, WritesSaved):
         writes = keys.in_ns(VIEW, "writes", event.checkpoint_ns)
         cid = event.checkpoint_id
-        return [(FOLLOW, writes, CURRENT_CHECKPOINT_FIELD, cid), (IF_EQUAL, writes, CURRENT_CHECKPOINT_FIELD, cid), *store_writes(writes, event)]
+        return [
+            (FOLLOW, writes, CURRENT_CHECKPOINT_FIELD, cid),
+            (IF_EQUAL, writes, CURRENT_CHECKPOINT_FIELD, cid),
+            *store_writes(writes, event),
+        ]
     if isinstance(event, ValuesRetained):
         return _retained(event, keyspace)
     if not isinstance(event, ThreadDeleted):
         return []  # a marker (ThreadCopied, ThreadPruned, RunsDeleted) changes no view
-    return [(PURGE, keys.namespaces(VIEW), keys.base(VIEW, "cp"), "", keys.base(VIEW, "ptrs"), keys.base(VIEW, "writes"))]
+    return [
+        (PURGE, keys.namespaces(VIEW), keys.base(VIEW, "cp"), "", keys.base(VIEW, "ptrs"), keys.base(VIEW, "writes"))
+    ]

@@ -13,6 +13,7 @@ default) sends the call again on a new connection.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from types import TracebackType
@@ -43,7 +44,9 @@ class DroppingProxy:
         threading.Thread(target=self._accept, daemon=True).start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._closed = True
         self._listener.close()
 
@@ -69,10 +72,8 @@ class DroppingProxy:
     @staticmethod
     def _close(*socks: socket.socket) -> None:
         for sock in socks:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             sock.close()
 
     def _requests(self, client: socket.socket, upstream: socket.socket, doomed: threading.Event) -> None:

@@ -41,8 +41,8 @@ from streamsaver.log.fields import EMPTY_TYPE
 from streamsaver.log.keys import Keyspace, ViewName, checked_id
 
 __all__ = [
-    "append_call", "apply_batch_call", "apply_call", "checkpoint_saved", "namespace_of", "projections_of", "thread_deleted",
-    "thread_id_of", "version_after", "view_of", "writes_saved",
+    "append_call", "apply_batch_call", "apply_call", "checkpoint_saved", "namespace_of", "projections_of",
+    "thread_deleted", "thread_id_of", "version_after", "view_of", "writes_saved",
 ]
 
 EMPTY = Blob(EMPTY_TYPE, b"")

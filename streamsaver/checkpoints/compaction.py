@@ -203,7 +203,10 @@ def retarget(entries: Sequence[Entry], thread_id: str, until_checkpoint: str | N
             return None
         ns = events[at].checkpoint_ns
         end = next(
-            (i for i in range(at + 1, len(events)) if isinstance(events[i], CheckpointSaved) and events[i].checkpoint_ns == ns),
+            (
+                i for i in range(at + 1, len(events))
+                if isinstance(events[i], CheckpointSaved) and events[i].checkpoint_ns == ns
+            ),
             len(events),
         )
         kept = {(e.checkpoint_ns, e.checkpoint_id) for e in events[:end] if isinstance(e, CheckpointSaved)}

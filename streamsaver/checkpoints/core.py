@@ -172,7 +172,10 @@ class SaverCore:
     ) -> tuple[Command, RunnableConfig]:
         """The append of a `put`, and the config `put` returns."""
         event = append.checkpoint_saved(self.serde, config, checkpoint, metadata, new_versions, self.compress)
-        return append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id)), _saved_config(event)
+        return (
+            append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id)),
+            _saved_config(event),
+        )
 
     def put_call(
         self,

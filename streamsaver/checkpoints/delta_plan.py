@@ -122,8 +122,13 @@ class PutPlan:
         body = memoryview(data)[start:]
         # The stored field is stored.encode_channel_value's packing: four parts, each after
         # its 4-byte length.
-        size = 16 + len(channel.encode("utf-8", "surrogatepass")) + len(version_json) + len(blob.type.encode()) + len(blob.data)
-        self.pending[channel] = Held("", version_json, size, count, len(body), _digest(self.secret, body), 0, version_json)
+        size = (
+            16 + len(channel.encode("utf-8", "surrogatepass")) + len(version_json) + len(blob.type.encode())
+            + len(blob.data)
+        )
+        self.pending[channel] = Held(
+            "", version_json, size, count, len(body), _digest(self.secret, body), 0, version_json
+        )
         return blob
 
     def fallback(self, event: CheckpointSaved) -> CheckpointSaved:
@@ -135,8 +140,9 @@ class PutPlan:
                 type_, data = self.full[cv.channel]
                 held = self.pending[cv.channel]
                 blob = self._new_base(cv.channel, held.last, type_, data)
-                cv = ChannelValue(cv.channel, cv.version, blob)
-            values.append(cv)
+                values.append(ChannelValue(cv.channel, cv.version, blob))
+            else:
+                values.append(cv)
         self.full.clear()
         return replace(event, values=tuple(values))
 

@@ -241,7 +241,8 @@ class ListPager:
         # loaded. The sort collects every match: here, the checkpoints of one thread. TIMEOUT 0:
         # at RediSearch's own timeout (500 ms by default) a sort cut short returns the rows it
         # reached as if whole (ON_TIMEOUT return, no error in RESP2): a wrong page.
-        return command + [
+        return [
+            *command,
             "SORTBY", 6, "@checkpoint_id", "DESC", "@tk", "ASC", "@nk", "ASC",
             "LIMIT", self._offsets[n], self._want, "DIALECT", 2, "TIMEOUT", 0,
         ]
@@ -258,12 +259,12 @@ class ListPager:
             if tuples:
                 self.cursor = tuples[-1].config["configurable"]["checkpoint_id"]
             return self._keep(tuples)
-        for n, reply in zip(self._asked, replies):
+        for n, reply in zip(self._asked, replies, strict=True):
             if self._across:
                 self._widths[n], rows = window_rows(reply)
                 self._remember(n)
                 if self._one_trip:
-                    self._read.update(zip(rows, reply[2]))
+                    self._read.update(zip(rows, reply[2], strict=True))
             else:
                 rows = search_rows(reply)
             self._buffers[n] = rows

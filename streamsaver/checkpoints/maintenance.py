@@ -159,7 +159,13 @@ def _rewrite(
 
 
 def prune(
-    keyspace: Keyspace, views: Sequence[ViewName], thread_ids: Iterable[Any], strategy: str, ttl: int = 0, *, load: Reload
+    keyspace: Keyspace,
+    views: Sequence[ViewName],
+    thread_ids: Iterable[Any],
+    strategy: str,
+    ttl: int = 0,
+    *,
+    load: Reload,
 ) -> Program[None]:
     """Prune each thread: ``"keep_latest"`` keeps the newest checkpoint of each namespace (and
     the ancestors its delta channels need), ``"delete"`` removes every checkpoint.
@@ -171,7 +177,8 @@ def prune(
         raise InvalidInputError(f"strategy must be one of {STRATEGIES}, not {strategy!r}")
     for thread_id in dict.fromkeys(_thread(t) for t in _many(thread_ids, "thread_ids")):
         yield from _rewrite(
-            keyspace, views, thread_id, partial(_pruned, strategy=strategy), partial(ThreadPruned, thread_id, strategy), ttl, load
+            keyspace, views, thread_id, partial(_pruned, strategy=strategy), partial(ThreadPruned, thread_id, strategy),
+            ttl, load,
         )
 
 
@@ -227,7 +234,8 @@ def _threads_request(targets: Sequence[IndexTarget], run_ids: Sequence[str]) -> 
     query = "@rh:{" + "|".join(tag(r) for r in run_ids) + "}"
     return [
         target.query([
-            "FT.AGGREGATE", target.name, query, "GROUPBY", 1, "@tk", "LIMIT", 0, THREADS_PER_QUERY, "DIALECT", 2, "TIMEOUT", 0,
+            "FT.AGGREGATE", target.name, query, "GROUPBY", 1, "@tk",
+            "LIMIT", 0, THREADS_PER_QUERY, "DIALECT", 2, "TIMEOUT", 0,
         ])
         for target in targets
     ]
@@ -236,7 +244,8 @@ def _threads_request(targets: Sequence[IndexTarget], run_ids: Sequence[str]) -> 
 def _threads(reply: Any) -> list[str]:
     """Thread ids of an FT.AGGREGATE ... GROUPBY @tk reply (RESP2 or RESP3)."""
     if isinstance(reply, dict):
-        rows = [r.get(b"extra_attributes", r.get("extra_attributes")) or {} for r in reply.get(b"results", reply.get("results")) or []]
+        results = reply.get(b"results", reply.get("results")) or []
+        rows = [r.get(b"extra_attributes", r.get("extra_attributes")) or {} for r in results]
         values = [v for row in rows for k, v in row.items() if k in (b"tk", "tk")]
     else:
         values = [row[i + 1] for row in reply[1:] for i in range(0, len(row), 2) if row[i] in (b"tk", "tk")]
@@ -281,5 +290,6 @@ def delete_for_runs(
         for thread_id in threads:
             done.add(thread_id)
             yield from _rewrite(
-                keyspace, views, thread_id, partial(_runs, run_ids=runs), partial(_runs_deleted, thread_id, runs), ttl, load
+                keyspace, views, thread_id, partial(_runs, run_ids=runs), partial(_runs_deleted, thread_id, runs),
+                ttl, load,
             )

@@ -30,8 +30,8 @@ from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused
 from streamsaver.log.routing import Command, Routed
 
 __all__ = [
-    "copy_thread", "delete_for_runs", "delete_thread", "delta_channel_history", "durable", "get_tuple", "list_checkpoints",
-    "pin_thread", "prune", "put", "put_writes", "ready", "retain", "set_up",
+    "copy_thread", "delete_for_runs", "delete_thread", "delta_channel_history", "durable", "get_tuple",
+    "list_checkpoints", "pin_thread", "prune", "put", "put_writes", "ready", "retain", "set_up",
 ]
 
 

@@ -104,7 +104,10 @@ def pending_writes(serde: SerializerProtocol, reading: Reading, flat: Sequence[b
             value = _load(serde, type_.decode(), data)
         except _DECODE_ERRORS as exc:
             raise reading.failed(entry_id, f"the write {_text(field)!r}", exc) from exc
-        keyed.append((writes_sort_key(task_path.decode("utf-8", "surrogatepass"), task, idx), (task, channel.decode("utf-8", "surrogatepass"), value)))
+        keyed.append((
+            writes_sort_key(task_path.decode("utf-8", "surrogatepass"), task, idx),
+            (task, channel.decode("utf-8", "surrogatepass"), value),
+        ))
     keyed.sort(key=lambda item: item[0])
     return [write for _, write in keyed]
 
@@ -161,7 +164,7 @@ def _channel_values(
     packings); a payload of another version than the checkpoint names (possible only in the
     shallow view) is not this checkpoint's value."""
     values: dict[str, Any] = {}
-    for payload, entry_id in zip(payloads, entry_ids):
+    for payload, entry_id in zip(payloads, entry_ids, strict=True):
         if payload is None:
             continue
         try:

@@ -42,7 +42,7 @@ class Show:
         widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
         for row in [list(headers), ["-" * w for w in widths], *cells]:
             self.out.write(
-                "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n"
+                "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n"
             )
 
     def block(self, text: str) -> None:

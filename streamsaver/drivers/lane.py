@@ -11,7 +11,8 @@ instruction and every release of the GIL there delays the chain of checkpoints i
 
 A lane keeps the connections it used checked out of the client's pool and reuses them, one call
 at a time each (``list.pop`` and ``append`` are atomic); every saver on one pool shares its lane,
-which keeps at most `IDLE_MAX` idle connections and an eighth of those the pool allows. It packs a request with hiredis in one
+which keeps at most `IDLE_MAX` idle connections and an eighth of those the pool allows. It packs
+a request with hiredis in one
 call (as redis-py does, minus its Python loop over the arguments), writes it with the
 connection's ``send_packed_command`` and reads one reply per command with ``read_response``,
 under the connection's own ``Retry`` (a dropped connection is reconnected and the request sent

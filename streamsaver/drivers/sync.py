@@ -148,7 +148,9 @@ class SyncDriver:
         return replies
 
 
-def round_trip(client: Any, commands: Sequence[Step], reload: Sequence[Step] = (), lane: Lane | None = None) -> list[Any]:
+def round_trip(
+    client: Any, commands: Sequence[Step], reload: Sequence[Step] = (), lane: Lane | None = None
+) -> list[Any]:
     """`commands` as one `Call` on `client` (tools that send prepared commands): the replies.
 
     Raises:

@@ -2,7 +2,8 @@
 
 A node's *step* is one task run, which LangGraph saves as one `WritesSaved` (its task path
 ``~__pregel_pull, <node>`` names the node; push tasks count under ``(push)``); its write size is
-the stored bytes of its writes (serialized, compressed when large); an *interrupt* is a write to ``__interrupt__``. Checkpoints
+the stored bytes of its writes (serialized, compressed when large); an *interrupt* is a write to
+``__interrupt__``. Checkpoints
 are counted by their metadata ``source``. Counters live per partition in
 ``P:analytics:{pN}:<name>`` and are added by ``scripts/count.lua`` once per feed entry, so
 re-deliveries do not double-count. `report` sums the partitions; ``streamsaver analytics show``

@@ -54,7 +54,7 @@ def _send_routed(client: Redis | RedisCluster, commands: Sequence[Command]) -> l
         return _send(client, commands)
     replies: list[Any] = [None] * len(commands)
     for node, positions in by_node(client, commands):
-        for i, reply in zip(positions, _send(node, [commands[i] for i in positions])):
+        for i, reply in zip(positions, _send(node, [commands[i] for i in positions]), strict=True):
             replies[i] = reply
     return replies
 

@@ -134,17 +134,18 @@ def group_health(
     for p in range(keyspace.partitions):
         pipe.xinfo_groups(keyspace.feed(p))
     replies = pipe.execute(raise_on_error=False)
-    rows: list[tuple[int, dict[str, Any]]] = []
-    for p, groups in enumerate(replies):
-        for info in groups if isinstance(groups, list) else []:
-            if group is None or _text(info["name"]) == group:
-                rows.append((p, info))
+    rows: list[tuple[int, dict[str, Any]]] = [
+        (p, info)
+        for p, groups in enumerate(replies)
+        for info in (groups if isinstance(groups, list) else [])
+        if group is None or _text(info["name"]) == group
+    ]
     views = domain.view_names
     owners = r.mget([_lease_of(keyspace, p, _text(i["name"]), views) for p, i in rows]) if rows else []
     health = [PartitionHealth(_text(i["name"]), p, int(i.get("pending") or 0),
                               None if i.get("lag") is None else int(i["lag"]), _text(i["last-delivered-id"]),
                               int(i.get("consumers") or 0), None if o is None else _text(o))
-              for (p, i), o in zip(rows, owners)]
+              for (p, i), o in zip(rows, owners, strict=True)]
     return sorted(health, key=lambda h: (h.group, h.partition))
 
 

@@ -170,10 +170,10 @@ class Replayer:
         reads: list[Command] = [["XRANGE", log, start, until, "COUNT", count] for log, start in cursors]
         calls: list[Command] = []
         events, decode = 0, self.domain.decode
-        for cursor, entries in zip(cursors, bulk_round_trip(self.redis, reads)):
+        for cursor, entries in zip(cursors, bulk_round_trip(self.redis, reads), strict=True):
             if entries:
                 ids = [raw_id.decode() for raw_id, _ in entries]
-                logged = [(decode(e[1], i, payloads=False), i) for i, e in zip(ids, entries)]
+                logged = [(decode(e[1], i, payloads=False), i) for i, e in zip(ids, entries, strict=True)]
                 calls.append(apply_batch_call(self.domain, logged, self.target, views))
                 events += len(logged)
             cursor[1] = "(" + entries[-1][0].decode() if len(entries) == count else None

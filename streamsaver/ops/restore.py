@@ -128,7 +128,10 @@ def _renamed(logged: list[tuple[str, Event]], into: str) -> list[tuple[str, Even
     """The `logged` events (under their source ids) as events of thread `into`; appended under
     new ids, so deltas are stored whole (their links name the source's ids)."""
     whole = whole_values(logged, [("*", e) for _, e in logged])
-    return [(entry_id, dataclasses.replace(e, thread_id=into)) for (entry_id, _), (_, e) in zip(logged, whole)]
+    return [
+        (entry_id, dataclasses.replace(e, thread_id=into))
+        for (entry_id, _), (_, e) in zip(logged, whole, strict=True)
+    ]
 
 
 def _owner(client: Redis, key: str) -> Redis:

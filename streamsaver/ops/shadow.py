@@ -127,7 +127,7 @@ class ShadowRebuild:
             if not pending:
                 return
             replies = round_trip(self.redis, [self._swap_call(view, t) for t in pending]) if pending else []
-            behind = [t for t, swapped in zip(pending, replies) if int(swapped) == 0]
+            behind = [t for t, swapped in zip(pending, replies, strict=True) if int(swapped) == 0]
             stats.swapped += len(pending) - len(behind)
             if progress is not None:
                 progress(len(pending) - len(behind))
@@ -136,7 +136,9 @@ class ShadowRebuild:
             stats.caught_up += len(behind)
             pending = behind
         if pending:
-            raise SwapStalled(f"{len(pending)} threads outran their catch-up {self.attempts} times, e.g. {pending[0]!r}")
+            raise SwapStalled(
+                f"{len(pending)} threads outran their catch-up {self.attempts} times, e.g. {pending[0]!r}"
+            )
 
     def _swap_call(self, view: ViewName, thread_id: str) -> Command:
         live, shadow = self.live.thread(thread_id), self.shadow.thread(thread_id)

@@ -290,7 +290,8 @@ def import_logs(
     StreamSaver(client, prefix=keyspace.prefix, partitions=keyspace.partitions).setup()
     with phase_bar(progress, "restore", checked.entries) as bar:
         skipped = _restore(client, keyspace, path, (feeds, expired, domain), bar)
-    stats.threads, stats.entries, stats.expired = checked.threads - len(expired), checked.entries - skipped, len(expired)
+    stats.threads, stats.entries = checked.threads - len(expired), checked.entries - skipped
+    stats.expired = len(expired)
     with phase_bar(progress, "replay", stats.entries) as bar:
         replayer = Replayer(client, keyspace, page=page, domain=domain)
         stats.replayed = replayer.replay(domain.view_names, progress=bar.advance).events

@@ -194,7 +194,7 @@ class _Comparison:
                 pipe = self.redis.pipeline(transaction=False)
                 for key in live_keys:
                     pipe.exists(key)
-                self._compare([k for k, n in zip(live_keys, pipe.execute()) if not n])
+                self._compare([k for k, n in zip(live_keys, pipe.execute(), strict=True) if not n])
 
     def _compare(self, live_keys: list[bytes]) -> None:
         if not live_keys:
@@ -205,8 +205,8 @@ class _Comparison:
             pipe.type(key)
         types = [_text(t) for t in pipe.execute()]
         pipe = self.redis.pipeline(transaction=False)
-        enqueue(pipe, [self._fetch(key, type_) for key, type_ in zip(keys, types)])
-        values = [self._value(k, t, r) for k, t, r in zip(keys, types, pipe.execute())]
+        enqueue(pipe, [self._fetch(key, type_) for key, type_ in zip(keys, types, strict=True)])
+        values = [self._value(k, t, r) for k, t, r in zip(keys, types, pipe.execute(), strict=True)]
         for i, live in enumerate(live_keys):
             self.report.record(live, values[2 * i], values[2 * i + 1], self.limit)
 
@@ -230,7 +230,7 @@ class _Comparison:
         if type_ == "none":
             return None
         if type_ == "hash" and self._is_positions(key):
-            kept = {v.encode(): r for v, r in zip(self.views, reply) if r is not None}
+            kept = {v.encode(): r for v, r in zip(self.views, reply, strict=True) if r is not None}
             return ("hash", kept) if kept else None
         if type_ == "hash":
             return ("hash", reply if isinstance(reply, dict) else _pairs(reply))
@@ -274,7 +274,7 @@ def _json_paths(have: Any, want: Any, path: str) -> Iterator[str]:
             else:
                 yield from _json_paths(have[name], want[name], f"{path}.{name}")
     elif isinstance(have, list) and isinstance(want, list) and len(have) == len(want):
-        for i, (a, b) in enumerate(zip(have, want)):
+        for i, (a, b) in enumerate(zip(have, want, strict=True)):
             yield from _json_paths(a, b, f"{path}[{i}]")
     elif have != want or type(have) is not type(want):
         yield f"{path} is {_short(have)}, the logs give {_short(want)}"
@@ -302,8 +302,8 @@ def _name(value: tuple[str, Any]) -> str:
 def _pairs(reply: Sequence[Any]) -> dict[Any, Any]:
     """A flat ``[k, v, k, v]`` reply, or a list of pairs, as a dict."""
     if reply and isinstance(reply[0], (list, tuple)):
-        return {k: v for k, v in reply}
-    return dict(zip(reply[::2], reply[1::2]))
+        return dict(reply)
+    return dict(zip(reply[::2], reply[1::2], strict=True))
 
 
 def _text(value: Any) -> str:

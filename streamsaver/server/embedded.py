@@ -152,7 +152,9 @@ class EmbeddedRedis:
         deadline = time.monotonic() + self.startup_timeout
         # Short timeouts, no retries: each turn of the loop is the retry, and it must see the
         # process exit (a port held by something that accepts and never answers).
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.5, socket_timeout=0.5, retry=Retry(NoBackoff(), 0))
+        client = redis.Redis(
+            port=self.port, socket_connect_timeout=0.5, socket_timeout=0.5, retry=Retry(NoBackoff(), 0)
+        )
         try:
             while True:
                 if self.process.poll() is not None:
@@ -207,5 +209,7 @@ class EmbeddedRedis:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()

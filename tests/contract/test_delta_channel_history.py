@@ -24,7 +24,9 @@ CHANNELS = ["entries", "notes", "steps", "no-such-channel"]
 
 
 @pytest.fixture(params=["sync", "async"])
-async def counted(request: pytest.FixtureRequest, redis_url: str, prefix: str) -> AsyncIterator[tuple[Any, TripCounter]]:
+async def counted(
+    request: pytest.FixtureRequest, redis_url: str, prefix: str
+) -> AsyncIterator[tuple[Any, TripCounter]]:
     counter = TripCounter()
     if request.param == "sync":
         client = counting_sync_client(redis_url, counter)

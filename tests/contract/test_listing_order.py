@@ -58,7 +58,14 @@ async def test_ids_sharing_prefixes_list_in_exact_order_with_filters_limits_and_
         assert _ids(await saver.list(None, filter=wanted)) == matching
         for limit in (1, 7, 45):
             assert _ids(await saver.list(None, filter=wanted, limit=limit)) == matching[:limit]
-        for before in [newest_first[3], newest_first[len(newest_first) // 2], newest_first[-1], TIED, "1f1e7380-c3e:9", "zz"]:
+        for before in [
+            newest_first[3],
+            newest_first[len(newest_first) // 2],
+            newest_first[-1],
+            TIED,
+            "1f1e7380-c3e:9",
+            "zz",
+        ]:
             older = [c for c in matching if c < before]
             got = await saver.list(None, filter=wanted, before={"configurable": {"checkpoint_id": before}})
             assert _ids(got) == older, (wanted, before)

@@ -228,13 +228,17 @@ async def test_a_filtered_listing_of_one_thread_is_two_round_trips(
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_a_durable_append_is_still_one_round_trip(redis_url: str, prefix: str, client: redis.Redis, kind: str) -> None:
+async def test_a_durable_append_is_still_one_round_trip(
+    redis_url: str, prefix: str, client: redis.Redis, kind: str
+) -> None:
     """``durability="aof"`` pipelines WAITAOF with the append."""
     if not all(int(node.info("persistence")["aof_enabled"]) for node in node_clients(client)):
         pytest.skip("the test server runs without AOF, so WAITAOF cannot succeed")
     counter = TripCounter()
     if kind == "sync":
-        saver: StreamSaver | AsyncStreamSaver = StreamSaver(counting_sync_client(redis_url, counter), prefix=prefix, durability="aof")
+        saver: StreamSaver | AsyncStreamSaver = StreamSaver(
+            counting_sync_client(redis_url, counter), prefix=prefix, durability="aof"
+        )
     else:
         saver = AsyncStreamSaver(await counting_async_client(redis_url, counter), prefix=prefix, durability="aof")
     adapter = SaverAdapter(saver, kind, "full")
@@ -265,7 +269,9 @@ async def test_maintenance_calls_cost_what_the_docs_say(counted: tuple[SaverAdap
     saver, counter = counted
     parent, previous = None, None
     for step in range(4):
-        parent, previous = await saver.save("t1", {"s": step}, metadata={"run_id": f"r{step % 2}"}, parent=parent, previous=previous)
+        parent, previous = await saver.save(
+            "t1", {"s": step}, metadata={"run_id": f"r{step % 2}"}, parent=parent, previous=previous
+        )
     counter.reset()
     await _maintain(saver, "copy_thread", "t1", "t2")
     assert counter.trips == 2

@@ -5,7 +5,7 @@ within the read's round trip; a pinned thread never expires until unpinned."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -56,18 +56,20 @@ async def fill(saver: SaverAdapter, thread_id: str, checkpoints: int = 3) -> Non
     for ns in ("", "child:1"):
         parent, previous = None, None
         for step in range(checkpoints):
-            parent, previous = await saver.save(thread_id, {"step": step, "ns": ns}, checkpoint_ns=ns, parent=parent, previous=previous)
+            parent, previous = await saver.save(
+                thread_id, {"step": step, "ns": ns}, checkpoint_ns=ns, parent=parent, previous=previous
+            )
             await saver.put_writes(parent, [("step", step)], f"task{step}")
 
 
 @pytest.fixture(params=VARIANTS, ids=VARIANT_IDS)
-async def opened(request: pytest.FixtureRequest, redis_url: str, prefix: str) -> AsyncIterator[Callable[..., Any]]:
+async def opened(request: pytest.FixtureRequest, redis_url: str, prefix: str) -> Callable[..., Any]:
     kind, view = request.param
 
     def open_one(**options: Any) -> Any:
         return open_adapter(kind, view, redis_url, prefix, **options)
 
-    yield open_one
+    return open_one
 
 
 async def pin(saver: SaverAdapter, thread_id: str, pinned: bool) -> None:
@@ -178,7 +180,9 @@ async def test_ttl_costs_no_round_trip(kind: str, redis_url: str, prefix: str) -
     if kind == "sync":
         adapter = SaverAdapter(StreamSaver(counting_sync_client(redis_url, counter), **options), kind, "full")
     else:
-        adapter = SaverAdapter(AsyncStreamSaver(await counting_async_client(redis_url, counter), **options), kind, "full")
+        adapter = SaverAdapter(
+            AsyncStreamSaver(await counting_async_client(redis_url, counter), **options), kind, "full"
+        )
     await adapter.setup()
     await adapter.save("warm", {"a": 1})
     counter.reset()

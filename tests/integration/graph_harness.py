@@ -4,7 +4,7 @@ A `Driver` is a compiled graph plus the saver it checkpoints to, with one awaita
 graph API the tests use. For a sync saver it calls the sync graph API (``invoke``,
 ``get_state``, ...), which never touches the event loop; for an async saver it calls the async
 one (``ainvoke``, ``aget_state``, ...). The tests are therefore written once and run over
-sync/async × full/shallow, and against ``InMemorySaver`` as the reference.
+sync/async x full/shallow, and against ``InMemorySaver`` as the reference.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class Driver:
 
 @dataclass
 class Harness:
-    """Makes savers of one variant (`kind` × `view`) on one key prefix, each on a new client."""
+    """Makes savers of one variant (`kind` x `view`) on one key prefix, each on a new client."""
 
     redis_url: str
     prefix: str

@@ -119,7 +119,9 @@ async def test_a_single_string_where_a_list_of_ids_is_expected_is_refused(
     assert snapshot(client, prefix) == before
 
 
-@pytest.mark.parametrize("partitions", [True, "16", 4.0, 0, -2, 16385], ids=["a bool", "a string", "a float", "zero", "negative", "too many"])
+@pytest.mark.parametrize(
+    "partitions", [True, "16", 4.0, 0, -2, 16385], ids=["a bool", "a string", "a float", "zero", "negative", "too many"]
+)
 @pytest.mark.parametrize("kind", ["sync", "async"])
 async def test_a_partition_count_that_is_not_an_int_in_range_is_refused(
     redis_url: str, prefix: str, kind: str, partitions: Any

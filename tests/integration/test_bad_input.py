@@ -75,7 +75,7 @@ async def test_put_writes_without_a_thread_id_raises_value_error_and_writes_noth
     await saver.save("t1", {"a": 1})
     before = snapshot(client, prefix)
 
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"configurable\.thread_id"):
         await saver.put_writes(cfg, [("a", 1)], "task1")
 
     assert snapshot(client, prefix) == before
@@ -239,7 +239,7 @@ async def test_query_syntax_in_a_filter_value_matches_only_that_literal_value(
 
 
 @pytest.mark.parametrize(
-    "doomed,survivors", [("x", ["x*", "*"]), ("a", ["a:b", "a%3Ab", "A", "a|b"]), ("", ["a", " "])]
+    ("doomed", "survivors"), [("x", ["x*", "*"]), ("a", ["a:b", "a%3Ab", "A", "a|b"]), ("", ["a", " "])]
 )
 async def test_deleting_a_tricky_thread_leaves_look_alikes_intact(
     saver: SaverAdapter, doomed: str, survivors: list[str]

@@ -74,8 +74,8 @@ def test_a_batch_apply_equals_one_apply_per_event(client: redis.Redis, prefix: s
     events = _events()
     ids = [f"1700000000000-{n}" for n in range(len(events))]
     singles = Keyspace(one), Keyspace(batch)
-    round_trip(client, [apply_call(e, i, singles[0], ["full", "shallow"]) for e, i in zip(events, ids)])
-    logged = list(zip(events, ids))
+    round_trip(client, [apply_call(e, i, singles[0], ["full", "shallow"]) for e, i in zip(events, ids, strict=True)])
+    logged = list(zip(events, ids, strict=True))
     pages = [logged] if split_at is None else [logged[:split_at], logged[split_at:]]
     round_trip(client, [apply_batch_call(page, singles[1], ["full", "shallow"]) for page in pages])
 
@@ -87,7 +87,7 @@ def test_a_batch_apply_equals_one_apply_per_event(client: redis.Redis, prefix: s
 def test_applying_a_batch_again_changes_nothing(client: redis.Redis, prefix: str) -> None:
     StreamSaver(client, prefix=prefix).setup()
     events = _events()
-    logged = list(zip(events, [f"1700000000000-{n}" for n in range(len(events))]))
+    logged = list(zip(events, [f"1700000000000-{n}" for n in range(len(events))], strict=True))
     call = apply_batch_call(logged, Keyspace(prefix), ["full", "shallow"])
     first = round_trip(client, [call])
     state = snapshot(client, prefix)
@@ -137,7 +137,12 @@ def _held_ops(p: str, ids: list[str]) -> list[list[tuple[str, ...]]]:
     h, s, z, d, e, f, j = (f"{p}:{name}" for name in ("h", "s", "z", "d", "e", "f", "j"))
     return [
         [("SS.PTRNX", h, "old", "a"), ("SADD", s, "m1"), ("ZADD", z, "0", "b")],
-        [("SS.IFNEWER", h, "a", ids[8]), ("HSET", h, "g", "v", "g2", "v2"), ("SADD", s, "m1", "m2"), ("ZADD", z, "0", "a")],
+        [
+            ("SS.IFNEWER", h, "a", ids[8]),
+            ("HSET", h, "g", "v", "g2", "v2"),
+            ("SADD", s, "m1", "m2"),
+            ("ZADD", z, "0", "a"),
+        ],
         [("SS.PTR", h, "a"), ("SS.PTRNX", h, "old2"), ("DEL", d), ("SS.PTRNX", d, "k"), ("HSET", d, "j", "1")],
         [("SS.IFEQ", d, "k", ids[2]), ("SADD", s, "m3"), ("SS.IFNEWER", h, "keep", "zzz"), ("HSET", h, "g", "v3")],
         [("SS.IFEQ", d, "k", "no"), ("HSET", d, "gated", "off"), ("SS.IFNEWER", h, "a", ids[0]), ("HSET", h, "x", "y")],
@@ -174,8 +179,12 @@ def test_held_writes_end_as_one_call_per_event_would(client: redis.Redis, prefix
     def block(event_id: str, ops: list[tuple[str, ...]]) -> list[str]:
         return [event_id, "1", "v", str(len(ops)), *(x for op in ops for x in (str(len(op)), *op))]
 
-    singles = [APPLY.evalsha_args([f"{one}:pos"], ["1", *block(i, ops), "0"]) for i, ops in zip(ids, _held_ops(one, ids))]
-    events = [x for i, ops in zip(ids, _held_ops(batch, ids)) for x in block(i, ops)]
+    # `ids` holds one id more than there are events: the last is never used
+    singles = [
+        APPLY.evalsha_args([f"{one}:pos"], ["1", *block(i, ops), "0"])
+        for i, ops in zip(ids, _held_ops(one, ids), strict=False)
+    ]
+    events = [x for i, ops in zip(ids, _held_ops(batch, ids), strict=False) for x in block(i, ops)]
     round_trip(client, [*singles, APPLY.evalsha_args([f"{batch}:pos"], [str(len(ids) - 1), *events, "0"])])
 
     state = _state(client, one)

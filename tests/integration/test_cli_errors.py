@@ -48,7 +48,9 @@ def test_an_error_is_one_line_on_stderr_with_exit_code_1(
     assert err.startswith("streamsaver: error: ") and err.count("\n") == 1 and "Traceback" not in err
 
 
-def test_a_bad_option_value_is_a_usage_error(redis_url: str, deployment: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_option_value_is_a_usage_error(
+    redis_url: str, deployment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["tail", "--count", "-1", "--url", redis_url, "--prefix", deployment]) == 2
     assert "Traceback" not in capsys.readouterr().err
 

@@ -11,7 +11,6 @@ its log entry like any unreadable payload.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -42,10 +41,10 @@ def _conversation(turns: int) -> list[Any]:
 
 
 @pytest.fixture
-def saver(client: redis.Redis, prefix: str) -> Iterator[StreamSaver]:
+def saver(client: redis.Redis, prefix: str) -> StreamSaver:
     saver = StreamSaver(client, prefix=prefix)
     saver.setup()
-    yield saver
+    return saver
 
 
 def _log_entries(client: redis.Redis, saver: StreamSaver, thread_id: str) -> list[tuple[bytes, dict[bytes, bytes]]]:
@@ -240,7 +239,9 @@ class MarkerLookalikeSerde(JsonPlusSerializer):
 
 
 @pytest.mark.parametrize("compression", ["zstd", None])
-def test_serde_type_names_that_look_like_markers_round_trip(client: redis.Redis, prefix: str, compression: str | None) -> None:
+def test_serde_type_names_that_look_like_markers_round_trip(
+    client: redis.Redis, prefix: str, compression: str | None
+) -> None:
     saver = StreamSaver(client, prefix=prefix, serde=MarkerLookalikeSerde(), compression=compression)
     saver.setup()
     values = {"short": "s", "long": "x" * (4 * MIN_BYTES), "messages": _conversation(10)}

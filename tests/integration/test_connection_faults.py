@@ -54,7 +54,10 @@ async def test_a_call_retried_after_a_dropped_connection_is_logged_once(
     assert proxy.dropped == 2 * STEPS
     assert client.xlen(saver.saver.core.keys.thread("t1").log) == 2 * STEPS
     assert latest is not None and latest.checkpoint["channel_values"] == {"step": STEPS - 1}
-    assert sorted(latest.pending_writes) == [(f"task-{STEPS - 1}", "__error__", "boom"), (f"task-{STEPS - 1}", "step", STEPS - 1)]
+    assert sorted(latest.pending_writes) == [
+        (f"task-{STEPS - 1}", "__error__", "boom"),
+        (f"task-{STEPS - 1}", "step", STEPS - 1),
+    ]
     assert verify(client, prefix).matches
 
 
@@ -89,17 +92,22 @@ def small_server() -> Iterator[redis.Redis]:
         c.close()
 
 
+def _fill_until_out_of_memory(server: redis.Redis, fillers: list[str]) -> None:
+    """Write 100 kB values until the server refuses one; `fillers` collects the keys written."""
+    while True:
+        server.set(f"filler:{len(fillers)}", b"x" * 100_000)
+        fillers.append(f"filler:{len(fillers)}")
+
+
 def test_out_of_memory_refuses_the_whole_append_and_writes_nothing(small_server: redis.Redis) -> None:
     saver = StreamSaver(small_server, prefix="oom")
     first, versions = new_checkpoint({"n": 0})
     saved = saver.put(config("t1"), first, {}, versions)
     used = int(small_server.info("memory")["used_memory"])
     small_server.config_set("maxmemory", used + 2_000_000)
-    filler = 0
+    fillers: list[str] = []
     with pytest.raises(OutOfMemoryError):
-        while True:
-            small_server.set(f"filler:{filler}", b"x" * 100_000)
-            filler += 1
+        _fill_until_out_of_memory(small_server, fillers)
     before = snapshot(small_server, "oom")
 
     second, versions = new_checkpoint({"n": 1, "big": "y" * 50_000}, first)
@@ -109,14 +117,16 @@ def test_out_of_memory_refuses_the_whole_append_and_writes_nothing(small_server:
         saver.put_writes(saved, [("n", 5)], "task")
 
     assert snapshot(small_server, "oom") == before
-    small_server.delete(*[f"filler:{i}" for i in range(filler)])
+    small_server.delete(*fillers)
     saver.put(saved, second, {}, versions)
     got = saver.get_tuple(config("t1"))
     assert got is not None and got.checkpoint["channel_values"]["n"] == 1
     assert verify(small_server, "oom").matches
 
 
-def test_a_saver_from_a_connection_string_survives_a_lost_reply(redis_url: str, client: redis.Redis, prefix: str) -> None:
+def test_a_saver_from_a_connection_string_survives_a_lost_reply(
+    redis_url: str, client: redis.Redis, prefix: str
+) -> None:
     port = urlparse(redis_url).port
     assert port is not None
     with (

@@ -52,7 +52,7 @@ async def test_a_copy_reads_like_the_source_checkpoint_by_checkpoint(h: Harness)
     originals = await driver.checkpoints(source)
     copies = await driver.checkpoints(target)
     assert [t.config for t in copies] == [as_thread(t.config, "dst") for t in originals]
-    for original, copied in zip(originals, copies):
+    for original, copied in zip(originals, copies, strict=True):
         assert copied.checkpoint == original.checkpoint
         assert copied.metadata == original.metadata
         assert copied.pending_writes == original.pending_writes

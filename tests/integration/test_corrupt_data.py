@@ -100,7 +100,7 @@ def test_the_worker_dead_letters_foreign_events_naming_them_and_replay_stops_on_
     dead = client.xrange(saver.core.keys.dead_letters("shallow"))
     # `id` is the log entry (from the feed pointer), `entry` the feed entry: equal only when
     # both streams happened to be written in the same millisecond.
-    assert [(f[b"id"], f[b"entry"]) for _, f in dead] == list(zip(bad, fed))
+    assert [(f[b"id"], f[b"entry"]) for _, f in dead] == list(zip(bad, fed, strict=True))
     assert b"unknown event type 'CheckpointMerged'" in dead[0][1][b"error"]
     assert b"newer than this streamsaver reads" in dead[1][1][b"error"]
     with pytest.raises(EventDecodeError) as caught:

@@ -21,7 +21,9 @@ def _nested(levels: int) -> Any:
     return value
 
 
-def test_too_deep_metadata_is_refused_and_nothing_is_written(sync_saver: StreamSaver, client: redis.Redis, prefix: str) -> None:
+def test_too_deep_metadata_is_refused_and_nothing_is_written(
+    sync_saver: StreamSaver, client: redis.Redis, prefix: str
+) -> None:
     before = snapshot(client, prefix)
     checkpoint, versions = new_checkpoint({"messages": ["a"]})
     with pytest.raises(InvalidInputError, match="nested deeper"):

@@ -60,9 +60,11 @@ def test_partitions_spread_and_an_index_covers_only_its_nodes_keys(cluster: Embe
     try:
         names = [_index_on(node, keyspace) for node in nodes]
         for partition in range(keyspace.partitions):
-            client.execute_command("JSON.SET", f"{keyspace.prefix}:doc:{keyspace.slot_tag(partition)}", "$", f'{{"n": {partition}}}')
+            client.execute_command(
+                "JSON.SET", f"{keyspace.prefix}:doc:{keyspace.slot_tag(partition)}", "$", f'{{"n": {partition}}}'
+            )
         held = [len(list(node.scan_iter(match=f"{keyspace.prefix}:doc:*"))) for node in nodes]
-        indexed = [node.ft(name).search(Query("*").paging(0, 0)).total for node, name in zip(nodes, names)]
+        indexed = [node.ft(name).search(Query("*").paging(0, 0)).total for node, name in zip(nodes, names, strict=True)]
         assert sum(held) == keyspace.partitions and all(held), held
         assert indexed == held
     finally:

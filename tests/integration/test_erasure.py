@@ -24,7 +24,9 @@ def indexed(client: redis.Redis, prefix: str, thread_id: str) -> int:
     """How many documents of `thread_id` the two views' indexes hold."""
     total = 0
     for view in ("full", "shallow"):
-        found = client.execute_command("FT.SEARCH", Keyspace(prefix).index(view), f"@th:{{{tag(thread_id)}}}", "LIMIT", 0, 0)
+        found = client.execute_command(
+            "FT.SEARCH", Keyspace(prefix).index(view), f"@th:{{{tag(thread_id)}}}", "LIMIT", 0, 0
+        )
         total += int(found[0] if isinstance(found, list) else found.get(b"total_results", found.get("total_results")))
     return total
 

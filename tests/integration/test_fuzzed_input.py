@@ -58,7 +58,9 @@ json_like = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(tricky_text, inner, max_size=4),
     max_leaves=12,
 )
-metadata_values = st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), tricky_text, st.lists(tricky_text, max_size=3))
+metadata_values = st.one_of(
+    st.none(), st.booleans(), st.integers(-1000, 1000), tricky_text, st.lists(tricky_text, max_size=3)
+)
 examples = st.fixed_dictionaries(
     {
         "thread": tricky_text,
@@ -74,7 +76,7 @@ examples = st.fixed_dictionaries(
 def _same_kind(a: Any, b: Any) -> bool:
     """Canonical-JSON equality differs from Python's in booleans versus numbers."""
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same_kind(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same_kind(x, y) for x, y in zip(a, b, strict=True))
     return isinstance(a, bool) == isinstance(b, bool)
 
 

@@ -1,6 +1,6 @@
 """Real LangGraph graphs keep a conversation per thread and pause for a human, on every saver.
 
-Each test runs over sync/async × full/shallow (see `graph_harness`); where a final value is
+Each test runs over sync/async x full/shallow (see `graph_harness`); where a final value is
 asserted, the same graph and inputs on ``InMemorySaver`` give the same value.
 """
 
@@ -205,7 +205,7 @@ async def test_64_concurrent_threads_each_keep_exactly_their_own_messages(
 
         finals = await asyncio.gather(*(converse(n) for n in names))
 
-        for name, final in zip(names, finals):
+        for name, final in zip(names, finals, strict=True):
             assert final == [m for t in range(3) for m in (f"{name}/{t}", f"echo:{name}/{t}")]
             assert (await driver.state(thread(name))).values["messages"] == final
     finally:

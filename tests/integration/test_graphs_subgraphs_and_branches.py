@@ -1,6 +1,6 @@
 """Subgraphs checkpoint under their own namespace; parallel branches fan in and retry alone.
 
-Each test runs over sync/async × full/shallow (see `graph_harness`); final values are compared
+Each test runs over sync/async x full/shallow (see `graph_harness`); final values are compared
 with the same graph and inputs on ``InMemorySaver``.
 """
 

@@ -15,7 +15,7 @@ from streamsaver.log.keys import Keyspace
 
 def _attributes(client: redis.Redis, index: str) -> dict[str, list[str]]:
     info = client.execute_command("FT.INFO", index)
-    info = info if isinstance(info, dict) else dict(zip(info[::2], info[1::2]))
+    info = info if isinstance(info, dict) else dict(zip(info[::2], info[1::2], strict=True))
     out = {}
     for attribute in info[b"attributes"]:
         words = [w.decode() if isinstance(w, bytes) else str(w) for w in attribute]
@@ -43,12 +43,19 @@ def test_pages_sort_and_filter_by_checkpoint_id_without_indexing_it(redis_url: s
     saved = []
     for i in range(6):
         checkpoint, versions = new_checkpoint({"i": i})
-        saved.append(saver.put(config(f"t{i % 2}"), checkpoint, {"kind": "k"}, versions)["configurable"]["checkpoint_id"])
+        saved.append(
+            saver.put(config(f"t{i % 2}"), checkpoint, {"kind": "k"}, versions)["configurable"]["checkpoint_id"]
+        )
     newest_first = sorted(saved, reverse=True)
 
     across = [t.config["configurable"]["checkpoint_id"] for t in saver.list(None, filter={"kind": "k"})]
-    below = [t.config["configurable"]["checkpoint_id"] for t in saver.list(None, filter={"kind": "k"}, before=config("t0", checkpoint_id=newest_first[1]))]
-    in_thread = [t.config["configurable"]["checkpoint_id"] for t in saver.list(config("t1"), filter={"kind": "k"}, limit=2)]
+    below = [
+        t.config["configurable"]["checkpoint_id"]
+        for t in saver.list(None, filter={"kind": "k"}, before=config("t0", checkpoint_id=newest_first[1]))
+    ]
+    in_thread = [
+        t.config["configurable"]["checkpoint_id"] for t in saver.list(config("t1"), filter={"kind": "k"}, limit=2)
+    ]
 
     assert across == newest_first
     assert below == newest_first[2:]

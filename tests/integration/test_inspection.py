@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 
 import pytest
 import redis
@@ -18,8 +17,8 @@ from streamsaver.ops.inspection import deployment_keyspace, deployment_stats, th
 
 
 @pytest.fixture(scope="module")
-def demo_prefix(redis_url: str) -> Iterator[str]:
-    yield run_demo(redis_url, out=io.StringIO()).prefix
+def demo_prefix(redis_url: str) -> str:
+    return run_demo(redis_url, out=io.StringIO()).prefix
 
 
 def test_inspect_lists_every_checkpoint_of_the_log_in_order(client: redis.Redis, demo_prefix: str) -> None:
@@ -33,7 +32,9 @@ def test_inspect_lists_every_checkpoint_of_the_log_in_order(client: redis.Redis,
     assert any(len(r.writes) >= 4 for r in rows), "the fan-out checkpoint holds both branches' writes"
 
 
-def test_inspect_cli_prints_a_table_and_json(redis_url: str, demo_prefix: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_inspect_cli_prints_a_table_and_json(
+    redis_url: str, demo_prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["inspect", "trip", "--url", redis_url, "--prefix", demo_prefix]) == 0
     text = capsys.readouterr().out
     assert text.splitlines()[0].split()[:3] == ["step", "source", "ns"] and "input" in text

@@ -76,7 +76,9 @@ def _page(client: redis.Redis, prefix: str, filter: dict[str, Any], before: str,
             "0", "", ""]
     index = Keyspace(prefix).index("full")
     if read:
-        width_used, reply, checkpoints = client.execute_command(*LIST_PAGE.evalsha_args([index], [*args, prefix, "full"]))
+        width_used, reply, checkpoints = client.execute_command(
+            *LIST_PAGE.evalsha_args([index], [*args, prefix, "full"])
+        )
     else:
         width_used, reply = client.execute_command(*LIST_WINDOW.evalsha_args([index], args))
     found = []
@@ -118,7 +120,9 @@ def test_every_page_equals_a_full_sort_wherever_the_window_starts(
         few = rng.choice([0, 0, 0, 60, SORT_ALL_BELOW])
         fresh, read = rng.random() < 0.5, rng.random() < 0.5
         _, found = _page(client, prefix, filter, before, offset, size, top, width, few, fresh, read)
-        assert found == _expected(rows, filter, before, offset, size), (case, filter, before, offset, size, top, width, fresh)
+        assert found == _expected(rows, filter, before, offset, size), (
+            case, filter, before, offset, size, top, width, fresh
+        )
 
 
 def test_the_newest_page_of_recent_uuid_ids_sorts_a_narrow_window(

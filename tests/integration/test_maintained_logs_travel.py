@@ -24,7 +24,10 @@ def _views(client: redis.Redis, prefix: str) -> dict[bytes, Any]:
 
 def _reads(saver: StreamSaver) -> list[Any]:
     return [
-        [(t.config, t.checkpoint, t.metadata, t.pending_writes) for t in saver.list({"configurable": {"thread_id": name}})]
+        [
+            (t.config, t.checkpoint, t.metadata, t.pending_writes)
+            for t in saver.list({"configurable": {"thread_id": name}})
+        ]
         for name in ("source", "copy", "fork", "pruned", "runs")
     ]
 

@@ -82,7 +82,13 @@ def _order(t: CheckpointTuple) -> tuple[str, str, str]:
 def _sorted(tuples: list[CheckpointTuple]) -> list[CheckpointTuple]:
     """Newest id first; among equal ids (a copy keeps its source's ids) thread then namespace
     ascending, as the index sorts them."""
-    by_id = sorted(tuples, key=lambda t: (escape(t.config["configurable"]["thread_id"]), escape(t.config["configurable"]["checkpoint_ns"])))
+    by_id = sorted(
+        tuples,
+        key=lambda t: (
+            escape(t.config["configurable"]["thread_id"]),
+            escape(t.config["configurable"]["checkpoint_ns"]),
+        ),
+    )
     return sorted(by_id, key=lambda t: t.config["configurable"]["checkpoint_id"], reverse=True)
 
 

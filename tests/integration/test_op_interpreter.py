@@ -59,13 +59,18 @@ IDS = ("c1", "c2", "c3", "c4")
 
 def _random_op(rng: random.Random, stem: str) -> tuple[str, ...]:
     key = f"{stem}:h{rng.randrange(2)}"
-    kind = rng.choice(("HSET", "SS.PTR", "SS.PTRNX", "SS.PTRNX", "SS.FOLLOW", "SS.IFNEWER", "SS.IFEQ", "DEL", "SADD", "ZADD"))
+    kind = rng.choice(
+        ("HSET", "SS.PTR", "SS.PTRNX", "SS.PTRNX", "SS.FOLLOW", "SS.IFNEWER", "SS.IFEQ", "DEL", "SADD", "ZADD")
+    )
     if kind == "HSET":
         pairs = [x for _ in range(rng.randint(1, 2)) for x in (rng.choice(FIELDS), rng.choice(IDS))]
         return ("HSET", key, *pairs)
     if kind in ("SS.PTR", "SS.PTRNX"):
         wide = rng.random() < 0.1  # past the 16 held arguments a PTRNX scans
-        fields = [rng.choice(FIELDS) if not wide else f"w{rng.randrange(40)}" for _ in range(rng.randint(1, 20 if wide else 6))]
+        fields = [
+            rng.choice(FIELDS) if not wide else f"w{rng.randrange(40)}"
+            for _ in range(rng.randint(1, 20 if wide else 6))
+        ]
         return (kind, key, *fields)
     if kind in ("SS.FOLLOW", "SS.IFNEWER", "SS.IFEQ"):
         return (kind, key, rng.choice(("@cid", "@cid", "a")), rng.choice(IDS))
@@ -135,7 +140,11 @@ def test_random_blocks_match_a_command_per_op(scripts: redis.Redis, prefix: str,
 def test_the_projectors_blocks_match(scripts: redis.Redis, prefix: str) -> None:
     """The shapes the projectors emit: a full put (PTR then PTRNX on one hash), a shallow put
     (FOLLOW, IFNEWER, HSET and PTR on one hash), writes after and before their checkpoint."""
-    full_put = [("SS.PTR", "STEM:h0", "@body:c2"), ("SS.PTRNX", "STEM:h0", "a", "b", "@body:c2"), ("ZADD", "STEM:z", "0", "c2")]
+    full_put = [
+        ("SS.PTR", "STEM:h0", "@body:c2"),
+        ("SS.PTRNX", "STEM:h0", "a", "b", "@body:c2"),
+        ("ZADD", "STEM:z", "0", "c2"),
+    ]
     shallow_put = [
         ("SS.FOLLOW", "STEM:h1", "@cid", "c2"),
         ("SS.IFNEWER", "STEM:h0", "@cid", "c2"),
@@ -143,18 +152,41 @@ def test_the_projectors_blocks_match(scripts: redis.Redis, prefix: str) -> None:
         ("SS.PTR", "STEM:h0", "@body", "a", "b"),
         ("SADD", "STEM:s", ""),
     ]
-    writes = [("SS.FOLLOW", "STEM:h1", "@cid", "c3"), ("SS.IFEQ", "STEM:h1", "@cid", "c3"), ("SS.PTRNX", "STEM:h1", "t:0", "t:1"), ("SS.PTR", "STEM:h1", "t:-1")]
+    writes = [
+        ("SS.FOLLOW", "STEM:h1", "@cid", "c3"),
+        ("SS.IFEQ", "STEM:h1", "@cid", "c3"),
+        ("SS.PTRNX", "STEM:h1", "t:0", "t:1"),
+        ("SS.PTR", "STEM:h1", "t:-1"),
+    ]
     old = [("HSET", "STEM:h0", "@cid", "c1", "a", "0-1"), ("HSET", "STEM:h1", "@cid", "c2", "t:0", "0-1")]
-    held_first = [("HSET", "STEM:h0", "b", "c1"), ("SS.PTRNX", "STEM:h0", "a", "b", "c", "d")]  # b is set, not yet stored
-    blocks = [([], full_put), ([old], full_put), ([old], shallow_put), ([old], writes), ([], writes), ([old], held_first)]
+    # b is set, not yet stored
+    held_first = [("HSET", "STEM:h0", "b", "c1"), ("SS.PTRNX", "STEM:h0", "a", "b", "c", "d")]
+    blocks = [
+        ([], full_put), ([old], full_put), ([old], shallow_put), ([old], writes), ([], writes), ([old], held_first)
+    ]
     for n, (setup, block) in enumerate(blocks):
         _compare(scripts, f"{prefix}{n}", setup, block)
 
 
 def test_a_field_read_once_is_read_again_after_an_op_wrote_its_hash(scripts: redis.Redis, prefix: str) -> None:
-    rewritten = [("SS.IFNEWER", "STEM:h0", "@cid", "c2"), ("HSET", "STEM:h0", "@cid", "c3"), ("SS.IFEQ", "STEM:h0", "@cid", "c3"), ("SS.PTR", "STEM:h0", "x")]
-    pointed = [("SS.FOLLOW", "STEM:h1", "@cid", "c2"), ("SS.PTR", "STEM:h1", "@cid"), ("SS.IFEQ", "STEM:h1", "@cid", "9-9"), ("HSET", "STEM:h1", "y", "1")]
-    elsewhere = [("SS.FOLLOW", "STEM:h1", "@cid", "c2"), ("SS.PTRNX", "STEM:h0", "@cid", "b"), ("SS.IFNEWER", "STEM:h0", "@cid", "c3"), ("HSET", "STEM:h0", "z", "1")]
+    rewritten = [
+        ("SS.IFNEWER", "STEM:h0", "@cid", "c2"),
+        ("HSET", "STEM:h0", "@cid", "c3"),
+        ("SS.IFEQ", "STEM:h0", "@cid", "c3"),
+        ("SS.PTR", "STEM:h0", "x"),
+    ]
+    pointed = [
+        ("SS.FOLLOW", "STEM:h1", "@cid", "c2"),
+        ("SS.PTR", "STEM:h1", "@cid"),
+        ("SS.IFEQ", "STEM:h1", "@cid", "9-9"),
+        ("HSET", "STEM:h1", "y", "1"),
+    ]
+    elsewhere = [
+        ("SS.FOLLOW", "STEM:h1", "@cid", "c2"),
+        ("SS.PTRNX", "STEM:h0", "@cid", "b"),
+        ("SS.IFNEWER", "STEM:h0", "@cid", "c3"),
+        ("HSET", "STEM:h0", "z", "1"),
+    ]
     old = [("HSET", "STEM:h0", "@cid", "c1"), ("HSET", "STEM:h1", "@cid", "c1")]
     for n, block in enumerate([rewritten, pointed, elsewhere]):
         _compare(scripts, f"{prefix}{n}", [old], block)

@@ -78,7 +78,9 @@ async def test_the_pruned_log_replays_to_the_same_views(h: Harness, client: redi
     assert snapshot(client, prefix) == live
 
 
-async def test_delete_removes_every_checkpoint_and_keeps_the_record(h: Harness, client: redis.Redis, prefix: str) -> None:
+async def test_delete_removes_every_checkpoint_and_keeps_the_record(
+    h: Harness, client: redis.Redis, prefix: str
+) -> None:
     driver = await h.driver(lambda: diary(2, Journal))
     await driver.invoke(START, thread("t"))
 

@@ -50,6 +50,8 @@ def test_a_filtered_listing_sorts_every_match_however_long_it_takes(impatient: r
     )
     assert (cut[b"total_results"] if isinstance(cut, dict) else cut[0]) < CHECKPOINTS
 
-    listed = [t.config["configurable"]["checkpoint_id"] for t in saver.list(config("long"), filter={"even": True}, limit=5)]
+    listed = [
+        t.config["configurable"]["checkpoint_id"] for t in saver.list(config("long"), filter={"even": True}, limit=5)
+    ]
 
     assert listed == [ids[i] for i in range(CHECKPOINTS - 2, CHECKPOINTS - 12, -2)]

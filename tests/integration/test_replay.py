@@ -121,7 +121,7 @@ def test_documents_from_before_index_schema_v3_ask_for_a_replay_which_cures_them
         saver.put(config(f"t{i}"), checkpoint, {"i": i}, versions)
     old = next(iter(client.scan_iter(match=f"{prefix}:full:cp:*")))
     client.execute_command("JSON.DEL", old, "$.ck")
-    with pytest.raises(ConfigurationError, match="schema v3.*streamsaver replay"):
+    with pytest.raises(ConfigurationError, match=r"schema v3.*streamsaver replay"):
         list(saver.list(None))
     assert len(list(saver.list(None, filter={"i": 9}))) == 0  # only matches without `ck` count
     assert len(list(saver.list(config("t1")))) == 1  # one thread's listing does not use windows

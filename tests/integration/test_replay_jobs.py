@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 
 import pytest
 import redis
@@ -19,9 +18,9 @@ from streamsaver.ops.replay_jobs import replay_in_jobs
 
 
 @pytest.fixture(scope="module")
-def demo_prefix(redis_url: str) -> Iterator[str]:
+def demo_prefix(redis_url: str) -> str:
     """A deployment written by real graphs (the demo): threads in several partitions."""
-    yield run_demo(redis_url, out=io.StringIO()).prefix
+    return run_demo(redis_url, out=io.StringIO()).prefix
 
 
 def test_views_rebuilt_by_several_jobs_equal_the_live_views(
@@ -45,7 +44,9 @@ def test_jobs_split_the_partitions_without_overlap(client: redis.Redis, demo_pre
     assert sorted(log for share in shares for log in share) == every
 
 
-def test_the_cli_replays_with_jobs(client: redis.Redis, redis_url: str, demo_prefix: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_replays_with_jobs(
+    client: redis.Redis, redis_url: str, demo_prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     live = snapshot(client, demo_prefix)
     assert main(["replay", "--jobs", "2", "--url", redis_url, "--prefix", demo_prefix, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["events"] > 0

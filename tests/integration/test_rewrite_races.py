@@ -13,7 +13,7 @@ from streamsaver import StreamSaver
 from streamsaver.checkpoints.maintenance import ATTEMPTS
 from streamsaver.drivers.sync import round_trip
 from streamsaver.errors import ConcurrentChangeError
-from streamsaver.log.program import Call, Refused
+from streamsaver.log.program import Call, Program, Refused
 
 
 def _send(saver: StreamSaver, call: Call) -> list:  # type: ignore[type-arg]
@@ -23,6 +23,14 @@ def _send(saver: StreamSaver, call: Call) -> list:  # type: ignore[type-arg]
 def _stale(message: str = "STALE") -> Refused:
     """What the driver hands back into the program when the rewrite is refused."""
     return Refused(ResponseError(message), False)
+
+
+def _lose_every_race(saver: StreamSaver, program: Program[None], request: Call) -> None:
+    """Refuse each rewrite the program sends as stale, as often as it retries."""
+    for _ in range(ATTEMPTS):
+        rewrite = program.send(_send(saver, request))
+        assert rewrite.steps[0][0] == "EVALSHA"
+        request = program.throw(_stale("STALE the log changed"))
 
 
 def _fill(saver: StreamSaver, thread_id: str, steps: int) -> dict:  # type: ignore[type-arg]
@@ -66,7 +74,4 @@ def test_a_rewrite_losing_every_race_gives_up(client: redis.Redis, prefix: str) 
     program = saver.core.prune_program(["t"], "keep_latest")
     request = next(program)
     with pytest.raises(ConcurrentChangeError):
-        for _ in range(ATTEMPTS):
-            rewrite = program.send(_send(saver, request))
-            request = program.throw(_stale("STALE the log changed"))
-            assert rewrite.steps[0][0] == "EVALSHA"
+        _lose_every_race(saver, program, request)

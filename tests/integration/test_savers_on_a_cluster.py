@@ -200,7 +200,9 @@ def test_a_thread_restored_on_a_cluster_lands_on_its_own_primary_as_it_was_then(
     ]
 
     report = restore_thread(saver, "source", at=then, into=elsewhere[0])
-    assert main(["restore", "source", "--at", then, "--into", elsewhere[1], "--url", cluster_url, "--prefix", prefix]) == 0
+    assert (
+        main(["restore", "source", "--at", then, "--into", elsewhere[1], "--url", cluster_url, "--prefix", prefix]) == 0
+    )
 
     assert report.checkpoints == 2 and report.last_source_entry == then
     assert _tuples(saver, elsewhere[0]) == state == _tuples(saver, elsewhere[1])
@@ -221,7 +223,9 @@ def test_the_projector_worker_builds_a_view_on_a_cluster_as_an_inline_projection
     assert stats.read == len(ops) and stats.dead == 0
     inline = f"{prefix}i"
     play(StreamSaver(cluster_client, prefix=inline), ops)
-    assert reads(shallow_reader(cluster_client, prefix)) == reads(StreamSaver(cluster_client, prefix=inline, view="shallow"))
+    assert reads(shallow_reader(cluster_client, prefix)) == reads(
+        StreamSaver(cluster_client, prefix=inline, view="shallow")
+    )
     assert view_state(cluster_client, prefix) == view_state(cluster_client, inline)
 
 
@@ -359,7 +363,9 @@ async def test_a_listing_goes_on_when_the_slot_of_an_index_moves(
     for step in range(3):
         for i in range(THREADS):
             checkpoint, versions = new_checkpoint({"i": i, "step": step})
-            ids.append(writer.put(config(f"t{i}", f"s{step}"), checkpoint, {}, versions)["configurable"]["checkpoint_id"])
+            ids.append(
+                writer.put(config(f"t{i}", f"s{step}"), checkpoint, {}, versions)["configurable"]["checkpoint_id"]
+            )
     aclient = AsyncRedisCluster.from_url(moving_url)
     saver = await _reader(kind, writer, aclient)
     # The slot of the lowest tag moves: its new owner takes that tag, under which the old owner
@@ -417,7 +423,9 @@ def _calls(cluster: EmbeddedCluster, command: str) -> dict[str, int]:
     found = {}
     for node in cluster.nodes:
         with redis.Redis(port=node.port) as client:
-            found[f"127.0.0.1:{node.port}"] = int(client.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
+            found[f"127.0.0.1:{node.port}"] = int(
+                client.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0)
+            )
     return found
 
 
@@ -514,7 +522,7 @@ async def test_a_prefetching_subscriber_reads_the_links_of_deltas_on_every_prima
     for thread in threads:
         previous, parent, messages = None, None, []
         for step in range(10):
-            messages = messages + [f"{thread} {step} " + "message text " * 20]
+            messages = [*messages, f"{thread} {step} " + "message text " * 20]
             checkpoint, versions = new_checkpoint({"messages": messages}, previous)
             parent = saver.put(config(thread, "", parent), checkpoint, {}, versions)["configurable"]["checkpoint_id"]
             previous = checkpoint

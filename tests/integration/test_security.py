@@ -103,7 +103,7 @@ def test_a_user_of_another_prefix_is_refused_at_setup(
     client.execute_command("ACL", "SETUSER", name, "on", f">{password}", *documented_acl_rules("elsewhere"))
     limited = redis.Redis.from_url(redis_url, username=name, password=password)
     try:
-        with pytest.raises(ConfigurationError, match="(?i)no permissions"):
+        with pytest.raises(ConfigurationError, match=r"(?i)no permissions"):
             StreamSaver(limited, prefix=prefix).setup()
     finally:
         limited.close()
@@ -127,9 +127,9 @@ def test_a_user_who_may_not_append_to_streams_is_refused_and_nothing_is_written(
         got = saver.get_tuple(saved)
         assert got is not None and got.checkpoint["channel_values"] == {"a": 1}
         second, versions = new_checkpoint({"a": 2}, checkpoint)
-        with pytest.raises(ResponseError, match="ACL failure in script.*no permissions to run the 'xadd'"):
+        with pytest.raises(ResponseError, match=r"ACL failure in script.*no permissions to run the 'xadd'"):
             saver.put(saved, second, {}, versions)
-        with pytest.raises(ResponseError, match="ACL failure in script.*no permissions to run the 'xadd'"):
+        with pytest.raises(ResponseError, match=r"ACL failure in script.*no permissions to run the 'xadd'"):
             saver.put_writes(saved, [("a", 3)], "task")
     finally:
         reader.close()

@@ -76,7 +76,7 @@ class Thread:
 
     def step(self, run_id: str, **values: Any) -> tuple[Any, Any, Any, dict[str, str | int | float]]:
         n = next(self.numbers)
-        new: dict[str, str | int | float] = {channel: f"{n:032}.{n * 7919 % 10**16:016}" for channel in values}
+        new: dict[str, str | int | float] = dict.fromkeys(values, f"{n:032}.{n * 7919 % 10**16:016}")
         self.values |= values
         self.versions |= new
         checkpoint = {
@@ -314,7 +314,9 @@ def difference(golden: dict[str, Any], corpus: dict[str, Any], shown: int = 3) -
 
 def readable(item: dict[str, Any]) -> str:
     """A corpus item for a diff: a JSON document one member a line, in stored order."""
-    item = {k: json.loads(v) if item.get("type") == "ReJSON-RL" and k == "value" else v for k, v in sorted(item.items())}
+    item = {
+        k: json.loads(v) if item.get("type") == "ReJSON-RL" and k == "value" else v for k, v in sorted(item.items())
+    }
     return json.dumps(item, indent=1, ensure_ascii=False)
 
 

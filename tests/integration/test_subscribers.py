@@ -180,7 +180,7 @@ def test_events_survive_consumers_killed_at_random(client: redis.Redis, prefix: 
             procs.pop(victim).send_signal(signal.SIGKILL)
             killed += 1
             start(f"c{3 + killed}")
-        wait_for(lambda: {h for h in handled()} >= set(order), 60, "every event handled")
+        wait_for(lambda: set(handled()) >= set(order), 60, "every event handled")
         wait_for(lambda: all(h.pending == 0 and h.lag == 0 for h in group_health(client, prefix, "audit")), 30,
                  "every event acknowledged")
         for proc in procs.values():
@@ -379,7 +379,10 @@ def test_a_checkpoint_pruned_since_reads_as_gone_and_a_copied_values_retained_as
 
     assert stats.dead == 0 and stats.failed == 0
     assert [s[:3] for s in seen if s[0] == "t"] == [
-        ("t", "CheckpointSaved", None), ("t", "CheckpointSaved", "CheckpointSaved"), ("t", "ThreadPruned", "ThreadPruned")]
+        ("t", "CheckpointSaved", None),
+        ("t", "CheckpointSaved", "CheckpointSaved"),
+        ("t", "ThreadPruned", "ThreadPruned"),
+    ]
     assert ("copy", "ValuesRetained", "ValuesRetained", {}) in seen
 
 

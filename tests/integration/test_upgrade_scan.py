@@ -42,10 +42,15 @@ def test_a_new_index_over_existing_documents_answers_whole_right_after_setup(own
     for view in ("full", "shallow"):
         client.execute_command("FT.DROPINDEX", keyspace.index(view))
         older = keyspace.index(view, version=1)
-        client.execute_command("FT.CREATE", older, "ON", "JSON", "PREFIX", 1, keyspace.document_prefix(view), "SCHEMA", "$.th", "AS", "th", "TAG")
+        client.execute_command(
+            "FT.CREATE", older, "ON", "JSON", "PREFIX", 1, keyspace.document_prefix(view),
+            "SCHEMA", "$.th", "AS", "th", "TAG",
+        )
     pipe = client.pipeline(transaction=False)
     for n in range(OTHER_DOCUMENTS):
-        pipe.execute_command("JSON.SET", f"{Keyspace(prefix).document_prefix('shallow')}{{p0}}:o{n}::c", "$", '{"th":"x"}')
+        pipe.execute_command(
+            "JSON.SET", f"{Keyspace(prefix).document_prefix('shallow')}{{p0}}:o{n}::c", "$", '{"th":"x"}'
+        )
     pipe.execute()
 
     upgraded = StreamSaver(client, prefix=prefix, view="shallow")
@@ -67,7 +72,10 @@ def test_setup_warns_while_an_older_index_remains_and_not_after_it_is_dropped(
     client = redis.Redis.from_url(own_url)
     keyspace = Keyspace(prefix)
     older = keyspace.index("full", version=3)
-    client.execute_command("FT.CREATE", older, "ON", "JSON", "PREFIX", 1, keyspace.document_prefix("full"), "SCHEMA", "$.th", "AS", "th", "TAG")
+    client.execute_command(
+        "FT.CREATE", older, "ON", "JSON", "PREFIX", 1, keyspace.document_prefix("full"),
+        "SCHEMA", "$.th", "AS", "th", "TAG",
+    )
 
     with caplog.at_level("WARNING", logger="streamsaver.setup"):
         StreamSaver(client, prefix=prefix).setup()

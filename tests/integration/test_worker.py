@@ -9,7 +9,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -83,8 +83,9 @@ def view_state(client: redis.Redis, prefix: str, view: str = "shallow") -> dict[
                 tag, thread = key.split(b":")[3:5]
                 log = b"%s:log:%s:%s" % (prefix.encode(), tag, thread)
                 places = {entry_id: b"#%d" % n for n, (entry_id, _) in enumerate(client.xrange(log))}
-                content = {f: places.get(v, v) for f, v in content.items()}
-            state[key[len(prefix):]] = (kind, content)
+                state[key[len(prefix):]] = (kind, {f: places.get(v, v) for f, v in content.items()})
+            else:
+                state[key[len(prefix):]] = (kind, content)
     return state
 
 
@@ -116,10 +117,10 @@ def pending(client: redis.Redis, prefix: str) -> int:
 
 
 @pytest.fixture
-def written(client: redis.Redis, prefix: str) -> Iterator[list[Op]]:
+def written(client: redis.Redis, prefix: str) -> list[Op]:
     ops = history()
     play(writer(client, prefix), ops)
-    yield ops
+    return ops
 
 
 def test_a_worker_builds_the_view_an_inline_projection_would(

@@ -16,7 +16,9 @@ from streamsaver.log.compression import MIN_BYTES, expand, keep, shrink
 from streamsaver.log.events import Blob
 
 type_names = st.one_of(
-    st.sampled_from(["msgpack", "json", "bytes", "null", "empty", "msgpack+aes", "zstd:", "raw:", "zstd:msgpack", "raw:raw:x"]),
+    st.sampled_from(
+        ["msgpack", "json", "bytes", "null", "empty", "msgpack+aes", "zstd:", "raw:", "zstd:msgpack", "raw:raw:x"]
+    ),
     st.text(max_size=20),
 )
 payloads = st.one_of(
@@ -56,7 +58,7 @@ def test_each_stored_payload_is_one_whole_frame_from_any_thread() -> None:
     blobs = [Blob("msgpack", os.urandom(48) * (k + MIN_BYTES // 48 + 1)) for k in range(60)]
     with ThreadPoolExecutor(4) as pool:
         for _ in range(4):
-            for blob, stored in zip(blobs, pool.map(shrink, blobs)):
+            for blob, stored in zip(blobs, pool.map(shrink, blobs), strict=True):
                 assert stored.type == "zstd:msgpack"
                 assert zstandard.frame_content_size(stored.data) == len(blob.data)
                 assert expand(stored) == blob

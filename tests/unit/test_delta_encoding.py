@@ -58,7 +58,7 @@ class Log:
         return blob
 
     def read(self, blob: Blob) -> tuple[str, bytes]:
-        joined = compression.joined(blob, lambda link: self.fields.get(link))
+        joined = compression.joined(blob, self.fields.get)
         return joined.type, joined.data
 
 
@@ -185,10 +185,10 @@ def test_a_join_refuses_a_missing_or_different_link() -> None:
     missing = dict(log.fields)
     del missing["1-0"]
     with pytest.raises(ValueError, match="holds no value"):
-        compression.joined(blob, lambda link: missing.get(link))
+        compression.joined(blob, missing.get)
     other = {"1-0": encode_channel_value(ChannelValue("messages", 99, Blob("msgpack", ormsgpack.packb(["a" * 300]))))}
     with pytest.raises(ValueError, match="another"):
-        compression.joined(blob, lambda link: other.get(link))
+        compression.joined(blob, other.get)
     with pytest.raises(ValueError, match="delta read without"):
         compression.expand(blob)
 

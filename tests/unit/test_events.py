@@ -42,7 +42,7 @@ def test_fields_lead_with_type_and_schema_version() -> None:
 
 
 def test_unknown_types_and_newer_versions_are_refused_with_the_event_id() -> None:
-    with pytest.raises(EventDecodeError, match="unknown event type.*7-1"):
+    with pytest.raises(EventDecodeError, match=r"unknown event type.*7-1"):
         from_fields({b"type": b"Nope", b"v": b"1"}, "7-1")
     with pytest.raises(EventDecodeError, match="newer"):
         from_fields({**to_fields(WRITES), b"v": b"2"})

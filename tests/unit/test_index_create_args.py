@@ -24,7 +24,9 @@ def test_the_create_command_names_the_view_prefix_and_every_field() -> None:
     keyspace = Keyspace("p")
     [create, *_] = create_requests(CHECKPOINTS, keyspace, ["full"], [set()])
     assert isinstance(create, list)
-    assert create[:8] == ["FT.CREATE", keyspace.index("full"), "ON", "JSON", "PREFIX", 1, keyspace.document_prefix("full"), "SCHEMA"]
+    assert create[:8] == [
+        "FT.CREATE", keyspace.index("full"), "ON", "JSON", "PREFIX", 1, keyspace.document_prefix("full"), "SCHEMA"
+    ]
     assert create[8:] == [arg for field in FIELDS for arg in field_args(field)]
 
 

@@ -39,7 +39,10 @@ SAVED = CheckpointSaved(
 )
 WRITES = WritesSaved(
     "t", "ns", "c2", "task", "path",
-    (PendingWrite(0, "a", Blob("msgpack", b"\x00WRITE-0\xff")), PendingWrite(-1, "__error__", Blob("msgpack", b"\x00ERR\xff"))),
+    (
+        PendingWrite(0, "a", Blob("msgpack", b"\x00WRITE-0\xff")),
+        PendingWrite(-1, "__error__", Blob("msgpack", b"\x00ERR\xff")),
+    ),
 )
 
 
@@ -146,7 +149,11 @@ def test_pointer_fields_of_equal_numbers_of_different_types_stay_apart() -> None
 def test_a_document_is_the_json_of_its_fields_in_order_with_or_without_the_tail() -> None:
     bare = replace(SAVED, metadata={"parents": {}}, parent_checkpoint_id=None)
     for event, tail in ((SAVED, {"source": "loop", "step": 1, "rh": tag("r")}), (bare, {})):
-        doc = {**_doc(["@body", "x"]), "metadata": dict(event.metadata), "mt": metadata_tags(sorted(event.metadata.items()))}
+        doc = {
+            **_doc(["@body", "x"]),
+            "metadata": dict(event.metadata),
+            "mt": metadata_tags(sorted(event.metadata.items())),
+        }
         doc = {k: v for k, v in doc.items() if k not in ("source", "step", "rh")} | tail
         doc["parent_checkpoint_id"], doc["ph"] = event.parent_checkpoint_id, tag(event.parent_checkpoint_id or "")
         assert checkpoint_document(event, ["@body", "x"]) == orjson.dumps(doc)
@@ -154,9 +161,15 @@ def test_a_document_is_the_json_of_its_fields_in_order_with_or_without_the_tail(
 
 
 _SCALARS = st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats() | st.text()
-_JSON = st.recursive(_SCALARS, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(), c, max_size=3), max_leaves=8)
-_INDEXED = st.fixed_dictionaries({}, optional={"source": _SCALARS, "step": st.floats() | _SCALARS, "run_id": _SCALARS, "parents": _JSON})
-_METADATA = st.builds(lambda indexed, rest: {**rest, **indexed}, _INDEXED, st.dictionaries(st.text(), _JSON, max_size=3))
+_JSON = st.recursive(
+    _SCALARS, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(), c, max_size=3), max_leaves=8
+)
+_INDEXED = st.fixed_dictionaries(
+    {}, optional={"source": _SCALARS, "step": st.floats() | _SCALARS, "run_id": _SCALARS, "parents": _JSON}
+)
+_METADATA = st.builds(
+    lambda indexed, rest: {**rest, **indexed}, _INDEXED, st.dictionaries(st.text(), _JSON, max_size=3)
+)
 
 
 @given(_METADATA, st.lists(st.text(), max_size=3), st.none() | st.text(min_size=1))

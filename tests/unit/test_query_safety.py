@@ -29,8 +29,14 @@ json_values = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | tex
     filter=st.dictionaries(text, json_values, max_size=4),
     before=st.none() | text,
 )
-def test_list_queries_hold_only_digests(thread: str | None, ns: str | None, filter: dict[str, object], before: str | None) -> None:
-    config = None if thread is None else {"configurable": {"thread_id": thread, **({} if ns is None else {"checkpoint_ns": ns})}}
+def test_list_queries_hold_only_digests(
+    thread: str | None, ns: str | None, filter: dict[str, object], before: str | None
+) -> None:
+    config = (
+        None
+        if thread is None
+        else {"configurable": {"thread_id": thread, **({} if ns is None else {"checkpoint_ns": ns})}}
+    )
     before_config = None if before is None else {"configurable": {"checkpoint_id": before}}
     for view in ("full", "shallow"):
         pager = ListPager.plan(Keyspace("p", 4), view, JsonPlusSerializer(), config, filter, before_config, None)  # type: ignore[arg-type]

@@ -53,7 +53,11 @@ def _durable_steps(core: SaverCore, owners: list[Any], waited: Any) -> tuple[lis
         step = next(program)
         while True:
             steps.append(step)
-            reply = next(owner_replies) if isinstance(step, Owner) else ([b"1-0", waited] if len(step.steps) > 1 else [waited])
+            reply = (
+                next(owner_replies)
+                if isinstance(step, Owner)
+                else ([b"1-0", waited] if len(step.steps) > 1 else [waited])
+            )
             step = program.send(reply)
     except StopIteration as done:
         return steps, done.value

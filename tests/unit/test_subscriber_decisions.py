@@ -53,13 +53,21 @@ def test_group_names_stay_inside_one_key_component(bad: str) -> None:
 def test_payloads_decode_with_the_serde() -> None:
     serde = JsonPlusSerializer()
     body = Blob(*serde.dumps_typed({"id": "c1", "v": 4}))
-    saved = CheckpointSaved("t", "", "c1", None, {"source": "loop"}, {"a": 1, "b": 1}, body,
-                            (ChannelValue("a", 1, Blob(*serde.dumps_typed([1, 2]))), ChannelValue("b", 1, Blob("empty", b""))))
+    saved = CheckpointSaved(
+        "t", "", "c1", None, {"source": "loop"}, {"a": 1, "b": 1}, body,
+        (ChannelValue("a", 1, Blob(*serde.dumps_typed([1, 2]))), ChannelValue("b", 1, Blob("empty", b""))),
+    )
     assert decode_payload(saved, serde) == {
         "checkpoint": {"id": "c1", "v": 4, "channel_values": {"a": [1, 2]}},
         "metadata": {"source": "loop"}, "parent_checkpoint_id": None}
-    writes = WritesSaved("t", "", "c1", "task", "~__pregel_pull, agent", (PendingWrite(0, "a", Blob(*serde.dumps_typed("x"))),))
-    assert decode_payload(writes, serde) == {"task_id": "task", "task_path": "~__pregel_pull, agent", "writes": [("a", "x")]}
+    writes = WritesSaved(
+        "t", "", "c1", "task", "~__pregel_pull, agent", (PendingWrite(0, "a", Blob(*serde.dumps_typed("x"))),)
+    )
+    assert decode_payload(writes, serde) == {
+        "task_id": "task",
+        "task_path": "~__pregel_pull, agent",
+        "writes": [("a", "x")],
+    }
     assert decode_payload(ThreadDeleted("t"), serde) == {}
 
 

@@ -104,7 +104,13 @@ def test_pages_of_several_indexes_merge_newest_first() -> None:
     queries = pager.next_request()
     assert queries is not None and [q.key for q in queries] == ["{i0}", "{i1}", "{i2}"]  # type: ignore[union-attr]
 
-    pager.feed(_windows([2, _row("c9", "a"), _row("c5", "a")], [1, _row("c7", "b")], [3, _row("c8", "c"), _row("c6", "c"), _row("c1", "c")]))
+    pager.feed(
+        _windows(
+            [2, _row("c9", "a"), _row("c5", "a")],
+            [1, _row("c7", "b")],
+            [3, _row("c8", "c"), _row("c6", "c"), _row("c1", "c")],
+        )
+    )
 
     assert [cid for _, _, cid in pager._found] == ["c9", "c8", "c7", "c6"]
 
@@ -139,7 +145,12 @@ def test_an_index_that_may_hold_more_stops_the_merge_when_its_rows_run_out() -> 
     pager = _pager(2, limit=4)
     pager.next_request()
     # index 0 returns a full page (it may hold more), index 1 fewer (it is done)
-    pager.feed(_windows([9, _row("c9", "a"), _row("c7", "a"), _row("c5", "a"), _row("c3", "a")], [2, _row("c8", "b"), _row("c1", "b")]))
+    pager.feed(
+        _windows(
+            [9, _row("c9", "a"), _row("c7", "a"), _row("c5", "a"), _row("c3", "a")],
+            [2, _row("c8", "b"), _row("c1", "b")],
+        )
+    )
     assert [cid for _, _, cid in pager._found] == ["c9", "c8", "c7", "c5"]
 
     pager._found, pager._emitted = [], 0  # as if the page was fetched; the next page of 4
@@ -165,7 +176,7 @@ def test_a_match_without_an_order_key_asks_for_a_replay() -> None:
     pager = _pager(1)
     pager.next_request()
 
-    with pytest.raises(ConfigurationError, match="before index schema v3.*streamsaver replay"):
+    with pytest.raises(ConfigurationError, match=r"before index schema v3.*streamsaver replay"):
         pager.feed([[b"missing"]])
 
 

@@ -11,6 +11,6 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, max_width
     """`rows` under `headers`, columns padded to their widest cell (cut at `max_width`)."""
     cells = [[str(c) if len(str(c)) <= max_width else str(c)[: max_width - 3] + "..." for c in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)), "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in cells]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)), "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
     return "\n".join(line.rstrip() for line in lines)

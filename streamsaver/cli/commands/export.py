@@ -40,7 +40,8 @@ def register(
         "JSON Lines, a header (format, version, prefix, partition count, time, streamsaver version), "
         "one line per log entry with its thread, its original stream id and its fields (base64), "
         "after each thread's entries its expiry (deadline in epoch ms or none, pinned or not: the "
-        "current one, also with --until), and a trailer with the counts. The views are not exported: 'streamsaver import' rebuilds "
+        "current one, also with --until), and a trailer with the counts. The views are not exported: "
+        "'streamsaver import' rebuilds "
         "them from the logs. FILE is written as FILE.part and renamed when complete. With --until, "
         "the deployment as it was at that moment: import the file under a new prefix for a "
         "point-in-time copy of every thread.",

@@ -30,7 +30,9 @@ def _run(args: argparse.Namespace) -> int:
             if args.jobs > 1:
                 from streamsaver.ops.replay_jobs import replay_in_jobs
 
-                stats = replay_in_jobs(args.url, args.prefix, views, jobs=args.jobs, keep=args.keep, progress=bar.advance)
+                stats = replay_in_jobs(
+                    args.url, args.prefix, views, jobs=args.jobs, keep=args.keep, progress=bar.advance
+                )
             elif args.keep:
                 stats = replayer.replay(views, progress=bar.advance)
             else:
@@ -94,7 +96,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         "harmless and an interrupted replay resumes).",
     )
     parser.add_argument(
-        "--view", action="append", choices=["full", "shallow"], help="a view to rebuild (repeatable; default: the views the deployment keeps)"
+        "--view", action="append", choices=["full", "shallow"],
+        help="a view to rebuild (repeatable; default: the views the deployment keeps)",
     )
     parser.add_argument("--keep", action="store_true", help="do not drop the views first; apply what is missing")
     parser.add_argument(

@@ -27,10 +27,12 @@ def _run(args: argparse.Namespace) -> int:
           f"feed pointers {stats.feed_entries:,}")
     if stats.groups:
         print(table(["consumer group", "pending", "lag", "dead letters"],
-                    [[name, g["pending"], g["lag"], g.get("dead_letters", "-")] for name, g in sorted(stats.groups.items())]))
+                    [[name, g["pending"], g["lag"], g.get("dead_letters", "-")]
+                     for name, g in sorted(stats.groups.items())]))
     if args.partitions and stats.partitions:
         print(table(["consumer group", "partition", "pending", "lag", "last delivered", "owner"],
-                    [[h.group, h.partition, h.pending, "?" if h.lag is None else h.lag, h.last_delivered, h.owner or "-"]
+                    [[h.group, h.partition, h.pending, "?" if h.lag is None else h.lag, h.last_delivered,
+                      h.owner or "-"]
                      for h in stats.partitions]))
     return 0
 

@@ -53,7 +53,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         "quiet deployment, or run it again. `streamsaver replay` repairs the views.",
     )
     parser.add_argument(
-        "--view", action="append", choices=["full", "shallow"], help="a view to verify (repeatable; default: the views the deployment keeps)"
+        "--view", action="append", choices=["full", "shallow"],
+        help="a view to verify (repeatable; default: the views the deployment keeps)",
     )
     parser.add_argument(
         "--max-differences",

@@ -134,7 +134,7 @@ class PartitionConsumer(ABC, Generic[Unit, S]):
         units = self.units()
         replies = yield from self.call([*before, *(self._create_group(u, self.options.start) for u in units)])
         self._check_setup(replies[: len(before)])
-        for unit, reply in zip(units, replies[len(before):]):
+        for unit, reply in zip(units, replies[len(before):], strict=True):
             if isinstance(reply, Exception) and "BUSYGROUP" not in str(reply):
                 group = self.lane(unit).group
                 raise ConfigurationError(f"cannot create consumer group {group!r}: {reply}") from reply
@@ -165,7 +165,7 @@ class PartitionConsumer(ABC, Generic[Unit, S]):
         if errors := [r for r in replies if isinstance(r, Exception)]:
             raise errors[0]
         self.heartbeat_at = now
-        live = {roster: [n.decode() for n in names] for roster, names in zip(rosters, replies)}
+        live = {roster: [n.decode() for n in names] for roster, names in zip(rosters, replies, strict=True)}
         self.mine = assignment(units, lanes, live, self.name)
 
     def cycle(self, balance: bool) -> Program[S]:
@@ -196,7 +196,7 @@ class PartitionConsumer(ABC, Generic[Unit, S]):
         created again, from the feed's start, before the unit's next read)."""
         batch: Batch[Unit] = []
         failed: RedisError | None = None
-        for unit, reply in zip(units, replies):
+        for unit, reply in zip(units, replies, strict=True):
             if isinstance(reply, RedisError):
                 if "NOGROUP" in str(reply):
                     self.later.append(self._create_group(unit, "0"))
@@ -213,8 +213,8 @@ class PartitionConsumer(ABC, Generic[Unit, S]):
             if tail:
                 self.tails[self.lane(unit).partition] = tail.decode()
             tries = [int(a) for a in attempts] if attempts else [0] * len(entries)
-            taken = [Taken(e.decode(), dict(zip(flat[::2], flat[1::2])) if flat else {}, n, bool(attempts))
-                     for (e, flat), n in zip(entries, tries)]
+            taken = [Taken(e.decode(), dict(zip(flat[::2], flat[1::2], strict=True)) if flat else {}, n, bool(attempts))
+                     for (e, flat), n in zip(entries, tries, strict=True)]
             if taken:
                 batch.append((unit, taken))
         return batch, failed

@@ -162,13 +162,15 @@ class FeedEvent:
         deliveries: 1 on the first attempt, n after n - 1 failed attempts.
     """
 
-    __slots__ = ("_entry", "_links", "_read", "_serde", "_source", "checkpoint_id", "checkpoint_ns", "deliveries", "feed_id",
+    __slots__ = ("_entry", "_links", "_read", "_serde", "_source", "checkpoint_id", "checkpoint_ns", "deliveries",
+                 "feed_id",
                  "log_id", "log_key", "partition", "thread_id", "type")
 
     def __init__(self, *, type_: str, thread_id: str, checkpoint_ns: str | None, checkpoint_id: str | None,
                  partition: int, feed_id: str, log_id: str, log_key: str, deliveries: int,
                  serde: SerializerProtocol, source: EntrySource | None = None) -> None:
-        self.type, self.thread_id, self.checkpoint_ns, self.checkpoint_id = type_, thread_id, checkpoint_ns, checkpoint_id
+        self.type, self.thread_id = type_, thread_id
+        self.checkpoint_ns, self.checkpoint_id = checkpoint_ns, checkpoint_id
         self.partition, self.feed_id, self.log_id = partition, feed_id, log_id
         self.log_key, self.deliveries, self._serde, self._source = log_key, deliveries, serde, source
         self._entry: Entry | None = None
@@ -176,7 +178,8 @@ class FeedEvent:
         self._read: tuple[Entry, Event | None] | None = None
 
     def __repr__(self) -> str:
-        return f"FeedEvent({self.type} {self.thread_id!r} ns={self.checkpoint_ns!r} cid={self.checkpoint_id} #{self.id})"
+        where = f"ns={self.checkpoint_ns!r} cid={self.checkpoint_id}"
+        return f"FeedEvent({self.type} {self.thread_id!r} {where} #{self.id})"
 
     @property
     def id(self) -> str:
@@ -253,9 +256,10 @@ class FeedEvent:
         return event
 
     def _checked(self, event: Event) -> Event | None:
-        if self.type == CheckpointSaved.TYPE and isinstance(event, ValuesRetained) and event.thread_id == self.thread_id:
+        retained = isinstance(event, ValuesRetained) and event.thread_id == self.thread_id
+        if self.type == CheckpointSaved.TYPE and retained:
             return None  # the checkpoint was pruned since: its entry keeps only values others point at
-        if event.thread_id != self.thread_id or event.TYPE != self.type:
+        if event.thread_id != self.thread_id or self.type != event.TYPE:
             raise EventDecodeError(f"log entry holds a {event.TYPE} of {event.thread_id!r}, not this event",
                                    event_id=self.log_id)
         return event
@@ -267,8 +271,9 @@ class FeedEvent:
 
     def record(self) -> Event | None:
         """The logged event (`streamsaver.log.events`), its payloads in their stored form (decode
-        them with `payload`, or `streamsaver.log.compression.load`); None when its log entry is gone (the thread was deleted since)
-        or, for a checkpoint, was pruned since (its entry became a ``ValuesRetained``). Reads the entry unless prefetched.
+        them with `payload`, or `streamsaver.log.compression.load`); None when its log entry is gone (the
+        thread was deleted since) or, for a checkpoint, was pruned since (its entry became a
+        ``ValuesRetained``). Reads the entry unless prefetched.
 
         Raises:
             EventDecodeError: the entry cannot be read as this event.

@@ -79,7 +79,7 @@ def call(commands: Sequence[Step], load: Sequence[Step]) -> Program[list[Any]]:
     missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
     if missing:
         yield list(load)
-        for i, reply in zip(missing, (yield [commands[i] for i in missing])):
+        for i, reply in zip(missing, (yield [commands[i] for i in missing]), strict=True):
             replies[i] = reply
     return replies
 

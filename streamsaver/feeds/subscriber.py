@@ -23,7 +23,8 @@ Every append also adds a small pointer to its partition's feed (``P:feed:{pN}``)
   failed attempts the event goes to ``P:sub:dead:<group>`` (the pointer's fields plus
   ``partition``, ``entry``, ``error``, ``consumer``, ``attempts``), is acknowledged, and the
   partition flows on. Pending entries are read one at a time and counted before the handler
-  runs, so an event that crashes its consumer every time is dead-lettered as well. ``streamsaver dead-letters`` lists and re-queues them
+  runs, so an event that crashes its consumer every time is dead-lettered as well.
+  ``streamsaver dead-letters`` lists and re-queues them
   (`streamsaver.feeds.admin`).
 * **Filters** by event type and by top-level metadata equality run before the handler; a
   filtered event is acknowledged without it.
@@ -66,7 +67,7 @@ Handler = Callable[[FeedEvent], Any]
 
 
 def _fields(raw: Any) -> dict[bytes, bytes]:
-    return dict(raw) if isinstance(raw, Mapping) else dict(zip(raw[::2], raw[1::2]))
+    return dict(raw) if isinstance(raw, Mapping) else dict(zip(raw[::2], raw[1::2], strict=True))
 
 
 def _is_async_client(client: Any) -> bool:

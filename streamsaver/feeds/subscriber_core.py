@@ -118,7 +118,8 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
             item.skip = f"dead: {pointer}" if raw else "filtered"  # a trimmed entry has no fields
             return item
         target = raw.get(REQUEUED_FOR)
-        if (target is not None and target.decode() != self.o.group) or not self.o.event_filter.admits_type(pointer.type):
+        elsewhere = target is not None and target.decode() != self.o.group
+        if elsewhere or not self.o.event_filter.admits_type(pointer.type):
             item.skip = "filtered"
             return item
         ns, cid = raw.get(NAMESPACE), raw.get(CHECKPOINT_ID)
@@ -139,7 +140,7 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
         if not wanted:
             return
         replies = yield from self.call([["XRANGE", e.log_key, e.log_id, e.log_id] for e in wanted])
-        for event, reply in zip(wanted, replies):
+        for event, reply in zip(wanted, replies, strict=True):
             if isinstance(reply, Exception):
                 raise reply
             event.set_entry({} if not reply else _fields(reply[0][1]))
@@ -156,10 +157,11 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
             wanted = [(e, link) for e in events for link in e.links_wanted()]
             if not wanted:
                 return
-            unread = list(dict.fromkeys((e.log_key, link[0]) for e, link in wanted if (e.log_key, link[0]) not in known))
+            needed = ((e.log_key, link[0]) for e, link in wanted)
+            unread = list(dict.fromkeys(at for at in needed if at not in known))
             if unread:
                 replies = yield from self.call([["XRANGE", key, entry, entry] for key, entry in unread])
-                for at, reply in zip(unread, replies):
+                for at, reply in zip(unread, replies, strict=True):
                     if isinstance(reply, Exception):
                         raise reply
                     known[at] = {} if not reply else _fields(reply[0][1])
@@ -191,7 +193,8 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
             stats.failed += 1
             if stop.attempts + 1 < self.o.max_deliveries:
                 if not stop.recovering:
-                    self.later.append(["HINCRBY", self.keys.subscriber_attempts(partition, self.o.group), stop.entry, 1])
+                    attempts = self.keys.subscriber_attempts(partition, self.o.group)
+                    self.later.append(["HINCRBY", attempts, stop.entry, 1])
                 log.info("subscriber %s: %s failed (attempt %d): %r", self.name, stop.event, stop.attempts + 1, error)
                 break
             stop.skip = f"dead: {type(error).__name__}: {error}"
@@ -214,8 +217,11 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
 
     def _dead_letter(self, partition: int, item: Item) -> Command:
         error = item.skip.removeprefix("dead: ")
-        log.warning("subscriber group %s: dead letter %s of partition %d: %s", self.o.group, item.entry, partition, error)
-        extra = {b"partition": b"%d" % partition, b"entry": item.entry.encode(), b"error": error.encode("utf-8", "replace"),
+        log.warning(
+            "subscriber group %s: dead letter %s of partition %d: %s", self.o.group, item.entry, partition, error
+        )
+        extra = {b"partition": b"%d" % partition, b"entry": item.entry.encode(),
+                 b"error": error.encode("utf-8", "replace"),
                  b"consumer": self.name.encode(),
                  b"attempts": b"%d" % (item.attempts + (1 if item.event is not None else 0))}
         flat = [x for kv in ({k: v for k, v in item.raw.items() if k != REQUEUED_FOR} | extra).items() for x in kv]
@@ -240,4 +246,4 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
 
 
 def _fields(raw: Any) -> dict[bytes, bytes]:
-    return dict(raw) if isinstance(raw, Mapping) else dict(zip(raw[::2], raw[1::2]))
+    return dict(raw) if isinstance(raw, Mapping) else dict(zip(raw[::2], raw[1::2], strict=True))

@@ -127,7 +127,7 @@ class WorkerCore(PartitionConsumer[Unit, WorkerStats]):
             log_key, log_id = self.keys.thread(item.pointer.thread).log, item.pointer.log_id
             whole = item.pointer.type in REFOLDING
             reads.append(["XRANGE", log_key, "-" if whole else log_id, "+" if whole else log_id])
-        for item, reply in zip(wanted, (yield from self.call(reads)) if reads else []):
+        for item, reply in zip(wanted, (yield from self.call(reads)) if reads else [], strict=True):
             assert item.pointer is not None
             marker = [e for e in reply if e[0].decode() == item.pointer.log_id] if isinstance(reply, list) else []
             if isinstance(reply, Exception):
@@ -149,11 +149,13 @@ class WorkerCore(PartitionConsumer[Unit, WorkerStats]):
 
     def _decode(self, item: Item, pointer: Pointer, raw: Any) -> Event | None:
         try:
-            event = self.domain.decode(raw if isinstance(raw, dict) else dict(zip(raw[::2], raw[1::2])), pointer.log_id)
+            fields = raw if isinstance(raw, dict) else dict(zip(raw[::2], raw[1::2], strict=True))
+            event = self.domain.decode(fields, pointer.log_id)
         except EventDecodeError as exc:
             item.fail(str(exc))
             return None
-        if pointer.type == CheckpointSaved.TYPE and event.TYPE == ValuesRetained.TYPE and event.thread_id == pointer.thread:
+        retained = event.TYPE == ValuesRetained.TYPE and event.thread_id == pointer.thread
+        if pointer.type == CheckpointSaved.TYPE and retained:
             # The checkpoint was pruned since: its entry keeps only values later checkpoints
             # point at, which the rewrite's refold (its ThreadPruned pointer) projects.
             item.outcome = "gone"
@@ -172,7 +174,7 @@ class WorkerCore(PartitionConsumer[Unit, WorkerStats]):
             elif item.event and item.pointer and not item.outcome and item.unit not in blocked:
                 todo.append(item)
                 calls.append(self._apply_call(item, item.event, item.pointer))
-        for item, reply in zip(todo, (yield from self.call(calls)) if calls else []):
+        for item, reply in zip(todo, (yield from self.call(calls)) if calls else [], strict=True):
             if isinstance(reply, Exception):
                 item.fail(reply)
             else:
@@ -183,7 +185,8 @@ class WorkerCore(PartitionConsumer[Unit, WorkerStats]):
         if item.refold is None:
             return apply_call(self.domain, event, pointer.log_id, self.keys, [item.unit.view])
         return rewrite_call(
-            self.domain, self.keys, [item.unit.view], pointer.thread, guard="", replace_log=None, entries=item.refold, pointers=False
+            self.domain, self.keys, [item.unit.view], pointer.thread,
+            guard="", replace_log=None, entries=item.refold, pointers=False,
         )
 
     def _settle(self, items: list[Item], stats: WorkerStats) -> RedisError | None:

@@ -32,7 +32,8 @@ from streamsaver.log import deltas
 from streamsaver.log.events import Blob
 
 __all__ = [
-    "LEVEL", "LOAD_ERRORS", "MIN_BYTES", "expand", "is_compressed", "joined", "keep", "load", "load_linked", "load_stored",
+    "LEVEL", "LOAD_ERRORS", "MIN_BYTES", "expand", "is_compressed", "joined", "keep", "load", "load_linked",
+    "load_stored",
     "remembering_expand", "shrink",
 ]
 
@@ -109,7 +110,9 @@ def _decompress(data: bytes) -> bytes:
     size = zstandard.frame_content_size(data)
     if size > len(data) << _RATIO_BITS:
         # The header's size is not covered by the checksum, and the one-shot call allocates it.
-        raise zstandard.ZstdError(f"the header claims {size} bytes of content, more than a frame of {len(data)} bytes holds")
+        raise zstandard.ZstdError(
+            f"the header claims {size} bytes of content, more than a frame of {len(data)} bytes holds"
+        )
     if size <= 0:
         # A header without the size (not one this package writes) or claiming none (damage: the
         # one-shot call answers b"" unread, checksum unchecked) is read as a stream, which checks

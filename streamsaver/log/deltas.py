@@ -32,7 +32,8 @@ from collections.abc import Callable
 from streamsaver.log.codec import pack, unpack
 
 __all__ = [
-    "MARK", "MAX_LINKS", "READ_LIMIT", "DeltaLink", "array_header", "encode", "is_delta", "join", "read_header", "split",
+    "MARK", "MAX_LINKS", "READ_LIMIT", "DeltaLink", "array_header", "encode", "is_delta", "join", "read_header",
+    "split",
 ]
 
 MARK = "delta:"
@@ -96,7 +97,9 @@ class DeltaLink:
         self.count, self.elements_type, self.elements = count, elements_type, elements
 
 
-def encode(link: str, link_version: bytes, link_size: int, count: int, elements_type: str, elements: bytes) -> tuple[str, bytes]:
+def encode(
+    link: str, link_version: bytes, link_size: int, count: int, elements_type: str, elements: bytes
+) -> tuple[str, bytes]:
     """The stored ``(type, data)`` of a delta: `elements` (stored as `elements_type`) added to
     the value held by entry `link` (channel version `link_version`, stored field of
     `link_size` bytes), making `count` elements in all."""

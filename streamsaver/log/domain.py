@@ -60,7 +60,9 @@ class ScriptRef(Protocol):
         """The SHA1 EVALSHA names the script by."""
         ...
 
-    def evalsha_args(self, keys: Sequence[str | bytes | int], args: Sequence[str | bytes | int]) -> list[str | bytes | int]:
+    def evalsha_args(
+        self, keys: Sequence[str | bytes | int], args: Sequence[str | bytes | int]
+    ) -> list[str | bytes | int]:
         """The arguments of an EVALSHA call."""
         ...
 

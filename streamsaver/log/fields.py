@@ -9,9 +9,8 @@ from __future__ import annotations
 
 __all__ = [
     "BODY", "BODY_POINTER", "CHANNEL_PREFIX", "CHECKPOINT_ID", "CURRENT_CHECKPOINT", "EMPTY_TYPE", "ENTRY_ID", "KEPT",
-    "METADATA",
-    "NAMESPACE", "PARENT", "PINNED", "REQUEUED_FOR", "RUNS", "SOURCE", "STRATEGY", "TASK", "TASK_PATH", "THREAD", "TYPE", "UNTIL",
-    "VERSION", "VERSIONS", "WRITE_PREFIX",
+    "METADATA", "NAMESPACE", "PARENT", "PINNED", "REQUEUED_FOR", "RUNS", "SOURCE", "STRATEGY", "TASK", "TASK_PATH",
+    "THREAD", "TYPE", "UNTIL", "VERSION", "VERSIONS", "WRITE_PREFIX",
 ]
 
 # Stream fields of a log entry (`streamsaver.log.stored`); ``type`` and ``v`` lead every entry.

@@ -31,7 +31,9 @@ __all__ = [
 
 Command = list[str | bytes | int]
 
-_TYPE_ARGS: dict[str, Command] = {"tag": ["TAG", "SEPARATOR", ","], "numeric": ["NUMERIC"], "text": ["TEXT", "WEIGHT", 1]}
+_TYPE_ARGS: dict[str, Command] = {
+    "tag": ["TAG", "SEPARATOR", ","], "numeric": ["NUMERIC"], "text": ["TEXT", "WEIGHT", 1],
+}
 _FLAGS = (("case_sensitive", "CASESENSITIVE"), ("index_missing", "INDEXMISSING"), ("sortable", "SORTABLE"),
           ("unf", "UNF"), ("no_index", "NOINDEX"))
 
@@ -90,7 +92,9 @@ def older_indexes(keyspace: Keyspace, views: Sequence[ViewName], existing: Seque
     """The indexes of an older schema of `views` (on any primary), sorted: while one exists an
     upgrade is under way, and the new indexes cover documents written before them."""
     older = tuple(keyspace.index(view, version=n) for view in views for n in range(1, INDEX_SCHEMA_VERSION))
-    return sorted({name for names in existing for name in names for old in older if name == old or name.startswith(old + ":")})
+    return sorted(
+        {name for names in existing for name in names for old in older if name == old or name.startswith(old + ":")}
+    )
 
 
 def upgrading(keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[set[str]]) -> bool:
@@ -100,7 +104,8 @@ def upgrading(keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[
 
 def view_index_infos(keyspace: Keyspace, views: Sequence[ViewName], topology: Topology | None) -> list[Step]:
     """``FT.INFO`` of every index of `views` (one per primary on a cluster)."""
-    return [target.query(["FT.INFO", target.name]) for view in views for target in index_targets(keyspace, view, topology)]
+    targets = [target for view in views for target in index_targets(keyspace, view, topology)]
+    return [target.query(["FT.INFO", target.name]) for target in targets]
 
 
 def index_infos(requests: Sequence[Step]) -> list[Step]:
@@ -123,7 +128,7 @@ def still_indexing(replies: Sequence[Any]) -> bool:
     for reply in replies:
         if isinstance(reply, Exception):
             raise ConfigurationError(f"cannot read a new index's state: {reply}") from reply
-        fields = reply if isinstance(reply, dict) else dict(zip(reply[::2], reply[1::2]))
+        fields = reply if isinstance(reply, dict) else dict(zip(reply[::2], reply[1::2], strict=True))
         if int(fields.get(b"indexing", fields.get("indexing", 0)) or 0):
             return True
     return False

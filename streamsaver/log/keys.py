@@ -45,7 +45,10 @@ from uuid import UUID
 from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.log.codec import escape, unescape
 
-__all__ = ["DEFAULT_PARTITIONS", "DEFAULT_PREFIX", "Keyspace", "ThreadKeys", "ViewName", "checked_id", "nested_prefix", "projector_group"]
+__all__ = [
+    "DEFAULT_PARTITIONS", "DEFAULT_PREFIX", "Keyspace", "ThreadKeys", "ViewName", "checked_id", "nested_prefix",
+    "projector_group",
+]
 
 DEFAULT_PREFIX = "streamsaver"
 DEFAULT_PARTITIONS = 16

@@ -114,11 +114,12 @@ def whole_values(source: Sequence[Entry], out: Sequence[tuple[str, _E]]) -> list
     result: list[tuple[str, _E]] = []
     store = compression.shrink if _writer_compresses(source) else compression.keep
     for entry_id, event in out:
+        kept = event
         if isinstance(event, (CheckpointSaved, ValuesRetained)) and event.values:
             values = tuple(_whole(entry_id, cv, original, written, store) for cv in event.values)
             if values != event.values:
-                event = replace(event, values=values)
-        result.append((entry_id, event))
+                kept = replace(event, values=values)
+        result.append((entry_id, kept))
     return result
 
 
@@ -155,7 +156,8 @@ def _whole(
                 whole = compression.joined(cv.blob, lambda at: original.get((at, cv.channel)))
                 cv = ChannelValue(cv.channel, cv.version, store(whole))  # as its writer stores (see above)
         except ValueError as exc:
-            raise PayloadDecodeError(f"cannot join the delta of channel {cv.channel!r}: {exc}", event_id=entry_id) from exc
+            message = f"cannot join the delta of channel {cv.channel!r}: {exc}"
+            raise PayloadDecodeError(message, event_id=entry_id) from exc
     if entry_id != "*":
         written[(entry_id, cv.channel)] = encode_channel_value(cv)
     return cv

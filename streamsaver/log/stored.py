@@ -200,7 +200,9 @@ def _writes_saved(f: Fields, payloads: bool) -> WritesSaved:
         checkpoint_id=f[CHECKPOINT_ID].decode("utf-8", "surrogatepass"),
         task_id=f[TASK].decode("utf-8", "surrogatepass"),
         task_path=f[TASK_PATH].decode("utf-8", "surrogatepass"),
-        writes=tuple([decode_write(int(k[len(WRITE_PREFIX):]), v, payloads) for k, v in f.items() if k.startswith(WRITE_PREFIX)]),
+        writes=tuple(
+            [decode_write(int(k[len(WRITE_PREFIX):]), v, payloads) for k, v in f.items() if k.startswith(WRITE_PREFIX)]
+        ),
     )
 
 
@@ -261,7 +263,7 @@ def from_fields(
     # A raw XRANGE entry is a list: checked first, since an ABC check (Mapping) is slow.
     if isinstance(fields, (list, tuple)) or not isinstance(fields, Mapping):
         pairs = iter(fields)
-        f = dict(zip(pairs, pairs))
+        f = dict(zip(pairs, pairs, strict=True))
     else:
         f = dict(fields)
     try:

@@ -14,14 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from streamsaver.feeds.subscriber import Subscriber
-    from streamsaver.saver.aio import AsyncStreamSaver
-    from streamsaver.saver.sync import StreamSaver
+    from streamsaver.saver.aio import AsyncShallowStreamSaver, AsyncStreamSaver
+    from streamsaver.saver.sync import ShallowStreamSaver, StreamSaver
 
 from streamsaver._version import __version__
 
-__all__ = ["AsyncStreamSaver", "StreamSaver", "Subscriber", "__version__"]
+__all__ = ["AsyncShallowStreamSaver", "AsyncStreamSaver", "ShallowStreamSaver", "StreamSaver", "Subscriber",
+           "__version__"]
 
 _LAZY = {"StreamSaver": "streamsaver.saver.sync", "AsyncStreamSaver": "streamsaver.saver.aio",
+         "ShallowStreamSaver": "streamsaver.saver.sync", "AsyncShallowStreamSaver": "streamsaver.saver.aio",
          "Subscriber": "streamsaver.feeds.subscriber"}
 
 

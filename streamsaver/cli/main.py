@@ -12,15 +12,19 @@ usage error, 130 interrupted. ``verify`` exits 1 when the views differ from the 
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from redis.exceptions import RedisError
 
 from streamsaver import __version__
 from streamsaver.cli.commands import modules as subcommand_modules
-from streamsaver.cli.commands._shared import common_options
+from streamsaver.cli.commands._shared import UsageError, common_options, server_options
+from streamsaver.cli.failures import explain
 from streamsaver.errors import StreamSaverError
 
 __all__ = ["build_parser", "main"]
@@ -43,15 +47,30 @@ Exit codes: 0 success; 1 an error (a Redis, file or input error, printed as one 
 2 a usage error; 130 interrupted (Ctrl-C)."""
 
 
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` that answers a mistyped command with the nearest ones."""
+
+    def error(self, message: str) -> NoReturn:
+        typed = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if typed:
+            names = re.findall(r"'([^']*)'", typed[2])
+            near = difflib.get_close_matches(typed[1], names, n=3, cutoff=0.5)
+            hint = f"did you mean {' or '.join(near)}?" if near else f"the commands: {', '.join(names)}"
+            message = f"unknown command {typed[1]!r}: {hint}"
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of the ``streamsaver`` command with every subcommand."""
-    parser = argparse.ArgumentParser(
+    """The parser of the ``streamsaver`` command with every subcommand (--url and --prefix are
+    accepted before the command too)."""
+    parser = Parser(
         prog="streamsaver",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"streamsaver {__version__}")
+    server_options(parser, defaults=True)
     commands = parser.add_subparsers(title="commands", metavar="<command>", required=True)
     common = common_options()
     for module in subcommand_modules():
@@ -69,6 +88,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
+    except UsageError as exc:
+        print(f"streamsaver: error: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # The reader left (e.g. `| head`); point stdout at devnull so the exit flush stays quiet.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -77,16 +99,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # An operator's mistake (a bad URL, a missing directory, a bad value) or a server that
         # fails: one line that says what, not a traceback. ValueError covers the client's
         # refusals of a URL or an option (InvalidInputError is one too).
-        print(f"streamsaver: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"streamsaver: error: {explain(exc, args.url)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("streamsaver: interrupted", file=sys.stderr)
         return 130
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
 
 
 if __name__ == "__main__":

@@ -154,7 +154,7 @@ def program(
             still indexing after `INDEXING_WAIT_S`.
     """
     topology = yield from read_topology(prefix, cluster)
-    keyspace, existing = read_probe(prefix, partitions, (yield probe_request(prefix, partitions, topology)))
+    keyspace, existing = yield from _probe(prefix, partitions, topology)
     requests = create_requests(domain, keyspace, views, existing, topology)
     read_created((yield requests))
     infos = index_infos(requests) if wait_indexed else []
@@ -173,6 +173,21 @@ def program(
             "process of an older release uses them (docs/operations.md)", ", ".join(older),
         )
     return keyspace, topology
+
+
+def _probe(
+    prefix: str, partitions: int | None, topology: Topology | None
+) -> Program[tuple[Keyspace, list[set[str]]]]:
+    """`read_probe` of the probe's replies; a refused probe takes back the partition count it
+    stored, so that a retry (after the modules are installed, or by an import, which wants an
+    empty prefix) finds the prefix as it was."""
+    replies = yield probe_request(prefix, partitions, topology)
+    try:
+        return read_probe(prefix, partitions, replies)
+    except ConfigurationError:
+        if replies[-2] == 1:  # HSETNX: this probe created the settings
+            yield [["HDEL", Keyspace(prefix).meta, "partitions"]]
+        raise
 
 
 def _indexed(infos: list[Step]) -> Program[None]:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -22,11 +22,12 @@ from redis.asyncio.retry import Retry
 
 from streamsaver.checkpoints import programs
 from streamsaver.drivers.aio import AsyncDriver, pool_size
-from streamsaver.drivers.cluster import aconnect
+from streamsaver.drivers.cluster import aconnect, cluster_enabled
 from streamsaver.drivers.wire import CONNECTION_RETRIES, retry_backoff
+from streamsaver.saver.dropin import conn_string_source
 from streamsaver.saver.shell import SaverShell
 
-__all__ = ["AsyncStreamSaver"]
+__all__ = ["AsyncShallowStreamSaver", "AsyncStreamSaver"]
 
 
 class AsyncStreamSaver(SaverShell[Redis | RedisCluster]):
@@ -41,23 +42,57 @@ class AsyncStreamSaver(SaverShell[Redis | RedisCluster]):
     def _bind(self, client: Redis | RedisCluster) -> None:
         self._adriver = AsyncDriver(client, slots=pool_size(client))
 
+    def _connect(self, url: str, connection_args: dict[str, Any]) -> Redis | RedisCluster:
+        options = {"retry": Retry(retry_backoff(), CONNECTION_RETRIES), **connection_args}
+        if cluster_enabled(url):  # one blocking round trip: a constructor cannot await
+            return RedisCluster.from_url(url, **options)
+        return Redis.from_url(url, **options)
+
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls, url: str, *, cluster: bool | None = None, **options: Any
+        cls,
+        url: str | None = None,
+        *,
+        redis_url: str | None = None,
+        redis_client: Redis | RedisCluster | None = None,
+        connection_args: Mapping[str, Any] | None = None,
+        cluster: bool | None = None,
+        **options: Any,
     ) -> AsyncIterator[AsyncStreamSaver]:
         """A saver on a new client for `url`, closed on exit (`cluster` as in
-        `StreamSaver.from_conn_string`: None asks the server whether it runs in cluster mode)."""
-        client = await aconnect(url, cluster=cluster, retry=Retry(retry_backoff(), CONNECTION_RETRIES))
+        `StreamSaver.from_conn_string`: None asks the server whether it runs in cluster mode;
+        `redis_url`, `redis_client`, `connection_args` as there)."""
+        source = conn_string_source(url, redis_url, redis_client, connection_args)
+        if source.url is None:
+            yield cls(source.client, **options)
+            return
+        retry = Retry(retry_backoff(), CONNECTION_RETRIES)
+        client = await aconnect(source.url, cluster=cluster, **{"retry": retry, **source.connection_args})
         try:
             yield cls(client, **options)
         finally:
             await client.aclose()
 
+    async def aclose(self) -> None:
+        """Close the client this saver made from a URL (one passed in stays open)."""
+        if self._owns_client:
+            await self.redis.aclose()
+
+    async def __aenter__(self) -> AsyncStreamSaver:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
     async def setup(self) -> None:
         """Check the modules, fix the partition count, create indexes (on a cluster: read the
         slot map, then on every primary). Idempotent."""
         await self._adriver.run(programs.set_up(self.core))
+
+    async def asetup(self) -> None:
+        """`setup`, under langgraph-checkpoint-redis's name."""
+        await self.setup()
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await self._adriver.run(programs.get_tuple(self.core, config))
@@ -187,3 +222,18 @@ class AsyncStreamSaver(SaverShell[Redis | RedisCluster]):
 
     def unpin_thread(self, thread_id: str) -> None:
         self._adriver.blocking(self.aunpin_thread(thread_id))
+
+
+class AsyncShallowStreamSaver(AsyncStreamSaver):
+    """The asyncio twin of `ShallowStreamSaver` (langgraph-checkpoint-redis's
+    ``AsyncShallowRedisSaver``): ``view="shallow", projections=("shallow",)`` by default."""
+
+    def __init__(
+        self,
+        redis_client: Redis | RedisCluster | str | None = None,
+        *,
+        view: str = "shallow",
+        projections: Iterable[str] = ("shallow",),
+        **options: Any,
+    ) -> None:
+        super().__init__(redis_client, view=view, projections=projections, **options)

@@ -4,8 +4,8 @@ subclass it and only say which driver runs their programs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Generic, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any, Generic, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -13,6 +13,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from streamsaver.checkpoints.core import CoreBinding, SaverCore
 from streamsaver.drivers.cluster import is_cluster
 from streamsaver.log.keys import DEFAULT_PREFIX
+from streamsaver.saver.dropin import client_source, ttl_options
 
 __all__ = ["SaverShell"]
 
@@ -22,15 +23,23 @@ C = TypeVar("C")
 class SaverShell(CoreBinding, BaseCheckpointSaver[str], Generic[C]):
     """A saver's options over a client of type `C` (the arguments: see `StreamSaver`).
 
+    langgraph-checkpoint-redis's spellings are accepted too (`streamsaver.saver.dropin`): a URL
+    as the first argument or ``redis_url=`` (with ``connection_args=``), and ``ttl={...}``. A
+    client made here from a URL is the saver's own: `close` (or leaving ``with``) closes it.
+
     Raises:
         ConfigurationError: a client that decodes responses, or a bad prefix.
-        InvalidInputError: a bad option (see `SaverCore.configure`).
+        InvalidInputError: a bad option (see `SaverCore.configure`), or arguments that
+            contradict each other (a client and a URL, a ``ttl`` dict and ``default_ttl=``).
     """
 
     def __init__(
         self,
-        redis_client: C,
+        redis_client: C | str | None = None,
         *,
+        redis_url: str | None = None,
+        connection_args: Mapping[str, Any] | None = None,
+        ttl: Mapping[str, Any] | None = None,
         view: str = "full",
         projections: Iterable[str] = ("full", "shallow"),
         prefix: str = DEFAULT_PREFIX,
@@ -44,8 +53,12 @@ class SaverShell(CoreBinding, BaseCheckpointSaver[str], Generic[C]):
         deltas: bool = True,
     ) -> None:
         super().__init__(serde=serde)
-        self._bind(redis_client)
-        self.redis: C = redis_client
+        source = client_source(redis_client, redis_url, connection_args)
+        default_ttl, refresh_on_read = ttl_options(ttl, default_ttl, refresh_on_read)
+        client: C = source.client if source.url is None else self._connect(source.url, source.connection_args)
+        self._owns_client = source.url is not None
+        self._bind(client)
+        self.redis: C = client
         self.core = SaverCore.configure(
             self.serde,
             view=view,
@@ -57,9 +70,13 @@ class SaverShell(CoreBinding, BaseCheckpointSaver[str], Generic[C]):
             default_ttl=default_ttl,
             refresh_on_read=refresh_on_read,
             compression=compression,
-            cluster=is_cluster(redis_client),
+            cluster=is_cluster(client),
             deltas=deltas,
         )
+
+    def _connect(self, url: str, connection_args: dict[str, Any]) -> C:
+        """A client for `url` that this saver owns (cluster mode asked of the server)."""
+        raise NotImplementedError
 
     def _bind(self, client: C) -> None:
         """Make the driver this saver runs its programs with (checking `client`)."""

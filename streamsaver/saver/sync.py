@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -26,9 +26,10 @@ from streamsaver.drivers.cluster import connect
 from streamsaver.drivers.lane import Lane
 from streamsaver.drivers.sync import SyncDriver, in_thread
 from streamsaver.drivers.wire import CONNECTION_RETRIES, retry_backoff
+from streamsaver.saver.dropin import conn_string_source
 from streamsaver.saver.shell import SaverShell
 
-__all__ = ["StreamSaver"]
+__all__ = ["ShallowStreamSaver", "StreamSaver"]
 
 
 class StreamSaver(SaverShell[Redis | RedisCluster]):
@@ -36,7 +37,10 @@ class StreamSaver(SaverShell[Redis | RedisCluster]):
 
     Args:
         redis_client: a ``redis.Redis``, or a ``redis.cluster.RedisCluster`` for Redis Cluster,
-            made with ``decode_responses=False``.
+            made with ``decode_responses=False``; or a URL (as ``redis_url=``).
+        redis_url, connection_args, ttl: langgraph-checkpoint-redis's spellings: a URL to connect
+            to (a client the saver owns, closed by `close`), ``from_url`` options for it, and
+            ``{"default_ttl": minutes, "refresh_on_read": bool}`` (instead of the two below).
         view: the view reads use: ``"full"`` (every checkpoint) or ``"shallow"`` (latest only).
         projections: the views each append keeps current (must include `view`).
         prefix: the key prefix; deployments with different prefixes share a Redis safely.
@@ -49,9 +53,9 @@ class StreamSaver(SaverShell[Redis | RedisCluster]):
         default_ttl: minutes after its last write (or refreshing read) when every key of a
             thread expires; None: never. Set in the same script as each append.
         refresh_on_read: `get_tuple` refreshes the thread's TTL (in the same round trip).
-        compression: ``"zstd"`` stores payloads of 512 bytes or more zstd-compressed when that saves
-            an eighth or more (not with an `EncryptedSerializer`); None stores them as the serde
-            wrote them. Either saver reads both forms.
+        compression: ``"zstd"`` stores payloads of 4 KiB or more (`streamsaver.log.compression.MIN_BYTES`)
+            zstd-compressed when that saves an eighth or more (not with an `EncryptedSerializer`);
+            None stores them as the serde wrote them. Either saver reads both forms.
         deltas: store a ``msgpack`` list that extends the value this saver last stored of its
             channel (LangGraph's ``messages``) as the elements added, with a full value every
             8 versions (`streamsaver.log.deltas`); False stores full values. Reading always
@@ -65,21 +69,55 @@ class StreamSaver(SaverShell[Redis | RedisCluster]):
     def _bind(self, client: Redis | RedisCluster) -> None:
         self._driver = SyncDriver(client, lane=Lane.of(client))
 
+    def _connect(self, url: str, connection_args: dict[str, Any]) -> Redis | RedisCluster:
+        return connect(url, **{"retry": Retry(retry_backoff(), CONNECTION_RETRIES), **connection_args})
+
     @classmethod
     @contextmanager
-    def from_conn_string(cls, url: str, *, cluster: bool | None = None, **options: Any) -> Iterator[StreamSaver]:
+    def from_conn_string(
+        cls,
+        url: str | None = None,
+        *,
+        redis_url: str | None = None,
+        redis_client: Redis | RedisCluster | None = None,
+        connection_args: Mapping[str, Any] | None = None,
+        cluster: bool | None = None,
+        **options: Any,
+    ) -> Iterator[StreamSaver]:
         """A saver on a new client for `url` (``redis://``, ``rediss://``, ``unix://``), closed on exit.
 
         Args:
             cluster: True: `url` names a node of a Redis Cluster (a ``RedisCluster`` client
                 discovers the others); False: a single server; None: ask the server
                 (``INFO cluster``).
+            redis_url, redis_client, connection_args: langgraph-checkpoint-redis's spellings
+                (`redis_url` is `url`; a `redis_client` passed in is not closed on exit).
         """
-        client = connect(url, cluster=cluster, retry=Retry(retry_backoff(), CONNECTION_RETRIES))
+        source = conn_string_source(url, redis_url, redis_client, connection_args)
+        if source.url is None:
+            yield cls(source.client, **options)
+            return
+        retry = Retry(retry_backoff(), CONNECTION_RETRIES)
+        client = connect(source.url, cluster=cluster, **{"retry": retry, **source.connection_args})
         try:
             yield cls(client, **options)
         finally:
             client.close()
+
+    def close(self) -> None:
+        """Close the client this saver made from a URL (one passed in stays open)."""
+        if self._owns_client:
+            self.redis.close()
+
+    def __enter__(self) -> StreamSaver:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def asetup(self) -> None:
+        """`setup` from a coroutine (in a worker thread)."""
+        await asyncio.to_thread(self.setup)
 
     def setup(self) -> None:
         """Check the modules, fix the partition count, create indexes (on a cluster: read the
@@ -209,3 +247,20 @@ class StreamSaver(SaverShell[Redis | RedisCluster]):
 
     async def aunpin_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.unpin_thread, thread_id)
+
+
+class ShallowStreamSaver(StreamSaver):
+    """A `StreamSaver` that reads and keeps only the shallow view (the latest checkpoint per
+    thread and namespace; the log still holds every event): ``view="shallow",
+    projections=("shallow",)`` by default. The counterpart of langgraph-checkpoint-redis's
+    ``ShallowRedisSaver``; every other argument as `StreamSaver`'s."""
+
+    def __init__(
+        self,
+        redis_client: Redis | RedisCluster | str | None = None,
+        *,
+        view: str = "shallow",
+        projections: Iterable[str] = ("shallow",),
+        **options: Any,
+    ) -> None:
+        super().__init__(redis_client, view=view, projections=projections, **options)

@@ -153,7 +153,8 @@ class EmbeddedRedis:
         # Short timeouts, no retries: each turn of the loop is the retry, and it must see the
         # process exit (a port held by something that accepts and never answers).
         client = redis.Redis(
-            port=self.port, socket_connect_timeout=0.5, socket_timeout=0.5, retry=Retry(NoBackoff(), 0)
+            port=self.port, password=self._required_password(), socket_connect_timeout=0.5, socket_timeout=0.5,
+            retry=Retry(NoBackoff(), 0),
         )
         try:
             while True:
@@ -178,6 +179,12 @@ class EmbeddedRedis:
                     time.sleep(0.02)
         finally:
             client.close()
+
+    def _required_password(self) -> str | None:
+        """The password ``--requirepass`` in `extra_args` sets (the readiness check needs it;
+        `url` names none)."""
+        args = self.extra_args
+        return next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--requirepass"), None)
 
     def _log_tail(self) -> str:
         log = self.data_dir / "redis.log"

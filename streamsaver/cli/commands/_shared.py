@@ -11,32 +11,42 @@ from typing import Any, cast
 import redis
 
 from streamsaver.drivers.cluster import connect
-from streamsaver.errors import ConfigurationError
 from streamsaver.log.keys import DEFAULT_PREFIX, ViewName
 
-__all__ = ["chosen_views", "common_options", "emit_json", "open_client"]
+__all__ = ["UsageError", "chosen_views", "common_options", "emit_json", "open_client", "server_options"]
 
 
-def common_options() -> argparse.ArgumentParser:
-    """The options every subcommand takes: --url, --prefix, --json."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
+def server_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """Add --url and --prefix to `parser`: with their defaults (REDIS_URL, STREAMSAVER_PREFIX)
+    on the top-level parser, without on each subcommand's, so that either place may name them
+    (``streamsaver --url U stats`` and ``streamsaver stats --url U``; the later one wins)."""
+    parser.add_argument(
         "--url",
-        default=os.environ.get("REDIS_URL"),
+        default=os.environ.get("REDIS_URL") if defaults else argparse.SUPPRESS,
         metavar="URL",
         help="the Redis server: redis://[:password@]host:port/db, rediss://... (TLS) or "
         "unix:///path.sock; it needs the search and JSON modules (Redis 8 or Redis Stack). "
         "Default: the REDIS_URL environment variable",
     )
-    common.add_argument(
+    parser.add_argument(
         "--prefix",
-        default=os.environ.get("STREAMSAVER_PREFIX", DEFAULT_PREFIX),
-        help="the deployment's key prefix (default: STREAMSAVER_PREFIX or %(default)r)",
+        default=os.environ.get("STREAMSAVER_PREFIX", DEFAULT_PREFIX) if defaults else argparse.SUPPRESS,
+        help=f"the deployment's key prefix (default: STREAMSAVER_PREFIX or {DEFAULT_PREFIX!r})",
     )
+
+
+def common_options() -> argparse.ArgumentParser:
+    """The options every subcommand takes: --url, --prefix (see `server_options`), --json."""
+    common = argparse.ArgumentParser(add_help=False)
+    server_options(common, defaults=False)
     common.add_argument(
         "--json", action="store_true", help="print one JSON document for scripts instead of text"
     )
     return common
+
+
+class UsageError(Exception):
+    """The command line lacks something no default supplies (exit code 2, as argparse's)."""
 
 
 def open_client(args: argparse.Namespace) -> redis.Redis:
@@ -46,10 +56,10 @@ def open_client(args: argparse.Namespace) -> redis.Redis:
     send node by node (tests/integration/test_savers_on_a_cluster.py runs them on a cluster).
 
     Raises:
-        ConfigurationError: neither --url nor REDIS_URL was given.
+        UsageError: neither --url nor REDIS_URL was given.
     """
     if not args.url:
-        raise ConfigurationError("no server given: pass --url URL or set REDIS_URL")
+        raise UsageError("no server given: pass --url URL or set REDIS_URL")
     return connect(args.url)
 
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import shutil
+import sys
+import tempfile
 
 from streamsaver.cli.commands._shared import emit_json, open_client
 from streamsaver.ops.progress import Progress
@@ -17,13 +21,22 @@ def _run(args: argparse.Namespace) -> int:
     def bars(label: str, total: int | None) -> Progress:
         return Progress(label, total, enabled=False if args.json else None)
 
-    with open_client(args) as client:
-        stats = export_logs(client, args.prefix, args.file, page=args.page, progress=bars, until=args.until)
-    if args.json:
+    to_stdout = args.file == "-"
+    with open_client(args) as client, tempfile.TemporaryDirectory(prefix="streamsaver-export-") as spool:
+        path = os.path.join(spool, "export.jsonl.gz") if to_stdout else args.file
+        stats = export_logs(client, args.prefix, path, page=args.page, progress=bars, until=args.until)
+        if to_stdout:
+            # The file is complete before a byte of it is written out: a failed export writes none.
+            with open(path, "rb") as written:
+                shutil.copyfileobj(written, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+    if args.json and not to_stdout:
         emit_json(dataclasses.asdict(stats) | {"file": args.file})
     else:
         print(
-            f"exported {stats.entries:,} log entries of {stats.threads:,} threads from {stats.prefix!r} to {args.file}"
+            f"exported {stats.entries:,} log entries of {stats.threads:,} threads from {stats.prefix!r} to "
+            + ("standard output" if to_stdout else args.file),
+            file=sys.stderr if to_stdout else sys.stdout,
         )
     return 0
 
@@ -46,7 +59,11 @@ def register(
         "the deployment as it was at that moment: import the file under a new prefix for a "
         "point-in-time copy of every thread.",
     )
-    parser.add_argument("file", metavar="FILE", help="the file to write (replaced if it exists)")
+    parser.add_argument(
+        "file",
+        metavar="FILE",
+        help="the file to write (replaced if it exists); - writes to standard output (the summary to standard error)",
+    )
     parser.add_argument(
         "--until",
         metavar="TIME",

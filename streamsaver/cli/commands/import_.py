@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import shutil
+import sys
+import tempfile
 
 from streamsaver.cli.commands._shared import emit_json, open_client
 from streamsaver.ops.progress import Progress
@@ -17,14 +21,15 @@ def _run(args: argparse.Namespace) -> int:
     def bars(label: str, total: int | None) -> Progress:
         return Progress(label, total, enabled=False if args.json else None)
 
-    with open_client(args) as client:
+    with open_client(args) as client, tempfile.TemporaryDirectory(prefix="streamsaver-import-") as spool:
+        path = args.file
+        if path == "-":
+            # The file is read twice (checked whole first, then restored): keep standard input.
+            path = os.path.join(spool, "import.jsonl.gz")
+            with open(path, "wb") as kept:
+                shutil.copyfileobj(sys.stdin.buffer, kept)
         stats = import_logs(
-            client,
-            args.file,
-            prefix=args.into_prefix,
-            feeds=not args.no_feeds,
-            page=args.page,
-            progress=bars,
+            client, path, prefix=args.into_prefix, feeds=not args.no_feeds, page=args.page, progress=bars
         )
     if args.json:
         emit_json(dataclasses.asdict(stats) | {"file": args.file})
@@ -54,7 +59,7 @@ def register(
         "expired in the source). The target is --into-prefix, or the "
         "prefix the file was exported from (--prefix is not used).",
     )
-    parser.add_argument("file", metavar="FILE", help="an export file")
+    parser.add_argument("file", metavar="FILE", help="an export file; - reads standard input")
     parser.add_argument(
         "--into-prefix", metavar="P", help="the target key prefix (default: the exported one)"
     )

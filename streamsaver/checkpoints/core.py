@@ -23,7 +23,6 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from streamsaver.checkpoints import (
     append,
@@ -42,6 +41,7 @@ from streamsaver.log.events import CheckpointSaved
 from streamsaver.log.keys import DEFAULT_PREFIX, Keyspace, ViewName
 from streamsaver.log.program import Program, Refused
 from streamsaver.log.routing import Command, IndexTarget, Step, Topology, index_targets
+from streamsaver.log.serde import SafeSerializer
 from streamsaver.scripts import ALL
 
 __all__ = ["LOAD_SCRIPTS", "Command", "CoreBinding", "PutCall", "SaverCore"]
@@ -310,7 +310,7 @@ class CoreBinding:
     """
 
     core: SaverCore
-    _serde: SerializerProtocol = JsonPlusSerializer()
+    _serde: SerializerProtocol = SafeSerializer()
 
     @property
     def serde(self) -> SerializerProtocol:

@@ -77,7 +77,7 @@ for k = 2, 1 + nf, 2 do
   end
 end
 
-local id = redis.call('XADD', KEYS[1], '*', unpack(ARGV, 2, 1 + nf))
+local id = redis.call('XADD', KEYS[1], '*', spread(ARGV, 2, 1 + nf))
 redis.call('XADD', KEYS[2], '*', 'id', id, unpack(ARGV, pointer + 1, pointer + np))
 local i = blocks
 local positions = {false, false, false, false}  -- sized for two views: no rehash as it fills

@@ -210,9 +210,15 @@ class SaverCore:
 
     def put_writes_request(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
-    ) -> Command:
-        """The append of a `put_writes`."""
+    ) -> Command | None:
+        """The append of a `put_writes`; None for no writes (nothing to append).
+
+        Raises:
+            InvalidInputError: see `append.writes_saved` (also when there are no writes).
+        """
         event = append.writes_saved(self.serde, config, writes, task_id, task_path, self.compress)
+        if not event.writes:
+            return None
         return append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id))
 
     def delete_request(self, thread_id: str) -> Command:

@@ -3,8 +3,9 @@
 A thread log entry whose msgpack names a callable (``os.system``, ``subprocess.Popen``, a
 function of this module that plants a file) is written through the real append path, by a
 writer whose serde emits the crafted bytes. A default `StreamSaver` (get_tuple, list) and a
-default `Subscriber` (``FeedEvent.payload``) then read it: nothing named is called, and each
-crafted value reads back as LangGraph's strict fallback, its stored arguments. LangGraph's
+default `Subscriber` (``FeedEvent.payload``) then read it, as do a saver and subscriber whose
+serde encrypts over a `SafeSerializer`: nothing named is called, and each crafted value reads
+back as LangGraph's strict fallback, its stored arguments. LangGraph's
 permissive serde, the default before, does run them (the control case). A graph whose
 TypedDict state holds the application's own pydantic model, dataclass and Enum still
 round-trips through a default saver, read back by a new saver and a new graph.
@@ -20,14 +21,17 @@ from typing import Any, TypedDict
 
 import ormsgpack
 import pydantic
+import pytest
 import redis
 from helpers import config, new_checkpoint
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import END, START, StateGraph
 
-from streamsaver import StreamSaver, Subscriber
+from streamsaver import SafeSerializer, StreamSaver, Subscriber
 
 PLANT = "crafted"
+AES_KEY = b"0123456789abcdef"
 
 
 def plant_flag(path: str) -> None:
@@ -79,16 +83,20 @@ def _ran(flag_dir: Path) -> list[str]:
     return sorted(p.name for p in flag_dir.iterdir())
 
 
+@pytest.mark.parametrize("reader", ["default", "encrypted over SafeSerializer"])
 def test_a_default_saver_and_subscriber_run_no_code_a_stored_value_names(
-    client: redis.Redis, prefix: str, tmp_path: Path
+    client: redis.Redis, prefix: str, tmp_path: Path, reader: str
 ) -> None:
+    """The encrypted reader shows why its inner serde matters: an entry stored unencrypted (no
+    ``+cipher`` in its type) goes straight to the inner serde, key or no key."""
     _plant(client, prefix, tmp_path)
-    saver = StreamSaver(client, prefix=prefix)
+    serde = None if reader == "default" else EncryptedSerializer.from_pycryptodome_aes(SafeSerializer(), key=AES_KEY)
+    saver = StreamSaver(client, prefix=prefix, serde=serde)
     found = saver.get_tuple(config("victim"))
     assert found is not None
     listed = list(saver.list(config("victim")))
     payloads: list[dict[str, Any] | None] = []
-    Subscriber(client, "audit", lambda e: payloads.append(e.payload()), prefix=prefix).run_burst()
+    Subscriber(client, "audit", lambda e: payloads.append(e.payload()), prefix=prefix, serde=serde).run_burst()
 
     assert _ran(tmp_path) == []
     expected = _expected(tmp_path)

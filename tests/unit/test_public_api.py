@@ -8,7 +8,7 @@ import streamsaver.log.events
 
 
 def test_package_exports() -> None:
-    assert sorted(streamsaver.__all__) == ["AsyncStreamSaver", "StreamSaver", "Subscriber", "__version__"]
+    assert sorted(streamsaver.__all__) == ["AsyncStreamSaver", "SafeSerializer", "StreamSaver", "Subscriber", "__version__"]
     for name in streamsaver.__all__:
         assert getattr(streamsaver, name) is not None
 

@@ -56,16 +56,25 @@ class SafeSerializer(JsonPlusSerializer):
 
 
 class _DataClassAllowlist(set[tuple[str, ...]]):
-    """An allowlist that also holds every loaded data class (see the module docstring); a
-    data class found is remembered, so the next lookup is one set probe."""
+    """An allowlist that also holds every loaded data class (see the module docstring). A data
+    class found is remembered beside the set (the set itself never changes, so copying it while
+    another thread decodes is safe): the next lookup is one dict probe."""
+
+    def __init__(self, names: Iterable[tuple[str, ...]] = ()) -> None:
+        super().__init__(names)
+        self._found: dict[tuple[str, ...], bool] = {}
 
     def __contains__(self, key: object) -> bool:
         if set.__contains__(self, key):
             return True
-        if isinstance(key, tuple) and _is_loaded_data_class(key):
-            self.add(key)
-            return True
-        return False
+        if not isinstance(key, tuple):
+            return False
+        found = self._found.get(key)
+        if found is None:
+            found = _is_loaded_data_class(key)
+            if found:  # a class not loaded yet may be later: only a yes is final
+                self._found[key] = True
+        return found
 
 
 def _is_loaded_data_class(key: tuple[Any, ...]) -> bool:

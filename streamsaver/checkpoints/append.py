@@ -111,19 +111,13 @@ def checkpoint_saved(
     remembers is stored as a delta (`streamsaver.checkpoints.delta_plan`; `compress` is the plan's).
 
     Raises:
-        InvalidInputError: no thread id, an id that is not valid Unicode, an unserializable
-            value, or non-JSON metadata or channel versions.
+        InvalidInputError: no thread id, an id that is not valid Unicode, a checkpoint that is not
+            a mapping (or whose values or versions are not), an unserializable value, or non-JSON
+            metadata or channel versions.
     """
     thread_id = thread_id_of(config)
     parent = config["configurable"].get("checkpoint_id")
-    if not isinstance(metadata, Mapping):
-        raise InvalidInputError(f"checkpoint metadata must be a mapping, not {type(metadata).__name__}")
-    if not isinstance(new_versions, Mapping):
-        raise InvalidInputError(f"new_versions must map channels to versions, not {type(new_versions).__name__}")
-    if not isinstance(checkpoint.get("id"), str):
-        # LangGraph ids are strings; another type would be stored as its str() while the body
-        # keeps the original: the checkpoint would not read back as put.
-        raise InvalidInputError(f"checkpoint id must be a string, not {type(checkpoint.get('id')).__name__}")
+    _check_put(checkpoint, metadata, new_versions)
     body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
     values = checkpoint.get("channel_values", {})
     md, channel_versions = _json_parts(config, checkpoint, metadata)
@@ -140,6 +134,28 @@ def checkpoint_saved(
             for ch, v in new_versions.items()
         ),
     )
+
+
+def _check_put(checkpoint: Any, metadata: Any, new_versions: Any) -> None:
+    """Refuse arguments of a `put` that are not the shapes LangGraph passes (before any write).
+
+    Raises:
+        InvalidInputError: a checkpoint, its ``channel_values`` or ``channel_versions``, the
+            metadata or `new_versions` not a mapping, or a checkpoint id not a string.
+    """
+    if not isinstance(checkpoint, Mapping):
+        raise InvalidInputError(f"a checkpoint must be a mapping, not {type(checkpoint).__name__}")
+    for part in ("channel_values", "channel_versions"):
+        if not isinstance(checkpoint.get(part, {}), Mapping):
+            raise InvalidInputError(f"a checkpoint's {part} must be a mapping, not {type(checkpoint[part]).__name__}")
+    if not isinstance(metadata, Mapping):
+        raise InvalidInputError(f"checkpoint metadata must be a mapping, not {type(metadata).__name__}")
+    if not isinstance(new_versions, Mapping):
+        raise InvalidInputError(f"new_versions must map channels to versions, not {type(new_versions).__name__}")
+    if not isinstance(checkpoint.get("id"), str):
+        # LangGraph ids are strings; another type would be stored as its str() while the body
+        # keeps the original: the checkpoint would not read back as put.
+        raise InvalidInputError(f"checkpoint id must be a string, not {type(checkpoint.get('id')).__name__}")
 
 
 def _json_parts(

@@ -23,7 +23,6 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from projectors.domain import CHECKPOINTS
 from streamsaver.checkpoints import (
@@ -43,6 +42,7 @@ from streamsaver.log.events import CheckpointSaved
 from streamsaver.log.keys import DEFAULT_PREFIX, Keyspace, ViewName
 from streamsaver.log.program import Program, Refused
 from streamsaver.log.routing import Command, IndexTarget, Step, Topology, index_targets
+from streamsaver.log.serde import SafeSerializer
 from streamsaver.scripts import ALL
 
 __all__ = ["LOAD_SCRIPTS", "Command", "CoreBinding", "PutCall", "SaverCore"]
@@ -214,9 +214,15 @@ class SaverCore:
 
     def put_writes_request(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
-    ) -> Command:
-        """The append of a `put_writes`."""
+    ) -> Command | None:
+        """The append of a `put_writes`; None for no writes (nothing to append).
+
+        Raises:
+            InvalidInputError: see `append.writes_saved` (also when there are no writes).
+        """
         event = append.writes_saved(self.serde, config, writes, task_id, task_path, self.compress)
+        if not event.writes:
+            return None
         return append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id))
 
     def delete_request(self, thread_id: str) -> Command:
@@ -314,7 +320,7 @@ class CoreBinding:
     """
 
     core: SaverCore
-    _serde: SerializerProtocol = JsonPlusSerializer()
+    _serde: SerializerProtocol = SafeSerializer()
 
     @property
     def serde(self) -> SerializerProtocol:

@@ -129,18 +129,13 @@ class ListPager:
 
         Raises:
             InvalidInputError: a config without a thread id, a limit not an int >= 0, or a filter
-                that is not JSON.
+                that is not a mapping of metadata keys (strings) to JSON values.
         """
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise InvalidInputError(f"limit must be None or an int >= 0, not {limit!r}")
-        if filter is not None and not isinstance(filter, Mapping):
-            raise InvalidInputError(f"a filter must be a mapping of metadata keys, not {type(filter).__name__}")
         if before is not None and not isinstance(before, Mapping):
             raise InvalidInputError(f"before must be a config (a mapping), not {type(before).__name__}")
-        try:
-            metadata_tags(sorted((filter or {}).items()))
-        except TypeError as exc:
-            raise InvalidInputError(f"a filter must map metadata keys to JSON values: {exc}") from exc
+        _check_filter(filter)
         thread_id = thread_id_of(config) if config else None
         has_ns = config is not None and config["configurable"].get("checkpoint_ns") is not None
         ns = namespace_of(config) if config is not None and has_ns else None
@@ -340,3 +335,23 @@ class ListPager:
         limit = None if self.limit is None else self.limit - self._emitted
         return ListPager(self.keyspace, self.view, self.serde, self.thread_id, self.checkpoint_ns, self.filter,
                          before, limit, tuple(targets), before, self.top, self.hints, self.only)
+
+
+def _check_filter(filter: Mapping[str, Any] | None) -> None:
+    """Refuse a filter that could only match nothing silently: not a mapping, a key that is not a
+    string (metadata keys are), or a value that is not JSON.
+
+    Raises:
+        InvalidInputError: such a filter.
+    """
+    if filter is None:
+        return
+    if not isinstance(filter, Mapping):
+        raise InvalidInputError(f"a filter must be a mapping of metadata keys, not {type(filter).__name__}")
+    for key in filter:
+        if not isinstance(key, str):
+            raise InvalidInputError(f"a filter's keys must be metadata keys (strings), not {key!r}")
+    try:
+        metadata_tags(sorted(filter.items()))
+    except TypeError as exc:
+        raise InvalidInputError(f"a filter must map metadata keys to JSON values: {exc}") from exc

@@ -101,13 +101,17 @@ def put(
 def put_writes(
     core: SaverCore, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
 ) -> Program[None]:
-    """`put_writes`: one durable append."""
+    """`put_writes`: one durable append; none (no round trip) for no writes."""
+    command = core.put_writes_request(config, writes, task_id, task_path)
+    if command is None:
+        return
     yield from ready(core)
-    yield from durable(core, core.put_writes_request(config, writes, task_id, task_path))
+    yield from durable(core, command)
 
 
 def delete_thread(core: SaverCore, thread_id: str) -> Program[None]:
-    """`delete_thread`: one durable append (a tombstone; nothing of the thread is left)."""
+    """`delete_thread`: one durable append (a tombstone; nothing of the thread is left); the
+    script appends nothing for a thread that has no key (never written, or already deleted)."""
     yield from ready(core)
     yield from durable(core, core.delete_request(thread_id))
 

@@ -48,7 +48,6 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
@@ -59,6 +58,7 @@ from streamsaver.feeds.event import Entry, EventFilter, FeedEvent
 from streamsaver.feeds.ownership import default_name
 from streamsaver.feeds.subscriber_core import Deliver, Options, SubscriberCore, SubscriberStats
 from streamsaver.log.keys import DEFAULT_PREFIX
+from streamsaver.log.serde import SafeSerializer
 
 __all__ = ["FeedEvent", "Handler", "Subscriber", "SubscriberStats"]
 
@@ -120,7 +120,8 @@ class Subscriber(CoreRunner[SubscriberStats]):
         retry_ms: `run`'s pause after a cycle in which a handler failed, before trying again.
         trim_every_s: with `run`, trim the owned partition feeds this often (below what every
             consumer group acknowledged; see `streamsaver.feeds.admin.trim_feeds`); None: never.
-        serde: the saver's serializer (default: LangGraph's ``JsonPlusSerializer``); an
+        serde: the saver's serializer (default: `streamsaver.log.serde.SafeSerializer`, LangGraph's
+            strict msgpack mode: a stored value never names code that decoding runs); an
             ``EncryptedSerializer`` must be the saver's.
 
     Raises:
@@ -145,7 +146,7 @@ class Subscriber(CoreRunner[SubscriberStats]):
                           event_filter=EventFilter.of(types, metadata), batch=batch, lease_ms=lease_ms,
                           poll_ms=poll_ms, max_deliveries=max_deliveries, start=start, prefetch=prefetch,
                           load_metadata=load_metadata, retry_ms=retry_ms, trim_every_s=trim_every_s)
-        self.core = SubscriberCore(prefix, options, serde or JsonPlusSerializer(), self, cluster=is_cluster(client))
+        self.core = SubscriberCore(prefix, options, serde or SafeSerializer(), self, cluster=is_cluster(client))
 
     @property
     def name(self) -> str:

@@ -1,15 +1,16 @@
 """The server-side scripts, loaded once from their ``.lua`` files.
 
 Each script is its ``.lua`` file with its preludes spliced in after the shebang line:
-``_esc.lua`` (key escaping), then ``_lib.lua`` (the write side: the op interpreter, purges, TTL
-blocks) for the scripts that write views, and ``_defer.lua`` (a batch's held writes) for
-``apply.lua`` alone, or ``_read.lua`` (following view pointers into the log) for the read
-scripts, and ``_window.lua`` (finding the page of a listing across threads) for the listing
-scripts; a script that needs neither gets none (a prelude is evaluated on every call: each
-local function it defines is a closure made per call). `Script`
-knows its SHA1, so a call is one EVALSHA; on NOSCRIPT (a restarted or flushed server) it loads
-the source and calls again. `enqueue` puts a call on a non-transactional pipeline, which queues
-synchronously in both redis-py clients, so one helper serves the sync and the async saver.
+``_spread.lua`` (an unpack for any count of arguments) and ``_esc.lua`` (key escaping), then
+``_lib.lua`` (the write side: the op interpreter, purges, TTL blocks) for the scripts that
+write views, and ``_defer.lua`` (a batch's held writes) for ``apply.lua`` alone, or
+``_read.lua`` (following view pointers into the log) for the read scripts, and ``_window.lua``
+(finding the page of a listing across threads) for the listing scripts; a script that needs
+neither gets none (a prelude is evaluated on every call: each local function it defines is a
+closure made per call). `Script` knows its SHA1, so a call is one EVALSHA; on NOSCRIPT (a
+restarted or flushed server) it loads the source and calls again. `enqueue` puts a call on a
+non-transactional pipeline, which queues synchronously in both redis-py clients, so one helper
+serves the sync and the async saver.
 """
 
 from __future__ import annotations
@@ -48,11 +49,11 @@ def _read(filename: str) -> str:
     return resources.files(__package__).joinpath(filename).read_text()
 
 
-WRITE_SIDE = ("_esc", "_lib")
+WRITE_SIDE = ("_spread", "_esc", "_lib")
 """The preludes of a script that writes views."""
 BATCH_SIDE = (*WRITE_SIDE, "_defer")
 """The preludes of a script that applies batches of logged events (holding their writes)."""
-READ_SIDE = ("_esc", "_delta", "_read")
+READ_SIDE = ("_spread", "_esc", "_delta", "_read")
 """The preludes of a read script."""
 LIST_SIDE = ("_window",)
 """The prelude of a listing across threads that only finds its page (Redis Cluster)."""

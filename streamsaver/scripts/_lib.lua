@@ -63,8 +63,8 @@ local function keep_alive(log, positions, ttl, s, touched)
   for _, key in ipairs(keys) do redis.call('PEXPIRE', key, ttl) end
 end
 
--- Most arguments of one HSET that holds several ops' writes (Lua's unpack has a stack limit):
--- beyond it ops go out separately, each whole, as before they were held together.
+-- Most arguments of one HSET that holds several ops' writes: beyond it ops go out separately,
+-- each whole (`spread` passes a long one), as before they were held together.
 local HELD_MAX = 2000
 -- Their arguments, reused by every apply_ops of a call: a table built up from empty is rehashed
 -- at each power of two (a rehash costs about what a merged HSET saves), one made sized is not.
@@ -86,7 +86,7 @@ end
 local function hold_hash_op(op, key, i, argc, id, hkey, hn, hfresh)
   local n = argc - 2
   if hkey ~= key or hn + 2 * n > HELD_MAX or (op == 'SS.PTRNX' and hn > 16) then
-    if hkey then rcall('HSET', hkey, unpack(hargs, 1, hn)) end
+    if hkey then rcall('HSET', hkey, spread(hargs, 1, hn)) end
     hkey, hn, hfresh = key, 0, false
   end
   if op == 'HSET' then
@@ -152,7 +152,7 @@ local function apply_ops(i, count, id)
       local f = ARGV[i + 3]
       if known_key ~= key or known_field ~= f then
         if hkey == key then
-          rcall('HSET', hkey, unpack(hargs, 1, hn))
+          rcall('HSET', hkey, spread(hargs, 1, hn))
           hkey = nil
         end
         known_key, known_field, known = key, f, rcall('HGET', key, f)
@@ -166,7 +166,7 @@ local function apply_ops(i, count, id)
         hkey, hn, hfresh = hold_hash_op(op, key, i, argc, id, hkey, hn, hfresh)
       else
         if hkey then
-          rcall('HSET', hkey, unpack(hargs, 1, hn))
+          rcall('HSET', hkey, spread(hargs, 1, hn))
           hkey = nil
         end
         if op == 'SS.PTRNX' then
@@ -179,13 +179,13 @@ local function apply_ops(i, count, id)
         elseif op == 'SS.PURGE' then
           purge(key, ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])
         else
-          rcall(unpack(ARGV, i + 1, i + argc))
+          rcall(spread(ARGV, i + 1, i + argc))
         end
       end
     end
     i = i + 1 + argc
   end
-  if hkey then rcall('HSET', hkey, unpack(hargs, 1, hn)) end
+  if hkey then rcall('HSET', hkey, spread(hargs, 1, hn)) end
   return i
 end
 

@@ -60,7 +60,7 @@ end
 local function resolve_refs(read, ptrs, refs)
   local values, ids, chain = {}, {}, {}
   if #refs == 0 then return values, ids, chain end
-  local found = redis.call('HMGET', ptrs, unpack(refs))
+  local found = redis.call('HMGET', ptrs, spread(refs, 1, #refs))
   for k, ref in ipairs(refs) do
     ids[k] = found[k] or ''
     local field = ref_field(ref)

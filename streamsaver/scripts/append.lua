@@ -10,7 +10,8 @@
 --       id its '@cid' field must hold. When that entry equals the event field for field, the
 --       call is a repeat (a retry after a lost reply): nothing is logged, projected or fed; only
 --       the thread's TTL is refreshed as an append would (a no-op when the first call did it).
--- Returns: the id of the appended (or already logged) log entry; error SSBASE (nothing written)
+-- Returns: the id of the appended (or already logged) log entry (nil: a deletion of a thread that
+--          has no key, nothing written); error SSBASE (nothing written)
 --          when a delta's link entry does not hold the value it extends (see below).
 -- Validates key types before the first write; the #!lua shebang makes Redis refuse the whole
 -- script up front when out of memory, so it writes all or nothing.
@@ -40,6 +41,14 @@ local function walk_blocks(keys)
     i = j
   end
   return i
+end
+
+-- Deleting a thread none of whose keys exist (never written, deleted, expired) appends nothing:
+-- no tombstone on the feed. The keys are the log, its positions and those the view ops name.
+if erase then
+  local keys = {KEYS[1], KEYS[3]}
+  walk_blocks(keys)
+  if redis.call('EXISTS', spread(keys, 1, #keys)) == 0 then return false end
 end
 
 if KEYS[4] then
@@ -77,7 +86,7 @@ for k = 2, 1 + nf, 2 do
   end
 end
 
-local id = redis.call('XADD', KEYS[1], '*', unpack(ARGV, 2, 1 + nf))
+local id = redis.call('XADD', KEYS[1], '*', spread(ARGV, 2, 1 + nf))
 redis.call('XADD', KEYS[2], '*', 'id', id, unpack(ARGV, pointer + 1, pointer + np))
 local i = blocks
 local positions = {false, false, false, false}  -- sized for two views: no rehash as it fills

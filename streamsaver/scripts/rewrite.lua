@@ -54,9 +54,9 @@ for _ = 1, ne do
   if refold then
     id = ARGV[i]
   else
-    id = redis.call('XADD', KEYS[1], ARGV[i], unpack(ARGV, fields, fields + nf - 1))
+    id = redis.call('XADD', KEYS[1], ARGV[i], spread(ARGV, fields, fields + nf - 1))
   end
-  if np > 0 then redis.call('XADD', KEYS[2], '*', 'id', id, unpack(ARGV, pointer, pointer + np - 1)) end
+  if np > 0 then redis.call('XADD', KEYS[2], '*', 'id', id, spread(ARGV, pointer, pointer + np - 1)) end
   i = fields + nf + 1 -- skip the entry's view count (the purge named the views)
   for _ = 1, nv do i = apply_ops(i + 2, tonumber(ARGV[i + 1]), id) end
 end

@@ -9,7 +9,8 @@ import streamsaver.log.events
 
 def test_package_exports() -> None:
     assert sorted(streamsaver.__all__) == [
-        "AsyncShallowStreamSaver", "AsyncStreamSaver", "ShallowStreamSaver", "StreamSaver", "Subscriber", "__version__"
+        "AsyncShallowStreamSaver", "AsyncStreamSaver", "SafeSerializer", "ShallowStreamSaver", "StreamSaver",
+        "Subscriber", "__version__",
     ]
     for name in streamsaver.__all__:
         assert getattr(streamsaver, name) is not None

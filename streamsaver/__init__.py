@@ -14,15 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from streamsaver.feeds.subscriber import Subscriber
+    from streamsaver.memory.aio import AsyncStreamStore
+    from streamsaver.memory.sync import StreamStore
     from streamsaver.saver.aio import AsyncStreamSaver
     from streamsaver.saver.sync import StreamSaver
 
 from streamsaver._version import __version__
 
-__all__ = ["AsyncStreamSaver", "StreamSaver", "Subscriber", "__version__"]
+__all__ = ["AsyncStreamSaver", "AsyncStreamStore", "StreamSaver", "StreamStore", "Subscriber", "__version__"]
 
 _LAZY = {"StreamSaver": "streamsaver.saver.sync", "AsyncStreamSaver": "streamsaver.saver.aio",
-         "Subscriber": "streamsaver.feeds.subscriber"}
+         "Subscriber": "streamsaver.feeds.subscriber", "StreamStore": "streamsaver.memory.sync",
+         "AsyncStreamStore": "streamsaver.memory.aio"}
 
 
 def __getattr__(name: str) -> Any:

@@ -59,7 +59,8 @@ def indexed_views(domain: Domain, views: Sequence[ViewName]) -> list[ViewName]:
 
 def _create_index(domain: Domain, keyspace: Keyspace, view: ViewName, name: str) -> Command:
     fields = [arg for field in domain.view(view).index_fields for arg in field_args(field)]
-    return ["FT.CREATE", name, "ON", "JSON", "PREFIX", 1, keyspace.document_prefix(view), "SCHEMA", *fields]
+    documents = keyspace.document_prefix(view, domain.view(view).documents)
+    return ["FT.CREATE", name, "ON", "JSON", "PREFIX", 1, documents, "SCHEMA", *fields]
 
 
 def create_indexes(

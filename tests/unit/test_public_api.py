@@ -8,7 +8,9 @@ import streamsaver.log.events
 
 
 def test_package_exports() -> None:
-    assert sorted(streamsaver.__all__) == ["AsyncStreamSaver", "StreamSaver", "Subscriber", "__version__"]
+    assert sorted(streamsaver.__all__) == [
+        "AsyncStreamSaver", "AsyncStreamStore", "StreamSaver", "StreamStore", "Subscriber", "__version__"
+    ]
     for name in streamsaver.__all__:
         assert getattr(streamsaver, name) is not None
 
@@ -27,4 +29,4 @@ def test_error_tree() -> None:
 
 def test_event_types() -> None:
     assert {"CheckpointSaved", "WritesSaved", "ThreadDeleted", "ThreadCopied", "ThreadPruned", "RunsDeleted",
-            "ValuesRetained"} <= set(streamsaver.log.events.__all__)
+            "ValuesRetained", "ItemPut", "ItemDeleted", "StorePartitionErased"} <= set(streamsaver.log.events.__all__)

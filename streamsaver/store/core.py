@@ -36,7 +36,8 @@ class StoreCore:
         keyspace: the deployment's keys (setup replaces it with the stored partition count).
         prefix: the key prefix.
         partitions: the partition count asked for a new deployment (None: the stored one).
-        refresh_on_read: whether reads renew an item's TTL unless a call says otherwise.
+        refresh_on_read: whether reads renew an item's TTL unless a call says otherwise (the
+            shells hand it to LangGraph's ``BaseStore``, which resolves each op's ``refresh_ttl``).
     """
 
     prefix: str
@@ -55,17 +56,17 @@ class StoreCore:
     def events(self, puts: Sequence[PutOp]) -> dict[str, list[Event]]:
         """The events of a batch's writes, by store partition (log id), in batch order; for
         several writes of one item only the last counts, as in LangGraph's stores."""
-        last = {(op.namespace, op.key): op for op in puts}
+        last = {(tuple(op.namespace), op.key): op for op in puts}
         at = _now_micros()
         by_log: dict[str, list[Event]] = {}
         for (namespace, key), op in last.items():
             log_id = self.keyspace.store_partition(namespace[0])
             event: Event
             if op.value is None:
-                event = ItemDeleted(log_id, tuple(namespace), key, at)
+                event = ItemDeleted(log_id, namespace, key, at)
             else:
-                ttl_ms = round(op.ttl * 60_000) if op.ttl else 0
-                event = ItemPut(log_id, tuple(namespace), key, dict(op.value), at, ttl_ms)
+                ttl_ms = max(1, round(op.ttl * 60_000)) if op.ttl else 0
+                event = ItemPut(log_id, namespace, key, dict(op.value), at, ttl_ms)
             by_log.setdefault(log_id, []).append(event)
         return by_log
 
@@ -87,12 +88,12 @@ class StoreCore:
 
     def _get(self, op: GetOp) -> list[str | bytes | int]:
         keys = self.keyspace.store(self.keyspace.store_partition(op.namespace[0]))
-        refresh = "1" if op.refresh_ttl and self.refresh_on_read else "0"
+        refresh = "1" if op.refresh_ttl else "0"  # BaseStore resolved it from refresh_on_read
         return STORE_GET.evalsha_args([keys.item(item_stem(tuple(op.namespace), op.key))], [refresh])
 
     def results(self, ops: Sequence[Op], replies: Sequence[Any]) -> list[Result]:
         """The result of each op, in op order, from the replies to `requests`."""
-        writes = len(self.events([op for op in ops if isinstance(op, PutOp)]))
+        writes = len({self.keyspace.store_partition(op.namespace[0]) for op in ops if isinstance(op, PutOp)})
         reads = iter(replies[writes:])
         results: list[Result] = []
         for op in ops:

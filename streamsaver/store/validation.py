@@ -9,6 +9,7 @@ from typing import Any
 from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, Op, PutOp, SearchOp
 
 from streamsaver.errors import InvalidInputError
+from streamsaver.log.codec import strict_json
 from streamsaver.log.keys import checked_id
 
 __all__ = ["FILTER_OPERATORS", "RANGE_OPERATORS", "check_labels", "check_ops", "checked_namespace"]
@@ -75,14 +76,26 @@ def _check_filter(filter: Mapping[str, Any] | None) -> None:
             _check_filter(condition)
 
 
+def _check_put(op: PutOp) -> None:
+    if op.value is not None:
+        if not isinstance(op.value, Mapping):
+            raise InvalidInputError(f"an item's value is a dict, not {type(op.value).__name__}")
+        try:
+            strict_json(op.value)
+        except TypeError as exc:
+            raise InvalidInputError(f"an item's value must be plain JSON: {exc}") from exc
+    if op.ttl is not None and (isinstance(op.ttl, bool) or not isinstance(op.ttl, (int, float)) or op.ttl <= 0):
+        raise InvalidInputError(f"ttl is a positive number of minutes, not {op.ttl!r}")
+
+
 def _check_op(op: Op) -> None:
     if isinstance(op, (GetOp, PutOp)):
         checked_namespace(op.namespace)
+        if not isinstance(op.key, str):
+            raise InvalidInputError(f"an item key is a string, not {type(op.key).__name__}")
         checked_id(op.key, "an item key")
-        if isinstance(op, PutOp) and op.value is not None and not isinstance(op.value, Mapping):
-            raise InvalidInputError(f"an item's value is a dict, not {type(op.value).__name__}")
-        if isinstance(op, PutOp) and op.ttl is not None and (isinstance(op.ttl, bool) or op.ttl <= 0):
-            raise InvalidInputError(f"ttl is a positive number of minutes, not {op.ttl!r}")
+        if isinstance(op, PutOp):
+            _check_put(op)
     elif isinstance(op, SearchOp):
         check_labels(op.namespace_prefix)
         _check_filter(op.filter)

@@ -154,6 +154,8 @@ BAD_OPS: list[Any] = [
     PutOp(("",), "k", {"v": 1}),
     PutOp((), "k", {"v": 1}),
     PutOp(("ok",), "k", ["not", "a", "dict"]),  # type: ignore[arg-type]
+    PutOp(("ok",), "k", {"when": object()}),
+    PutOp(("ok",), 7, {"v": 1}),  # type: ignore[arg-type]
     SearchOp(("ok",), {"v": {"$like": 1}}, 10, 0),
     SearchOp(("ok",), {"v": {"$gt": "ten"}}, 10, 0),
     SearchOp(("a.b",), None, 10, 0),

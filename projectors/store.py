@@ -4,10 +4,11 @@ An item's document is ``{"c": created, "i": {...}}``: the first put creates it w
 ``JSON.SET ... NX`` leaves an existing document alone), every put then rewrites ``i``, so an
 upsert keeps ``created_at`` without reading state. ``i`` holds the namespace (``ns`` labels,
 ``n`` escaped labels joined by '.', ``d`` depth, ``p`` a digest of every namespace prefix), the
-key ``k``, the value ``v``, ``u`` (updated, microseconds), ``t`` (TTL ms, 0: none), ``id`` (the
-item's stem, ``s:k``) and ``f``: an equality digest of every (path, value) pair of the value,
-nested keys included, so ``$eq``/``$in``/``$ne`` are TAG queries. Namespaces match label by
-label through the prefix digests: ``("alice",)`` never matches ``("malice",)``.
+key ``k``, the value ``v``, ``u`` (updated, microseconds), ``t`` (TTL ms, 0: none), ``id``
+(the item's stem, ``s:k``), ``e`` (its embeddings, when it has any) and ``f``: an equality
+digest of every (path, value) pair of the value, nested keys included, so ``$eq``/``$in``/``$ne``
+are TAG queries. Namespaces match label by label through the prefix digests: ``("alice",)``
+never matches ``("malice",)``.
 
 A delete removes the document; `StorePartitionErased` purges the partition (``SS.PURGE`` over
 the set of its item stems). A TTL is the document's own (``PEXPIRE``, or ``PERSIST`` without).
@@ -23,7 +24,7 @@ from streamsaver.log.codec import canonical_json, escape, strict_json, tag
 from streamsaver.log.events import Event, ItemDeleted, ItemPut, StorePartitionErased
 from streamsaver.log.keys import STORE_VIEW, Keyspace, ViewName, item_stem
 
-__all__ = ["FIELDS", "VIEW", "field_tag", "namespace_tag", "project", "value_tags"]
+__all__ = ["FIELDS", "VIEW", "field_tag", "namespace_tag", "project", "value_tags", "vector_field"]
 
 VIEW: Final[ViewName] = STORE_VIEW
 
@@ -67,11 +68,21 @@ def value_tags(value: Mapping[str, Any]) -> list[str]:
 
 def _document(event: ItemPut, stem: str) -> bytes:
     ns = event.namespace
-    return strict_json({
+    body: dict[str, Any] = {
         "n": ".".join(escape(label) for label in ns), "ns": list(ns), "k": event.key, "v": event.value,
         "u": event.at, "d": len(ns), "p": [namespace_tag(ns[: k + 1]) for k in range(len(ns))],
         "f": value_tags(event.value), "t": event.ttl_ms, "id": stem,
-    })
+    }
+    if event.vectors:
+        body["e"] = [list(vector) for vector in event.vectors]
+    return strict_json(body)
+
+
+def vector_field(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The index field of an item's embeddings (``$.i.e[*]``: each one a vector, so the best
+    of an item's embedded fields scores it), in redisvl's format; `attrs` as redisvl's
+    (``dims``, ``distance_metric``, ``algorithm``, ``datatype``, HNSW tunables)."""
+    return {"name": "e", "type": "vector", "path": "$.i.e[*]", "attrs": dict(attrs)}
 
 
 def project(event: Event, keyspace: Keyspace) -> list[Command]:

@@ -8,7 +8,9 @@ event of a partition in one atomic call), its reads through ``store_get.lua``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from projectors import store
 from streamsaver.log.domain import Domain, HeldEntry, LogScripts, View
@@ -17,7 +19,7 @@ from streamsaver.log.items import item_fields, item_from_fields, item_pointer
 from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.scripts import APPEND, APPEND_BATCH, APPLY, REWRITE, STORE_GET, TTL
 
-__all__ = ["STORE"]
+__all__ = ["STORE", "with_vectors"]
 
 
 def _read_item(keyspace: Keyspace, log_id: str, stem: str, _: str) -> list[str | bytes | int]:
@@ -45,3 +47,11 @@ STORE = Domain(
     pointer=item_pointer,
 )
 """The store domain: a log per store partition, folded into the items view."""
+
+
+def with_vectors(attrs: Mapping[str, Any]) -> Domain:
+    """The store domain whose index also holds the items' embeddings (`projectors.store.vector_field`).
+    Its events, projector and keys are `STORE`'s: only what setup creates differs."""
+    [items] = STORE.views
+    view = dataclasses.replace(items, index_fields=[*store.FIELDS, store.vector_field(attrs)])
+    return dataclasses.replace(STORE, views=(view,))

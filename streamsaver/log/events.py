@@ -180,6 +180,9 @@ class ItemPut:
     value: Mapping[str, Any]
     at: int
     ttl_ms: int = 0
+    vectors: tuple[tuple[float, ...], ...] = ()
+    """The embeddings the writer computed for the item's indexed fields (one per text): replay
+    never re-embeds."""
 
     @property
     def thread_id(self) -> str:

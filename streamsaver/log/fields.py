@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "BODY", "BODY_POINTER", "CHANNEL_PREFIX", "CHECKPOINT_ID", "CURRENT_CHECKPOINT", "EMPTY_TYPE", "ENTRY_ID",
-    "ITEM_KEY", "ITEM_TTL", "ITEM_VALUE", "KEPT", "LABELS", "METADATA", "NAMESPACE", "PARENT", "PINNED",
+    "ITEM_KEY", "ITEM_TTL", "ITEM_VALUE", "ITEM_VECTORS", "KEPT", "LABELS", "METADATA", "NAMESPACE", "PARENT", "PINNED",
     "REQUEUED_FOR", "RUNS", "SOURCE", "STRATEGY", "TASK", "TASK_PATH", "THREAD", "TYPE", "UNTIL", "VERSION",
     "VERSIONS", "WRITE_PREFIX", "WRITTEN_AT",
 ]
@@ -46,6 +46,8 @@ ITEM_KEY = b"key"
 ITEM_VALUE = b"value"
 WRITTEN_AT = b"at"
 ITEM_TTL = b"ttl"
+ITEM_VECTORS = b"vectors"
+"""An ItemPut's embeddings, a JSON list of float lists (absent: none)."""
 
 EMPTY_TYPE = "empty"
 """The stored type of a channel value with a new version but no value (LangGraph's convention);

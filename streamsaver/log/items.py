@@ -15,7 +15,17 @@ import orjson
 from streamsaver.errors import EventDecodeError
 from streamsaver.log.codec import strict_json
 from streamsaver.log.events import Event, ItemDeleted, ItemPut, StorePartitionErased
-from streamsaver.log.fields import ITEM_KEY, ITEM_TTL, ITEM_VALUE, LABELS, THREAD, TYPE, VERSION, WRITTEN_AT
+from streamsaver.log.fields import (
+    ITEM_KEY,
+    ITEM_TTL,
+    ITEM_VALUE,
+    ITEM_VECTORS,
+    LABELS,
+    THREAD,
+    TYPE,
+    VERSION,
+    WRITTEN_AT,
+)
 
 __all__ = ["item_fields", "item_from_fields", "item_pointer"]
 
@@ -43,6 +53,8 @@ def item_fields(event: Event) -> Fields:
     if isinstance(event, ItemPut):
         fields[ITEM_VALUE] = strict_json(event.value)
         fields[ITEM_TTL] = b"%d" % event.ttl_ms
+        if event.vectors:
+            fields[ITEM_VECTORS] = orjson.dumps([list(vector) for vector in event.vectors])
     return fields
 
 
@@ -58,7 +70,8 @@ def _item_put(f: Fields) -> ItemPut:
     if not isinstance(value, dict):
         raise ValueError("an item's value must be a JSON object")
     log_id, key = f[THREAD].decode(), f[ITEM_KEY].decode("utf-8", "surrogatepass")
-    return ItemPut(log_id, _labels(f), key, value, int(f[WRITTEN_AT]), int(f[ITEM_TTL]))
+    vectors = tuple(tuple(float(x) for x in vector) for vector in orjson.loads(f.get(ITEM_VECTORS, b"[]")))
+    return ItemPut(log_id, _labels(f), key, value, int(f[WRITTEN_AT]), int(f[ITEM_TTL]), vectors)
 
 
 def _item_deleted(f: Fields) -> ItemDeleted:

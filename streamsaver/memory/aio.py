@@ -12,6 +12,7 @@ from typing import Any, Literal
 from langgraph.store.base import (
     NOT_PROVIDED,
     GetOp,
+    IndexConfig,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -29,7 +30,7 @@ from streamsaver.drivers.aio import AsyncDriver
 from streamsaver.drivers.cluster import aconnect
 from streamsaver.drivers.wire import CONNECTION_RETRIES, retry_backoff
 from streamsaver.log.keys import DEFAULT_PREFIX
-from streamsaver.memory.options import store_core, ttl_config
+from streamsaver.memory.options import async_embedder, store_core, ttl_config
 from streamsaver.store import programs
 from streamsaver.store.validation import check_ops
 
@@ -45,12 +46,13 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
 
     def __init__(
         self, redis_client: Any, *, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
-        default_ttl: float | None = None, refresh_on_read: bool = True,
+        default_ttl: float | None = None, refresh_on_read: bool = True, index: IndexConfig | None = None,
     ) -> None:
         super().__init__()
         self.ttl_config = ttl_config(default_ttl, refresh_on_read)
-        self.core = store_core(redis_client, prefix, partitions, refresh_on_read)
-        self._driver = AsyncDriver(redis_client)
+        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index)
+        self.index_config = index
+        self._driver = AsyncDriver(redis_client, other=async_embedder(index))
 
     @classmethod
     @asynccontextmanager

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from langgraph.store.base import BaseStore, Op, Result
+from langgraph.store.base import BaseStore, IndexConfig, Op, Result
 from redis import Redis
 from redis.retry import Retry
 
@@ -17,7 +17,7 @@ from streamsaver.drivers.lane import Lane
 from streamsaver.drivers.sync import SyncDriver
 from streamsaver.drivers.wire import CONNECTION_RETRIES, retry_backoff
 from streamsaver.log.keys import DEFAULT_PREFIX
-from streamsaver.memory.options import store_core, ttl_config
+from streamsaver.memory.options import embedder, store_core, ttl_config
 from streamsaver.store import programs
 
 __all__ = ["StreamStore"]
@@ -35,6 +35,10 @@ class StreamStore(BaseStore):
         default_ttl: minutes after its last write (or refreshing read) when an item expires;
             None: never. A put's own `ttl` wins.
         refresh_on_read: reads renew an item's TTL (a call's `refresh_ttl` says otherwise).
+        index: LangGraph's ``IndexConfig`` for search by meaning (``dims``, ``embed``, ``fields``,
+            None meaning ``["$"]``; ``distance_type`` cosine, l2 or inner_product;
+            ``ann_index_config`` ``{"vector_type": "flat" | "hnsw", ...}``). The embeddings are
+            computed here before the write is sent, and logged with it.
 
     `put`, `delete` and `get` make one round trip each; `batch` one for all its ops (an atomic
     append per partition written, then the reads); `search` and `list_namespaces` one.
@@ -44,11 +48,12 @@ class StreamStore(BaseStore):
 
     def __init__(
         self, redis_client: Redis, *, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
-        default_ttl: float | None = None, refresh_on_read: bool = True,
+        default_ttl: float | None = None, refresh_on_read: bool = True, index: IndexConfig | None = None,
     ) -> None:
         self.ttl_config = ttl_config(default_ttl, refresh_on_read)
-        self.core = store_core(redis_client, prefix, partitions, refresh_on_read)
-        self._driver = SyncDriver(redis_client, lane=Lane.of(redis_client))
+        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index)
+        self.index_config = index
+        self._driver = SyncDriver(redis_client, lane=Lane.of(redis_client), other=embedder(index))
 
     @classmethod
     @contextmanager

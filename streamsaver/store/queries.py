@@ -10,7 +10,7 @@ their documents loaded: every condition applies before the page is cut, so a pag
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -22,7 +22,7 @@ from streamsaver.log.codec import unescape
 from streamsaver.store.validation import RANGE_OPERATORS
 
 __all__ = [
-    "item_of", "list_request", "namespaces_of", "search_items", "search_request",
+    "item_of", "knn_request", "list_request", "namespaces_of", "search_items", "search_request",
 ]
 
 Command = list[str | bytes | int]
@@ -49,13 +49,9 @@ def _value_path(path: Sequence[str]) -> str:
     return "@.v" + "".join(f"[{orjson.dumps(key).decode()}]" for key in path)
 
 
-def search_request(index: str, op: SearchOp) -> Command:
-    """The ``FT.AGGREGATE`` of a search (`search_items` reads its reply).
-
-    The range conditions are one JSONPath filter (``$[?(@.v["age"] > 20 && ...)].k``): RedisJSON
-    compares numbers as numbers and any other type as unequal, so an item whose value there is
-    missing or not a number is left out instead of failing the query; its key loads only when
-    every range holds, and ``FILTER exists(...)`` keeps those rows."""
+def _terms(op: SearchOp) -> tuple[str, list[str]]:
+    """The query terms of a search (prefix and equality digests; ``*`` for none) and its range
+    conditions as JSONPath comparisons."""
     terms = [f"@p:{{{namespace_tag(op.namespace_prefix)}}}"] if op.namespace_prefix else []
     ranges: list[str] = []
     for path, operator, operand in _conditions(op.filter or {}):
@@ -68,12 +64,44 @@ def search_request(index: str, op: SearchOp) -> Command:
             terms.append(f"@f:{{{tags}}}" if tags else _NOTHING)
         else:
             ranges.append(f"{_value_path(path)} {RANGE_OPERATORS[operator]} {float(operand)!r}")
-    command: Command = ["FT.AGGREGATE", index, " ".join(terms) or "*"]
-    if ranges:
-        command += ["LOAD", 3, f"$[?({' && '.join(ranges)})].k", "AS", "r", "FILTER", "exists(@r)"]
+    return " ".join(terms) or "*", ranges
+
+
+def _ranges(ranges: list[str]) -> Command:
+    if not ranges:
+        return []
+    return ["LOAD", 3, f"$[?({' && '.join(ranges)})].k", "AS", "r", "FILTER", "exists(@r)"]
+
+
+def search_request(index: str, op: SearchOp) -> Command:
+    """The ``FT.AGGREGATE`` of a search (`search_items` reads its reply).
+
+    The range conditions are one JSONPath filter (``$[?(@.v["age"] > 20 && ...)].k``): RedisJSON
+    compares numbers as numbers and any other type as unequal, so an item whose value there is
+    missing or not a number is left out instead of failing the query; its key loads only when
+    every range holds, and ``FILTER exists(...)`` keeps those rows."""
+    query, ranges = _terms(op)
     return [
-        *command, "SORTBY", 4, "@u", "DESC", "@id", "ASC", "MAX", op.offset + op.limit,
-        "LIMIT", op.offset, op.limit, "LOAD", 3, "$", "AS", "doc", "DIALECT", 2,
+        "FT.AGGREGATE", index, query, *_ranges(ranges), "SORTBY", 4, "@u", "DESC", "@id", "ASC",
+        "MAX", op.offset + op.limit, "LIMIT", op.offset, op.limit, "LOAD", 3, "$", "AS", "doc", "DIALECT", 2,
+    ]
+
+
+KNN_WIDENING = 10
+"""With a range condition, the KNN step takes this many times the page's reach in candidates
+(ranges apply after it): a page can come back short when fewer of them hold."""
+
+
+def knn_request(index: str, op: SearchOp, vector: bytes) -> Command:
+    """The ``FT.AGGREGATE`` of a search by meaning: KNN over the items' embeddings, with the
+    prefix and equality terms as its pre-filter, nearest first (`search_items` reads it)."""
+    query, ranges = _terms(op)
+    reach = (op.offset + op.limit) * (KNN_WIDENING if ranges else 1)
+    knn = f"=>[KNN {max(reach, 1)} @e $vec AS dist]"
+    return [
+        "FT.AGGREGATE", index, (query if query == "*" else f"({query})") + knn, *_ranges(ranges),
+        "SORTBY", 4, "@dist", "ASC", "@id", "ASC", "MAX", max(reach, 1), "LIMIT", op.offset, op.limit,
+        "LOAD", 3, "$", "AS", "doc", "PARAMS", 2, "vec", vector, "DIALECT", 2,
     ]
 
 
@@ -105,13 +133,14 @@ def _rows(reply: Any) -> Iterator[dict[bytes, Any]]:
         yield dict(zip(row[::2], row[1::2], strict=True))
 
 
-def search_items(reply: Any) -> list[SearchItem]:
-    """The items of a search's reply, in its order (no score: no vector query)."""
+def search_items(reply: Any, score: Callable[[float], float] | None = None) -> list[SearchItem]:
+    """The items of a search's reply, in its order; with `score`, each scored from its ``dist``."""
     found: list[SearchItem] = []
     for row in _rows(reply):
         item = item_of(row.get(b"doc"))
         if item is not None:
-            found.append(SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at))
+            value = score(float(row[b"dist"])) if score is not None and b"dist" in row else None
+            found.append(SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, value))
     return found
 
 

@@ -15,17 +15,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from streamsaver.feeds.subscriber import Subscriber
     from streamsaver.log.serde import SafeSerializer
+    from streamsaver.memory.aio import AsyncStreamStore
+    from streamsaver.memory.sync import StreamStore
     from streamsaver.saver.aio import AsyncShallowStreamSaver, AsyncStreamSaver
     from streamsaver.saver.sync import ShallowStreamSaver, StreamSaver
 
 from streamsaver._version import __version__
 
-__all__ = ["AsyncShallowStreamSaver", "AsyncStreamSaver", "SafeSerializer", "ShallowStreamSaver", "StreamSaver",
-           "Subscriber", "__version__"]
+__all__ = ["AsyncShallowStreamSaver", "AsyncStreamSaver", "AsyncStreamStore", "SafeSerializer", "ShallowStreamSaver",
+           "StreamSaver", "StreamStore", "Subscriber", "__version__"]
 
 _LAZY = {"StreamSaver": "streamsaver.saver.sync", "AsyncStreamSaver": "streamsaver.saver.aio",
          "ShallowStreamSaver": "streamsaver.saver.sync", "AsyncShallowStreamSaver": "streamsaver.saver.aio",
-         "Subscriber": "streamsaver.feeds.subscriber", "SafeSerializer": "streamsaver.log.serde"}
+         "Subscriber": "streamsaver.feeds.subscriber", "SafeSerializer": "streamsaver.log.serde",
+         "StreamStore": "streamsaver.memory.sync", "AsyncStreamStore": "streamsaver.memory.aio"}
 
 
 def __getattr__(name: str) -> Any:

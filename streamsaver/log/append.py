@@ -17,7 +17,7 @@ from streamsaver.log.events import Event
 from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.log.stored import feed_pointer, to_fields
 
-__all__ = ["append_call", "apply_batch_call", "apply_call", "view_blocks"]
+__all__ = ["append_batch_call", "append_call", "apply_batch_call", "apply_call", "view_blocks"]
 
 Arg = str | bytes | int
 
@@ -120,6 +120,37 @@ def apply_batch_call(
         args.append(0)
         if isinstance(logged[0][0], domain.erase):
             args.append("forget")  # the log's positions go with it (apply.lua)
-    keys = keyspace.thread(thread)
+    keys = domain.log_keys(keyspace, thread)
     # The log too: the keys the batch writes take its deadline, if it has one (apply.lua).
     return domain.scripts.apply.evalsha_args([keys.positions, keys.log], args)
+
+
+def append_batch_call(
+    domain: Domain, events: Sequence[Event], keyspace: Keyspace, views: Sequence[ViewName]
+) -> list[Arg]:
+    """The EVALSHA arguments that append `events` of ONE log, in order, each with its feed
+    pointer and projected into `views`, all in one atomic script (``append_batch.lua``, the
+    domain's `LogScripts.append_batch`); the reply is the entry ids. No repeat probe, no TTL
+    block: a domain whose events expire says so in its projections.
+
+    Raises:
+        InvalidInputError: no events, events of more than one log, or a domain without the script.
+    """
+    script = domain.scripts.append_batch
+    if script is None or not events:
+        raise InvalidInputError("append_batch_call needs events and a domain with an append_batch script")
+    log_id = events[0].thread_id
+    keys = domain.log_keys(keyspace, log_id)
+    args: list[Arg] = [_count(len(events))]
+    for event in events:
+        if event.thread_id != log_id:
+            raise InvalidInputError("a batch appends the events of one log")
+        fields = domain.encode(event)
+        args.append(_count(2 * len(fields)))
+        for pair in fields.items():
+            args += pair
+        pointer = domain.pointer(event)
+        args.append(_count(len(pointer)))
+        args += pointer
+        _add_view_blocks(args, domain, event, keyspace, views)
+    return script.evalsha_args([keys.log, keys.feed, keys.positions], args)

@@ -31,9 +31,11 @@ from typing import Any, Protocol
 from streamsaver.errors import InvalidInputError
 from streamsaver.log.events import Event
 from streamsaver.log.keys import Keyspace, ViewName
-from streamsaver.log.stored import from_fields
+from streamsaver.log.stored import feed_pointer, from_fields, to_fields
 
-__all__ = ["Decoder", "Domain", "HeldEntry", "LogScripts", "Projector", "Reader", "ScriptRef", "View"]
+__all__ = [
+    "Decoder", "Domain", "Encoder", "HeldEntry", "LogKeys", "LogScripts", "Projector", "Reader", "ScriptRef", "View",
+]
 
 Projector = Callable[[Event, Keyspace], Sequence[Sequence[str | bytes]]]
 """A view's pure projector: the commands that apply one event (`projectors.commands`)."""
@@ -42,6 +44,31 @@ Decoder = Callable[..., Event]
 (`streamsaver.log.stored.from_fields`)."""
 Reader = Callable[[Keyspace, str, str, str], list[str | bytes | int]]
 """A view's read call: ``(keyspace, log id, namespace, document id or "")`` -> EVALSHA arguments."""
+Encoder = Callable[[Event], dict[bytes, bytes]]
+"""A log entry's stream fields from its event (`streamsaver.log.stored.to_fields`)."""
+Pointer = Callable[[Event], list[str | bytes | int]]
+"""A feed pointer's fields after its ``id`` (`streamsaver.log.stored.feed_pointer`)."""
+
+
+class LogKeys(Protocol):
+    """The keys of one log the log core's calls touch (`streamsaver.log.keys.ThreadKeys`)."""
+
+    @property
+    def log(self) -> str:
+        """The log stream."""
+        ...
+
+    @property
+    def feed(self) -> str:
+        """The feed of the log's partition."""
+        ...
+
+    @property
+    def positions(self) -> str:
+        """The hash of the last event each view applied."""
+        ...
+
+
 HeldEntry = tuple[str, str, str]
 """Where a view records the log entry holding an event: (hash, field, value a guard field of
 the hash must hold, or "")."""
@@ -76,6 +103,8 @@ class LogScripts:
     apply: ScriptRef
     rewrite: ScriptRef
     ttl: ScriptRef
+    append_batch: ScriptRef | None = None
+    """Appends several events of one log in one call (`streamsaver.log.append.append_batch_call`)."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +121,8 @@ class View:
     keeps_history: bool = False
     """Whether the view keeps every document of a log (pages read newest first), or only the
     latest of each namespace."""
+    documents: str = "cp"
+    """The kind of the view's indexed documents (their keys start ``P:<view>:<documents>:``)."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +141,10 @@ class Domain:
         log_family: the key family of the domain's logs (``P:<log_family>:{pN}:<log id>``).
         loads: every script the domain's calls use (its reads too), in the order setup loads
             them; empty: the four of `scripts`.
+        log_keys: ``(keyspace, log id) -> LogKeys``: the keys of one log.
+        positions_family: the key family of the logs' positions hashes (``P:<family>:...``).
+        encode: a log entry's stream fields from its event.
+        pointer: a feed pointer's fields from its event.
     """
 
     name: str
@@ -120,6 +155,10 @@ class Domain:
     decode: Decoder = from_fields
     log_family: str = "log"
     loads: tuple[ScriptRef, ...] = ()
+    log_keys: Callable[[Keyspace, str], LogKeys] = Keyspace.thread
+    positions_family: str = "pos"
+    encode: Encoder = to_fields
+    pointer: Pointer = feed_pointer
 
     @cached_property
     def setup_scripts(self) -> tuple[ScriptRef, ...]:

@@ -26,9 +26,13 @@ __all__ = [
     "ChannelValue",
     "CheckpointSaved",
     "Event",
+    "ItemDeleted",
+    "ItemPut",
     "Marker",
     "PendingWrite",
     "RunsDeleted",
+    "StoreEvent",
+    "StorePartitionErased",
     "ThreadCopied",
     "ThreadDeleted",
     "ThreadPruned",
@@ -161,8 +165,70 @@ class RunsDeleted:
     run_ids: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class ItemPut:
+    """The store put `value` (plain JSON) under (`namespace`, `key`) at `at` (microseconds
+    since the epoch, the writer's clock); `ttl_ms` > 0: the item expires that long after its
+    last write (or refreshing read). Logged in the store partition `log_id` of the namespace."""
+
+    TYPE: ClassVar[str] = "ItemPut"
+    VERSION: ClassVar[int] = 1
+
+    log_id: str
+    namespace: tuple[str, ...]
+    key: str
+    value: Mapping[str, Any]
+    at: int
+    ttl_ms: int = 0
+    vectors: tuple[tuple[float, ...], ...] = ()
+    """The embeddings the writer computed for the item's indexed fields (one per text): replay
+    never re-embeds."""
+
+    @property
+    def thread_id(self) -> str:
+        """The log the event belongs to (the log core's name for it)."""
+        return self.log_id
+
+
+@dataclass(frozen=True)
+class ItemDeleted:
+    """The store deleted the item (`namespace`, `key`) at `at` (microseconds since the epoch)."""
+
+    TYPE: ClassVar[str] = "ItemDeleted"
+    VERSION: ClassVar[int] = 1
+
+    log_id: str
+    namespace: tuple[str, ...]
+    key: str
+    at: int
+
+    @property
+    def thread_id(self) -> str:
+        """The log the event belongs to (the log core's name for it)."""
+        return self.log_id
+
+
+@dataclass(frozen=True)
+class StorePartitionErased:
+    """Every item of the store partition `log_id` was erased (the store's erasing event: what a
+    failed batch apply answers with before the partition is folded again)."""
+
+    TYPE: ClassVar[str] = "StorePartitionErased"
+    VERSION: ClassVar[int] = 1
+
+    log_id: str
+
+    @property
+    def thread_id(self) -> str:
+        """The log the event belongs to (the log core's name for it)."""
+        return self.log_id
+
+
 Event = (
     CheckpointSaved | WritesSaved | ThreadDeleted | ThreadCopied | ValuesRetained | ThreadPruned | RunsDeleted
+    | ItemPut | ItemDeleted | StorePartitionErased
 )
+StoreEvent = ItemPut | ItemDeleted | StorePartitionErased
+"""The store domain's events (a log per store partition)."""
 Marker = ThreadCopied | ThreadPruned | RunsDeleted
 """Events that record a maintenance operation and project nothing."""

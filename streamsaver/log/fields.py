@@ -8,9 +8,10 @@ checks each literal they use against the constant here, so the two cannot drift.
 from __future__ import annotations
 
 __all__ = [
-    "BODY", "BODY_POINTER", "CHANNEL_PREFIX", "CHECKPOINT_ID", "CURRENT_CHECKPOINT", "EMPTY_TYPE", "ENTRY_ID", "KEPT",
-    "METADATA", "NAMESPACE", "PARENT", "PINNED", "REQUEUED_FOR", "RUNS", "SOURCE", "STRATEGY", "TASK", "TASK_PATH",
-    "THREAD", "TYPE", "UNTIL", "VERSION", "VERSIONS", "WRITE_PREFIX",
+    "BODY", "BODY_POINTER", "CHANNEL_PREFIX", "CHECKPOINT_ID", "CURRENT_CHECKPOINT", "EMPTY_TYPE", "ENTRY_ID",
+    "ITEM_KEY", "ITEM_TTL", "ITEM_VALUE", "ITEM_VECTORS", "KEPT", "LABELS", "METADATA", "NAMESPACE", "PARENT", "PINNED",
+    "REQUEUED_FOR", "RUNS", "SOURCE", "STRATEGY", "TASK", "TASK_PATH", "THREAD", "TYPE", "UNTIL", "VERSION",
+    "VERSIONS", "WRITE_PREFIX", "WRITTEN_AT",
 ]
 
 # Stream fields of a log entry (`streamsaver.log.stored`); ``type`` and ``v`` lead every entry.
@@ -38,6 +39,15 @@ UNTIL = b"until"
 STRATEGY = b"strategy"
 KEPT = b"kept"
 RUNS = b"runs"
+# Store events (`streamsaver.log.items`): the namespace as a JSON list of labels, the item key,
+# its value (plain JSON), when it was written (microseconds) and its TTL (ms, "0": none).
+LABELS = b"labels"
+ITEM_KEY = b"key"
+ITEM_VALUE = b"value"
+WRITTEN_AT = b"at"
+ITEM_TTL = b"ttl"
+ITEM_VECTORS = b"vectors"
+"""An ItemPut's embeddings, a JSON list of float lists (absent: none)."""
 
 EMPTY_TYPE = "empty"
 """The stored type of a channel value with a new version but no value (LangGraph's convention);

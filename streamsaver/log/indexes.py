@@ -38,6 +38,33 @@ _FLAGS = (("case_sensitive", "CASESENSITIVE"), ("index_missing", "INDEXMISSING")
           ("unf", "UNF"), ("no_index", "NOINDEX"))
 
 
+_VECTOR_TUNABLES = (("m", "M", 16), ("ef_construction", "EF_CONSTRUCTION", 200), ("ef_runtime", "EF_RUNTIME", 10),
+                    ("epsilon", "EPSILON", 0.01))
+"""HNSW's tunables, their arguments and redisvl's defaults (an HNSW field declares all four)."""
+
+
+def _vector_args(attrs: Mapping[str, Any]) -> Command:
+    """``VECTOR <FLAT|HNSW> n TYPE .. DIM .. DISTANCE_METRIC .. [M ..] ...`` from redisvl's
+    vector attributes (``algorithm``, ``dims``, ``distance_metric``, ``datatype``, and the HNSW
+    tunables ``m``, ``ef_construction``, ``ef_runtime``).
+
+    Raises:
+        ConfigurationError: no ``dims``, or an attribute this builder does not know.
+    """
+    known = {"algorithm", "dims", "distance_metric", "datatype", *(name for name, _, _ in _VECTOR_TUNABLES)}
+    if "dims" not in attrs or set(attrs) - known:
+        raise ConfigurationError(f"vector attributes {dict(attrs)!r} are not ones setup can declare")
+    params: Command = [
+        "TYPE", str(attrs.get("datatype", "float32")).upper(), "DIM", int(attrs["dims"]),
+        "DISTANCE_METRIC", str(attrs.get("distance_metric", "cosine")).upper(),
+    ]
+    algorithm = str(attrs.get("algorithm", "flat")).upper()
+    if algorithm == "HNSW":
+        for name, arg, default in _VECTOR_TUNABLES:
+            params += [arg, attrs.get(name, default)]
+    return ["VECTOR", algorithm, len(params), *params]
+
+
 def field_args(field: Mapping[str, Any]) -> Command:
     """The ``FT.CREATE ... SCHEMA`` arguments of one index field (`View.index_fields`), as
     redisvl spells them from the same dictionary (a unit test holds the two equal).
@@ -46,6 +73,8 @@ def field_args(field: Mapping[str, Any]) -> Command:
         ConfigurationError: a field type or attribute this builder does not know.
     """
     attrs = field.get("attrs", {})
+    if field["type"] == "vector":
+        return [field["path"], "AS", field["name"], *_vector_args(attrs)]
     if field["type"] not in _TYPE_ARGS or set(attrs) - {name for name, _ in _FLAGS}:
         raise ConfigurationError(f"index field {field!r} has a type or attribute setup cannot declare")
     flags: Command = [flag for name, flag in _FLAGS if attrs.get(name)]
@@ -59,7 +88,8 @@ def indexed_views(domain: Domain, views: Sequence[ViewName]) -> list[ViewName]:
 
 def _create_index(domain: Domain, keyspace: Keyspace, view: ViewName, name: str) -> Command:
     fields = [arg for field in domain.view(view).index_fields for arg in field_args(field)]
-    return ["FT.CREATE", name, "ON", "JSON", "PREFIX", 1, keyspace.document_prefix(view), "SCHEMA", *fields]
+    documents = keyspace.document_prefix(view, domain.view(view).documents)
+    return ["FT.CREATE", name, "ON", "JSON", "PREFIX", 1, documents, "SCHEMA", *fields]
 
 
 def create_indexes(

@@ -27,6 +27,12 @@ thread id / namespace / checkpoint id, see `streamsaver.log.codec.escape`)::
     P:sub:members:<group>       zset    live subscribers of a group -> expiry (server ms)
     P:sub:dead:<group>          stream  events a group's handler kept failing on (dead letters)
     P:analytics:T:<name>        hash    the analytics example's counters for one partition
+    P:slog:T:N                  stream  the store's partition log N (T = {pN}): every ItemPut/ItemDeleted
+    P:sfeed:T                   stream  the store partition's feed: one pointer per store event
+    P:spos:T:N                  hash    store view name -> id of the last event applied to it
+    P:items:doc:T:s:k           JSON    store view: one item document (s = escaped labels joined by '.')
+    P:items:keys:T              set     store view: ``s:k`` of every item of the partition (its purge)
+    P:items:idx:vN              index   RediSearch index over ``P:items:doc:``
 
 Every key of a thread carries the tag of the thread's partition, so one atomic script can touch
 the log, the feed, the views and the positions of a thread, also on Redis Cluster. Every key
@@ -46,8 +52,8 @@ from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.log.codec import escape, unescape
 
 __all__ = [
-    "DEFAULT_PARTITIONS", "DEFAULT_PREFIX", "Keyspace", "ThreadKeys", "ViewName", "checked_id", "nested_prefix",
-    "projector_group",
+    "DEFAULT_PARTITIONS", "DEFAULT_PREFIX", "STORE_VIEW", "Keyspace", "StoreKeys", "ThreadKeys", "ViewName",
+    "checked_id", "item_stem", "nested_prefix", "projector_group",
 ]
 
 DEFAULT_PREFIX = "streamsaver"
@@ -58,7 +64,10 @@ ViewName = str
 """A view's name: one of its domain's views (`streamsaver.log.domain.Domain.views`), also the
 key family its keys live under (``P:<view>:...``)."""
 _PREFIX_RULE = re.compile(r"^[A-Za-z0-9._-]+(:[A-Za-z0-9._-]+)*$")
-KEY_KINDS = frozenset({"meta", "log", "feed", "pos", "full", "shallow", "lease", "projector", "sub", "analytics"})
+KEY_KINDS = frozenset({
+    "meta", "log", "feed", "pos", "full", "shallow", "lease", "projector", "sub", "analytics",
+    "slog", "sfeed", "spos", "items",
+})
 """The words that follow a deployment's prefix in its keys (``P:<kind>:...``). A prefix with one
 of them after its first word would nest its keys among those of the deployment named by the
 words before it (``app:full`` under ``app``'s ``app:full:*``, which a rebuild of ``app``'s full
@@ -114,6 +123,54 @@ class ThreadKeys:
     def per_checkpoint(self, view: ViewName, kind: str, checkpoint_ns: str, checkpoint_id: str) -> str:
         """A per-checkpoint key, e.g. ``P:full:cp:T:t:n:c``."""
         return self.doc_prefix(view, kind, checkpoint_ns) + escape(checkpoint_id)
+
+
+STORE_VIEW: ViewName = "items"
+"""The store's view: its key family (``P:items:...``) and its field in the positions hash."""
+
+
+@dataclass(frozen=True)
+class StoreKeys:
+    """The keys of one store partition (its log id is the partition number, spelt out); built
+    by `Keyspace.store`. Every key carries the partition's tag, so one script touches them all."""
+
+    prefix: str
+    slot_tag: str
+    log_id: str
+
+    @property
+    def log(self) -> str:
+        """The partition log stream (``P:slog:{pN}:N``)."""
+        return f"{self.prefix}:slog:{self.slot_tag}:{self.log_id}"
+
+    @property
+    def feed(self) -> str:
+        """The store partition's feed."""
+        return f"{self.prefix}:sfeed:{self.slot_tag}"
+
+    @property
+    def positions(self) -> str:
+        """The hash of last applied event id per store view."""
+        return f"{self.prefix}:spos:{self.slot_tag}:{self.log_id}"
+
+    @property
+    def items(self) -> str:
+        """The set of ``s:k`` stems of the partition's items (what a purge deletes)."""
+        return f"{self.prefix}:{STORE_VIEW}:keys:{self.slot_tag}"
+
+    @property
+    def doc_base(self) -> str:
+        """The stem item documents extend with ``:s:k`` (`item_stem`)."""
+        return f"{self.prefix}:{STORE_VIEW}:doc:{self.slot_tag}"
+
+    def item(self, stem: str) -> str:
+        """The document of the item whose `item_stem` is `stem`."""
+        return f"{self.doc_base}:{stem}"
+
+
+def item_stem(namespace: tuple[str, ...], key: str) -> str:
+    """``s:k``: the escaped labels joined by '.' (labels hold no '.'), and the escaped key."""
+    return f"{'.'.join(escape(label) for label in namespace)}:{escape(key)}"
 
 
 PROJECTOR_GROUP = "projector:"
@@ -259,9 +316,17 @@ class Keyspace:
         """The stem every positions hash starts with."""
         return f"{self.prefix}:pos:"
 
-    def positions_pattern(self) -> str:
-        """A SCAN pattern matching every positions hash."""
-        return f"{self.positions_stem()}*"
+    def positions_pattern(self, family: str = "pos") -> str:
+        """A SCAN pattern matching every positions hash (of a domain's `family`)."""
+        return f"{self.prefix}:{family}:*"
+
+    def store(self, log_id: str) -> StoreKeys:
+        """The keys of the store partition whose log id is `log_id` (its number, spelt out)."""
+        return StoreKeys(self.prefix, f"{{p{log_id}}}", log_id)
+
+    def store_partition(self, first_label: str) -> str:
+        """The log id of the store partition of a namespace: its first label's partition."""
+        return str(partition_of(first_label, self.partitions))
 
     def index_stem(self, view: ViewName) -> str:
         """The stem of every index name of a view, whatever its schema version or tag."""
@@ -278,9 +343,9 @@ class Keyspace:
         name = f"{self.prefix}:{view}:idx:v{version}"
         return f"{name}:{tag}" if tag else name
 
-    def document_prefix(self, view: ViewName) -> str:
-        """The key prefix the view's index covers."""
-        return f"{self.prefix}:{view}:cp:"
+    def document_prefix(self, view: ViewName, kind: str = "cp") -> str:
+        """The key prefix the view's index covers (its documents' `kind`)."""
+        return f"{self.prefix}:{view}:{kind}:"
 
     def view_pattern(self, view: ViewName) -> str:
         """A SCAN pattern matching every key of a view."""

@@ -203,7 +203,7 @@ class Replayer:
                     batch = []
             if batch:
                 deleted += int(self.redis.unlink(*batch))
-        for positions in self._scan(self.target.positions_pattern(), "hash"):
+        for positions in self._scan(self.target.positions_pattern(self.domain.positions_family), "hash"):
             self.redis.hdel(positions, *views)
         return deleted
 

@@ -129,7 +129,8 @@ def _renamed(logged: list[tuple[str, Event]], into: str) -> list[tuple[str, Even
     new ids, so deltas are stored whole (their links name the source's ids)."""
     whole = whole_values(logged, [("*", e) for _, e in logged])
     return [
-        (entry_id, dataclasses.replace(e, thread_id=into))
+        # A thread log holds checkpoint events only, each with a `thread_id` field.
+        (entry_id, dataclasses.replace(cast(Any, e), thread_id=into))
         for (entry_id, _), (_, e) in zip(logged, whole, strict=True)
     ]
 

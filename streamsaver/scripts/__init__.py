@@ -25,6 +25,7 @@ from typing import Any
 __all__ = [
     "ALL",
     "APPEND",
+    "APPEND_BATCH",
     "APPLY",
     "BATCH_SIDE",
     "LIST_PAGE",
@@ -35,6 +36,7 @@ __all__ = [
     "READ_SHALLOW",
     "READ_SIDE",
     "REWRITE",
+    "STORE_GET",
     "SWAP",
     "TRIM",
     "TTL",
@@ -114,6 +116,8 @@ READ_HISTORY = Script.load("read_history", READ_SIDE)
 LIST_WINDOW = Script.load("list_window", LIST_SIDE)
 LIST_PAGE = Script.load("list_page", PAGE_SIDE)
 TTL = Script.load("ttl")
+APPEND_BATCH = Script.load("append_batch")
+STORE_GET = Script.alone("store_get")
 ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY, TTL, LIST_WINDOW, LIST_PAGE)
 LOAD_SCRIPTS: list[list[Arg]] = [["SCRIPT", "LOAD", s.source] for s in ALL]
 """The commands that load every script of `ALL` (after NOSCRIPT, or on a new primary)."""

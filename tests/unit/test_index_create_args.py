@@ -35,3 +35,19 @@ def test_a_field_setup_cannot_declare_is_refused() -> None:
         field_args({"name": "v", "type": "vector", "path": "$.v"})
     with pytest.raises(ConfigurationError):
         field_args({"name": "t", "type": "tag", "path": "$.t", "attrs": {"withsuffixtrie": True}})
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"dims": 8, "distance_metric": "cosine", "algorithm": "flat", "datatype": "float32"},
+        {"dims": 3, "distance_metric": "l2", "algorithm": "hnsw", "datatype": "float32", "m": 32, "ef_runtime": 50},
+    ],
+)
+def test_the_store_fields_are_declared_as_redisvl_declares_them(attrs: dict[str, object]) -> None:
+    from projectors.store import FIELDS as STORE_FIELDS
+    from projectors.store import vector_field
+
+    fields = [*STORE_FIELDS, vector_field(attrs)]
+    schema = IndexSchema.from_dict({"index": {"name": "s", "prefix": "p:", "storage_type": "json"}, "fields": fields})
+    assert [field_args(field) for field in fields] == [field.redis_args() for field in schema.redis_fields]

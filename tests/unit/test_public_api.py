@@ -9,8 +9,8 @@ import streamsaver.log.events
 
 def test_package_exports() -> None:
     assert sorted(streamsaver.__all__) == [
-        "AsyncShallowStreamSaver", "AsyncStreamSaver", "SafeSerializer", "ShallowStreamSaver", "StreamSaver",
-        "Subscriber", "__version__",
+        "AsyncShallowStreamSaver", "AsyncStreamSaver", "AsyncStreamStore", "SafeSerializer", "ShallowStreamSaver",
+        "StreamSaver", "StreamStore", "Subscriber", "__version__",
     ]
     for name in streamsaver.__all__:
         assert getattr(streamsaver, name) is not None
@@ -30,4 +30,4 @@ def test_error_tree() -> None:
 
 def test_event_types() -> None:
     assert {"CheckpointSaved", "WritesSaved", "ThreadDeleted", "ThreadCopied", "ThreadPruned", "RunsDeleted",
-            "ValuesRetained"} <= set(streamsaver.log.events.__all__)
+            "ValuesRetained", "ItemPut", "ItemDeleted", "StorePartitionErased"} <= set(streamsaver.log.events.__all__)

@@ -1,0 +1,108 @@
+"""The store's view ``items``: one RedisJSON document per (namespace, key), and its index.
+
+An item's document is ``{"c": created, "i": {...}}``: the first put creates it with ``c`` (its
+``JSON.SET ... NX`` leaves an existing document alone), every put then rewrites ``i``, so an
+upsert keeps ``created_at`` without reading state. ``i`` holds the namespace (``ns`` labels,
+``n`` escaped labels joined by '.', ``d`` depth, ``p`` a digest of every namespace prefix), the
+key ``k``, the value ``v``, ``u`` (updated, microseconds), ``t`` (TTL ms, 0: none), ``id``
+(the item's stem, ``s:k``), ``e`` (its embeddings, when it has any) and ``f``: an equality
+digest of every (path, value) pair of the value, nested keys included, so ``$eq``/``$in``/``$ne``
+are TAG queries. Namespaces match label by label through the prefix digests: ``("alice",)``
+never matches ``("malice",)``.
+
+A delete removes the document; `StorePartitionErased` purges the partition (``SS.PURGE`` over
+the set of its item stems). A TTL is the document's own (``PEXPIRE``, or ``PERSIST`` without).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+from projectors.commands import PURGE, Command
+from streamsaver.log.codec import canonical_json, escape, strict_json, tag
+from streamsaver.log.events import Event, ItemDeleted, ItemPut, StorePartitionErased
+from streamsaver.log.keys import STORE_VIEW, Keyspace, ViewName, item_stem
+
+__all__ = ["FIELDS", "VIEW", "field_tag", "namespace_tag", "project", "value_tags", "vector_field"]
+
+VIEW: Final[ViewName] = STORE_VIEW
+
+FIELDS: list[dict[str, Any]] = [
+    {"name": "p", "type": "tag", "path": "$.i.p[*]"},
+    {"name": "f", "type": "tag", "path": "$.i.f[*]"},
+    {"name": "d", "type": "numeric", "path": "$.i.d"},
+    {"name": "u", "type": "numeric", "path": "$.i.u", "attrs": {"sortable": True}},
+    {"name": "c", "type": "numeric", "path": "$.c"},
+    {"name": "n", "type": "text", "path": "$.i.n", "attrs": {"sortable": True, "no_index": True, "unf": True}},
+    {"name": "id", "type": "text", "path": "$.i.id", "attrs": {"sortable": True, "no_index": True, "unf": True}},
+]
+"""``p``: namespace prefix digests; ``f``: value equality digests; ``d``: namespace depth;
+``u``/``c``: updated/created (microseconds); ``n``: the escaped namespace (grouped on by
+``list_namespaces``), ``id``: the item's stem (a tie-break in the sort), kept verbatim in the
+sorting vector, not searchable."""
+
+
+def namespace_tag(labels: Sequence[str]) -> str:
+    """The digest of one namespace prefix (every label of `labels`)."""
+    return tag(canonical_json(list(labels)))
+
+
+def field_tag(path: Sequence[str], value: Any) -> str:
+    """The equality digest of the value at `path` (keys of nested objects) of an item's value."""
+    return tag(canonical_json([list(path), value]))
+
+
+def _pairs(value: Mapping[str, Any], path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+    for key, inner in value.items():
+        here = (*path, str(key))
+        yield here, inner
+        if isinstance(inner, Mapping):
+            yield from _pairs(inner, here)
+
+
+def value_tags(value: Mapping[str, Any]) -> list[str]:
+    """The equality digests of every (path, value) pair of `value`, nested objects included."""
+    return sorted({field_tag(path, inner) for path, inner in _pairs(value, ())})
+
+
+def _document(event: ItemPut, stem: str) -> bytes:
+    ns = event.namespace
+    body: dict[str, Any] = {
+        "n": ".".join(escape(label) for label in ns), "ns": list(ns), "k": event.key, "v": event.value,
+        "u": event.at, "d": len(ns), "p": [namespace_tag(ns[: k + 1]) for k in range(len(ns))],
+        "f": value_tags(event.value), "t": event.ttl_ms, "id": stem,
+    }
+    if event.vectors:
+        body["e"] = [list(vector) for vector in event.vectors]
+    return strict_json(body)
+
+
+def vector_field(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The index field of an item's embeddings (``$.i.e[*]``: each one a vector, so the best
+    of an item's embedded fields scores it), in redisvl's format; `attrs` as redisvl's
+    (``dims``, ``distance_metric``, ``algorithm``, ``datatype``, HNSW tunables)."""
+    return {"name": "e", "type": "vector", "path": "$.i.e[*]", "attrs": dict(attrs)}
+
+
+def project(event: Event, keyspace: Keyspace) -> list[Command]:
+    """The commands that apply a store event to the items view (others: none)."""
+    if isinstance(event, ItemPut):
+        keys = keyspace.store(event.log_id)
+        stem = item_stem(event.namespace, event.key)
+        doc = keys.item(stem)
+        expiry: Command = ("PEXPIRE", doc, str(event.ttl_ms)) if event.ttl_ms > 0 else ("PERSIST", doc)
+        return [
+            ("JSON.SET", doc, "$", f'{{"c":{event.at}}}', "NX"),
+            ("JSON.SET", doc, "$.i", _document(event, stem)),
+            ("SADD", keys.items, stem),
+            expiry,
+        ]
+    if isinstance(event, ItemDeleted):
+        keys = keyspace.store(event.log_id)
+        stem = item_stem(event.namespace, event.key)
+        return [("DEL", keys.item(stem)), ("SREM", keys.items, stem)]
+    if isinstance(event, StorePartitionErased):
+        keys = keyspace.store(event.log_id)
+        return [(PURGE, keys.items, keys.doc_base, "", keys.doc_base, keys.doc_base)]
+    return []

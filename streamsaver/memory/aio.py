@@ -1,0 +1,107 @@
+"""`AsyncStreamStore`: the asyncio long-term memory store. Concurrent calls are coalesced into
+one batch (LangGraph's ``AsyncBatchedBaseStore``), so many ``aput``/``aget`` of one tick are one
+round trip; its sync methods work from other threads. Every call is a program of
+`streamsaver.store.programs`, run by `streamsaver.drivers.aio.AsyncDriver`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+from langgraph.store.base import (
+    NOT_PROVIDED,
+    GetOp,
+    IndexConfig,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    NotProvided,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+from langgraph.store.base.batch import AsyncBatchedBaseStore
+from redis.retry import Retry
+
+from streamsaver.drivers.aio import AsyncDriver
+from streamsaver.drivers.cluster import aconnect
+from streamsaver.drivers.wire import CONNECTION_RETRIES, retry_backoff
+from streamsaver.log.keys import DEFAULT_PREFIX
+from streamsaver.memory.options import async_embedder, store_core, ttl_config
+from streamsaver.store import programs
+from streamsaver.store.validation import check_ops
+
+__all__ = ["AsyncStreamStore"]
+
+
+class AsyncStreamStore(AsyncBatchedBaseStore):
+    """`streamsaver.memory.sync.StreamStore` on a ``redis.asyncio.Redis`` (same arguments);
+    made inside a running event loop. Each call's op is checked before it joins a batch, so an
+    invalid op fails its own call only."""
+
+    supports_ttl = True
+
+    def __init__(
+        self, redis_client: Any, *, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
+        default_ttl: float | None = None, refresh_on_read: bool = True, index: IndexConfig | None = None,
+    ) -> None:
+        super().__init__()
+        self.ttl_config = ttl_config(default_ttl, refresh_on_read)
+        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index)
+        self.index_config = index
+        self._driver = AsyncDriver(redis_client, other=async_embedder(index))
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(cls, url: str, **options: Any) -> AsyncIterator[AsyncStreamStore]:
+        """A store on a new asyncio client for `url`, closed on exit."""
+        client = await aconnect(url, cluster=False, retry=Retry(retry_backoff(), CONNECTION_RETRIES))
+        try:
+            yield cls(client, **options)
+        finally:
+            await client.aclose()
+
+    async def setup(self) -> None:
+        """As `StreamStore.setup`."""
+        await self._driver.run(programs.set_up(self.core))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await self._driver.run(programs.batch(self.core, ops))
+
+    async def aget(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None) -> Item | None:
+        check_ops([GetOp(namespace, key)])
+        return await super().aget(namespace, key, refresh_ttl=refresh_ttl)
+
+    async def asearch(
+        self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
+        filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0, refresh_ttl: bool | None = None,
+    ) -> list[SearchItem]:
+        check_ops([SearchOp(namespace_prefix, filter, limit, offset, query)])
+        return await super().asearch(
+            namespace_prefix, query=query, filter=filter, limit=limit, offset=offset, refresh_ttl=refresh_ttl
+        )
+
+    async def aput(
+        self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any],
+        index: Literal[False] | list[str] | None = None, *, ttl: float | NotProvided | None = NOT_PROVIDED,
+    ) -> None:
+        check_ops([PutOp(namespace, key, value, index, None if isinstance(ttl, NotProvided) else ttl)])
+        await super().aput(namespace, key, value, index, ttl=ttl)
+
+    async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
+        check_ops([PutOp(namespace, key, None)])
+        await super().adelete(namespace, key)
+
+    async def alist_namespaces(
+        self, *, prefix: tuple[str, ...] | None = None, suffix: tuple[str, ...] | None = None,
+        max_depth: int | None = None, limit: int = 100, offset: int = 0,
+    ) -> list[tuple[str, ...]]:
+        conditions = [MatchCondition("prefix", prefix)] if prefix else []
+        conditions += [MatchCondition("suffix", suffix)] if suffix else []
+        check_ops([ListNamespacesOp(tuple(conditions), max_depth, limit, offset)])
+        return await super().alist_namespaces(
+            prefix=prefix, suffix=suffix, max_depth=max_depth, limit=limit, offset=offset
+        )

@@ -1,0 +1,72 @@
+"""What both store shells share: their options and the client checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import IndexConfig, TTLConfig
+from langgraph.store.base.embed import ensure_embeddings
+
+from streamsaver.drivers.cluster import is_cluster
+from streamsaver.errors import ConfigurationError
+from streamsaver.log.keys import DEFAULT_PREFIX
+from streamsaver.store.core import StoreCore
+from streamsaver.store.vectors import Embed, VectorIndex
+
+__all__ = ["async_embedder", "embedder", "store_core", "ttl_config"]
+
+
+def ttl_config(default_ttl: float | None, refresh_on_read: bool) -> TTLConfig:
+    """LangGraph's TTL settings of a store: `default_ttl` minutes (None: items never expire)."""
+    if default_ttl is not None and (isinstance(default_ttl, bool) or default_ttl <= 0):
+        raise ConfigurationError(f"default_ttl is a positive number of minutes, not {default_ttl!r}")
+    config: TTLConfig = {"refresh_on_read": refresh_on_read}
+    if default_ttl is not None:
+        config["default_ttl"] = default_ttl
+    return config
+
+
+def store_core(client: Any, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
+               refresh_on_read: bool = True, index: IndexConfig | None = None) -> StoreCore:
+    """The core of a store on `client`.
+
+    Raises:
+        ConfigurationError: a Redis Cluster client (the store runs on one server for now).
+    """
+    if is_cluster(client):
+        raise ConfigurationError("StreamStore runs on one Redis server; Redis Cluster is not built yet (docs/store.md)")
+    return StoreCore(prefix, partitions, refresh_on_read, VectorIndex.of(index) if index else None)
+
+
+def _embeddings(index: IndexConfig | None) -> Embeddings | None:
+    return ensure_embeddings(index["embed"]) if index else None
+
+
+def embedder(index: IndexConfig | None) -> Callable[[Any], Any]:
+    """What a sync driver does with an `Embed` step: the index's embedder answers it."""
+    embeddings = _embeddings(index)
+
+    def answer(step: Any) -> Any:
+        if not isinstance(step, Embed) or embeddings is None:
+            raise TypeError(f"unknown program step {step!r}")
+        if step.query:
+            return [embeddings.embed_query(step.texts[0])]
+        return embeddings.embed_documents(list(step.texts))
+
+    return answer
+
+
+def async_embedder(index: IndexConfig | None) -> Callable[[Any], Coroutine[Any, Any, Any]]:
+    """What an async driver does with an `Embed` step (``aembed_documents``, ``aembed_query``)."""
+    embeddings = _embeddings(index)
+
+    async def answer(step: Any) -> Any:
+        if not isinstance(step, Embed) or embeddings is None:
+            raise TypeError(f"unknown program step {step!r}")
+        if step.query:
+            return [await embeddings.aembed_query(step.texts[0])]
+        return await embeddings.aembed_documents(list(step.texts))
+
+    return answer

@@ -1,0 +1,78 @@
+"""`StreamStore`: the synchronous long-term memory store. It only picks the driver: every call
+is a program of `streamsaver.store.programs`, run by `streamsaver.drivers.sync.SyncDriver`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from langgraph.store.base import BaseStore, IndexConfig, Op, Result
+from redis import Redis
+from redis.retry import Retry
+
+from streamsaver.drivers.cluster import connect
+from streamsaver.drivers.lane import Lane
+from streamsaver.drivers.sync import SyncDriver
+from streamsaver.drivers.wire import CONNECTION_RETRIES, retry_backoff
+from streamsaver.log.keys import DEFAULT_PREFIX
+from streamsaver.memory.options import embedder, store_core, ttl_config
+from streamsaver.store import programs
+
+__all__ = ["StreamStore"]
+
+
+class StreamStore(BaseStore):
+    """A LangGraph store whose every write is an event in a store partition log, projected in
+    the same atomic call into a RedisJSON item and its RediSearch index.
+
+    Args:
+        redis_client: a ``redis.Redis`` made with ``decode_responses=False`` (a saver's client
+            serves a store too).
+        prefix: the key prefix (a saver and a store may share one).
+        partitions: the partition count of a new deployment (an existing one keeps its own).
+        default_ttl: minutes after its last write (or refreshing read) when an item expires;
+            None: never. A put's own `ttl` wins.
+        refresh_on_read: reads renew an item's TTL (a call's `refresh_ttl` says otherwise).
+        index: LangGraph's ``IndexConfig`` for search by meaning (``dims``, ``embed``, ``fields``,
+            None meaning ``["$"]``; ``distance_type`` cosine, l2 or inner_product;
+            ``ann_index_config`` ``{"vector_type": "flat" | "hnsw", ...}``). The embeddings are
+            computed here before the write is sent, and logged with it.
+
+    `put`, `delete` and `get` make one round trip each; `batch` one for all its ops (an atomic
+    append per partition written, then the reads); `search` and `list_namespaces` one.
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self, redis_client: Redis, *, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
+        default_ttl: float | None = None, refresh_on_read: bool = True, index: IndexConfig | None = None,
+    ) -> None:
+        self.ttl_config = ttl_config(default_ttl, refresh_on_read)
+        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index)
+        self.index_config = index
+        self._driver = SyncDriver(redis_client, lane=Lane.of(redis_client), other=embedder(index))
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, url: str, **options: Any) -> Iterator[StreamStore]:
+        """A store on a new client for `url` (``redis://``, ``rediss://``, ``unix://``), closed on exit."""
+        client = connect(url, cluster=False, retry=Retry(retry_backoff(), CONNECTION_RETRIES))
+        try:
+            yield cls(client, **options)
+        finally:
+            client.close()
+
+    def setup(self) -> None:
+        """Check the modules, fix the partition count, create the items index, load the
+        scripts. Idempotent."""
+        self._driver.run(programs.set_up(self.core))
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        return self._driver.run(programs.batch(self.core, ops))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """`batch` in a worker thread; prefer `AsyncStreamStore` in async code."""
+        return await asyncio.to_thread(self.batch, list(ops))

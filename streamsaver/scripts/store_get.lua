@@ -1,0 +1,15 @@
+#!lua
+-- store_get: the item documents of KEYS (nil for a missing one); with ARGV[1] == '1', each
+-- found item that expires gets its own TTL again (its document's '$.i.t', ms): a refreshing read.
+-- Returns: one JSON text (or nil) per key, in order.
+local out = {}
+for k, key in ipairs(KEYS) do
+  local doc = redis.call('JSON.GET', key)
+  out[k] = doc or false
+  -- PTTL first: an item without a TTL (-1) costs no second read.
+  if doc and ARGV[1] == '1' and redis.call('PTTL', key) > 0 then
+    local ttl = tonumber(string.match(redis.call('JSON.GET', key, '$.i.t'), '%d+'))
+    if ttl and ttl > 0 then redis.call('PEXPIRE', key, ttl) end
+  end
+end
+return out

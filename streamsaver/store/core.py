@@ -1,0 +1,120 @@
+"""What the store decides, without I/O: the events a batch's writes are, the round trip that
+carries a batch, and what its replies mean (`streamsaver.store.programs` runs it)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, Result, SearchOp
+
+from projectors.store import VIEW
+from projectors.store_domain import STORE, with_vectors
+from streamsaver.log.append import append_batch_call
+from streamsaver.log.domain import Domain
+from streamsaver.log.events import ItemDeleted, ItemPut
+from streamsaver.log.keys import DEFAULT_PARTITIONS, Keyspace, item_stem
+from streamsaver.log.routing import Step
+from streamsaver.scripts import STORE_GET
+from streamsaver.store.queries import item_of, knn_request, list_request, namespaces_of, search_items, search_request
+from streamsaver.store.vectors import VectorIndex
+
+__all__ = ["StoreCore"]
+
+Event = ItemPut | ItemDeleted
+Vectors = Mapping[int, Sequence[tuple[float, ...]]]
+"""The embeddings of a batch's puts, by the op's position in the batch."""
+
+
+def _now_micros() -> int:
+    return time.time_ns() // 1000
+
+
+@dataclass
+class StoreCore:
+    """One store deployment's decisions.
+
+    Attributes:
+        keyspace: the deployment's keys (setup replaces it with the stored partition count).
+        prefix: the key prefix.
+        partitions: the partition count asked for a new deployment (None: the stored one).
+        refresh_on_read: whether reads renew an item's TTL unless a call says otherwise (the
+            shells hand it to LangGraph's ``BaseStore``, which resolves each op's ``refresh_ttl``).
+        vectors: the vector index (None: no search by meaning).
+        domain: the store domain whose index setup creates (with the vector field, if any).
+    """
+
+    prefix: str
+    partitions: int | None = None
+    refresh_on_read: bool = True
+    vectors: VectorIndex | None = None
+    keyspace: Keyspace = field(init=False)
+    domain: Domain = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.keyspace = Keyspace(self.prefix, self.partitions or DEFAULT_PARTITIONS)
+        self.domain = STORE if self.vectors is None else with_vectors(self.vectors.attrs)
+
+    @property
+    def index(self) -> str:
+        """The items index."""
+        return self.keyspace.index(VIEW)
+
+    def events(self, ops: Sequence[Op], vectors: Vectors) -> dict[str, list[Event]]:
+        """The events of a batch's writes (with their `vectors`), by store partition (log id),
+        in batch order; for several writes of one item only the last counts, as in LangGraph's
+        stores."""
+        last = {(tuple(op.namespace), op.key): (n, op) for n, op in enumerate(ops) if isinstance(op, PutOp)}
+        at = _now_micros()
+        by_log: dict[str, list[Event]] = {}
+        for (namespace, key), (n, op) in last.items():
+            log_id = self.keyspace.store_partition(namespace[0])
+            event: Event
+            if op.value is None:
+                event = ItemDeleted(log_id, namespace, key, at)
+            else:
+                ttl_ms = max(1, round(op.ttl * 60_000)) if op.ttl else 0
+                event = ItemPut(log_id, namespace, key, dict(op.value), at, ttl_ms, tuple(vectors.get(n, ())))
+            by_log.setdefault(log_id, []).append(event)
+        return by_log
+
+    def requests(self, ops: Sequence[Op], vectors: Vectors, queries: Mapping[int, bytes]) -> list[Step]:
+        """One round trip for the whole batch: one atomic append per partition written (writes
+        first, so the batch's reads see them), then one request per read op, in op order; a
+        search with a query vector in `queries` (by op position) is a KNN search."""
+        by_log = self.events(ops, vectors)
+        steps: list[Step] = [append_batch_call(STORE, events, self.keyspace, (VIEW,)) for events in by_log.values()]
+        for n, op in enumerate(ops):
+            if isinstance(op, GetOp):
+                steps.append(self._get(op))
+            elif isinstance(op, SearchOp) and n in queries:
+                steps.append(knn_request(self.index, op, queries[n]))
+            elif isinstance(op, SearchOp):
+                steps.append(search_request(self.index, op))
+            elif isinstance(op, ListNamespacesOp):
+                steps.append(list_request(self.index, op))
+        return steps
+
+    def _get(self, op: GetOp) -> list[str | bytes | int]:
+        keys = self.keyspace.store(self.keyspace.store_partition(op.namespace[0]))
+        refresh = "1" if op.refresh_ttl else "0"  # BaseStore resolved it from refresh_on_read
+        return STORE_GET.evalsha_args([keys.item(item_stem(tuple(op.namespace), op.key))], [refresh])
+
+    def results(self, ops: Sequence[Op], replies: Sequence[Any]) -> list[Result]:
+        """The result of each op, in op order, from the replies to `requests`."""
+        writes = len({self.keyspace.store_partition(op.namespace[0]) for op in ops if isinstance(op, PutOp)})
+        reads = iter(replies[writes:])
+        results: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                [document] = next(reads)
+                results.append(item_of(document))
+            elif isinstance(op, SearchOp):
+                results.append(search_items(next(reads), self.vectors.score if self.vectors else None))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(namespaces_of(next(reads), op))
+            else:
+                results.append(None)
+        return results

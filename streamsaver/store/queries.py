@@ -1,0 +1,184 @@
+"""The store's reads, without I/O: the RediSearch requests of `search` and `list_namespaces`,
+and how their replies become items and namespaces.
+
+A search is one ``FT.AGGREGATE``: the namespace prefix and the equality conditions (``$eq``,
+``$in``, ``$ne``, plain values, nested objects) are TAG digests in the query; each range
+condition (``$gt $gte $lt $lte``) loads its JSON path and is a ``FILTER``; then the rows are
+sorted (newest update first, the item's stem breaking ties), paged (``LIMIT``) and only then
+their documents loaded: every condition applies before the page is cut, so a page is never short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+from langgraph.store.base import Item, ListNamespacesOp, SearchItem, SearchOp
+
+from projectors.store import field_tag, namespace_tag
+from streamsaver.log.codec import unescape
+from streamsaver.store.validation import RANGE_OPERATORS
+
+__all__ = [
+    "item_of", "knn_request", "list_request", "namespaces_of", "search_items", "search_request",
+]
+
+Command = list[str | bytes | int]
+Condition = tuple[tuple[str, ...], str, Any]
+"""A filter condition: the path of keys into the value, the operator and its operand."""
+_NOTHING = "@d:[-1 -1]"
+"""A query no item matches (an empty ``$in``)."""
+
+
+def _conditions(filter: Mapping[str, Any], path: tuple[str, ...] = ()) -> Iterator[Condition]:
+    for key, condition in filter.items():
+        here = (*path, key)
+        if isinstance(condition, Mapping) and any(str(op).startswith("$") for op in condition):
+            for op, operand in condition.items():
+                yield here, op, operand
+        elif isinstance(condition, Mapping):
+            yield from _conditions(condition, here)
+        else:
+            yield here, "$eq", condition
+
+
+def _value_path(path: Sequence[str]) -> str:
+    """The JSONPath, relative to an item's ``i``, of the value at `path` (keys quoted)."""
+    return "@.v" + "".join(f"[{orjson.dumps(key).decode()}]" for key in path)
+
+
+def _terms(op: SearchOp) -> tuple[str, list[str]]:
+    """The query terms of a search (prefix and equality digests; ``*`` for none) and its range
+    conditions as JSONPath comparisons."""
+    terms = [f"@p:{{{namespace_tag(op.namespace_prefix)}}}"] if op.namespace_prefix else []
+    ranges: list[str] = []
+    for path, operator, operand in _conditions(op.filter or {}):
+        if operator == "$eq":
+            terms.append(f"@f:{{{field_tag(path, operand)}}}")
+        elif operator == "$ne":
+            terms.append(f"-@f:{{{field_tag(path, operand)}}}")
+        elif operator == "$in":
+            tags = " | ".join(field_tag(path, value) for value in operand)
+            terms.append(f"@f:{{{tags}}}" if tags else _NOTHING)
+        else:
+            ranges.append(f"{_value_path(path)} {RANGE_OPERATORS[operator]} {float(operand)!r}")
+    return " ".join(terms) or "*", ranges
+
+
+def _ranges(ranges: list[str]) -> Command:
+    if not ranges:
+        return []
+    return ["LOAD", 3, f"$[?({' && '.join(ranges)})].k", "AS", "r", "FILTER", "exists(@r)"]
+
+
+def search_request(index: str, op: SearchOp) -> Command:
+    """The ``FT.AGGREGATE`` of a search (`search_items` reads its reply).
+
+    The range conditions are one JSONPath filter (``$[?(@.v["age"] > 20 && ...)].k``): RedisJSON
+    compares numbers as numbers and any other type as unequal, so an item whose value there is
+    missing or not a number is left out instead of failing the query; its key loads only when
+    every range holds, and ``FILTER exists(...)`` keeps those rows."""
+    query, ranges = _terms(op)
+    return [
+        "FT.AGGREGATE", index, query, *_ranges(ranges), "SORTBY", 4, "@u", "DESC", "@id", "ASC",
+        "MAX", op.offset + op.limit, "LIMIT", op.offset, op.limit, "LOAD", 3, "$", "AS", "doc", "DIALECT", 2,
+    ]
+
+
+KNN_WIDENING = 10
+"""With a range condition, the KNN step takes this many times the page's reach in candidates
+(ranges apply after it): a page can come back short when fewer of them hold."""
+
+
+def knn_request(index: str, op: SearchOp, vector: bytes) -> Command:
+    """The ``FT.AGGREGATE`` of a search by meaning: KNN over the items' embeddings, with the
+    prefix and equality terms as its pre-filter, nearest first (`search_items` reads it)."""
+    query, ranges = _terms(op)
+    reach = (op.offset + op.limit) * (KNN_WIDENING if ranges else 1)
+    knn = f"=>[KNN {max(reach, 1)} @e $vec AS dist]"
+    return [
+        "FT.AGGREGATE", index, (query if query == "*" else f"({query})") + knn, *_ranges(ranges),
+        "SORTBY", 4, "@dist", "ASC", "@id", "ASC", "MAX", max(reach, 1), "LIMIT", op.offset, op.limit,
+        "LOAD", 3, "$", "AS", "doc", "PARAMS", 2, "vec", vector, "DIALECT", 2,
+    ]
+
+
+def _datetime(micros: int) -> datetime:
+    return datetime.fromtimestamp(micros / 1_000_000, tz=timezone.utc)
+
+
+def item_of(document: bytes | str | None) -> Item | None:
+    """The item an item document holds (None for none)."""
+    if document is None:
+        return None
+    doc = orjson.loads(document)
+    if isinstance(doc, list):  # a JSONPath reply wraps the root
+        doc = doc[0]
+    body = doc["i"]
+    return Item(
+        value=body["v"], key=body["k"], namespace=tuple(body["ns"]),
+        created_at=_datetime(doc["c"]), updated_at=_datetime(body["u"]),
+    )
+
+
+def _rows(reply: Any) -> Iterator[dict[bytes, Any]]:
+    """The rows of an ``FT.AGGREGATE`` reply, in RESP2 (a count, then flat rows) or RESP3."""
+    if isinstance(reply, dict):
+        for row in reply[b"results"]:
+            yield row[b"extra_attributes"]
+        return
+    for row in reply[1:]:
+        yield dict(zip(row[::2], row[1::2], strict=True))
+
+
+def search_items(reply: Any, score: Callable[[float], float] | None = None) -> list[SearchItem]:
+    """The items of a search's reply, in its order; with `score`, each scored from its ``dist``."""
+    found: list[SearchItem] = []
+    for row in _rows(reply):
+        item = item_of(row.get(b"doc"))
+        if item is not None:
+            value = score(float(row[b"dist"])) if score is not None and b"dist" in row else None
+            found.append(SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, value))
+    return found
+
+
+def _fixed_prefix(op: ListNamespacesOp) -> tuple[str, ...]:
+    for condition in op.match_conditions or ():
+        if condition.match_type == "prefix":
+            fixed: list[str] = []
+            for label in condition.path:
+                if label == "*":
+                    break
+                fixed.append(label)
+            return tuple(fixed)
+    return ()
+
+
+def list_request(index: str, op: ListNamespacesOp) -> Command:
+    """The ``FT.AGGREGATE`` listing every distinct namespace under the longest wildcard-free
+    leading labels of the prefix condition (`namespaces_of` finishes the listing)."""
+    fixed = _fixed_prefix(op)
+    query = f"@p:{{{namespace_tag(fixed)}}}" if fixed else "*"
+    return ["FT.AGGREGATE", index, query, "GROUPBY", 1, "@n", "DIALECT", 2]
+
+
+def _matches(namespace: tuple[str, ...], path: Sequence[str], suffix: bool) -> bool:
+    if len(namespace) < len(path):
+        return False
+    labels = namespace[len(namespace) - len(path):] if suffix else namespace[: len(path)]
+    return all(want in ("*", got) for got, want in zip(labels, path, strict=True))
+
+
+def namespaces_of(reply: Any, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+    """The listing of `op` from the distinct namespaces in `reply`: matched label by label
+    (``"*"`` matches any one label), cut to `max_depth`, deduplicated, sorted, then paged."""
+    found: set[tuple[str, ...]] = set()
+    for row in _rows(reply):
+        joined = row[b"n"].decode()
+        namespace = tuple(unescape(label) for label in joined.split("."))
+        conditions = op.match_conditions or ()
+        if all(_matches(namespace, c.path, c.match_type == "suffix") for c in conditions):
+            found.add(namespace if op.max_depth is None else namespace[: op.max_depth])
+    return sorted(found)[op.offset : op.offset + op.limit]

@@ -1,0 +1,98 @@
+"""The store's vector index, without I/O: which texts of an item are embedded, the `Embed` step
+a program yields for them (the shell's embedder answers it, before the write is sent: Lua cannot
+call a model, and the log keeps the vectors so replay never re-embeds), and scores.
+
+Scores follow LangGraph's PostgresStore for each metric: cosine ``1 - cosine distance``,
+inner product the inner product, l2 ``1 - euclidean distance``. RediSearch reports ``1 - cos``,
+``1 - ip`` and the squared euclidean distance, which `VectorIndex.score` converts.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from langgraph.store.base import IndexConfig, PutOp
+from langgraph.store.base.embed import get_text_at_path, tokenize_path
+
+from streamsaver.errors import ConfigurationError, InvalidInputError
+
+__all__ = ["Embed", "VectorIndex"]
+
+_METRICS = {"cosine": "cosine", "l2": "l2", "inner_product": "ip"}
+
+
+@dataclass(frozen=True)
+class Embed:
+    """A program step: the embeddings of `texts` (`query`: of one search query), from the
+    shell's embedder, as lists of floats in order."""
+
+    texts: tuple[str, ...]
+    query: bool = False
+
+
+@dataclass(frozen=True)
+class VectorIndex:
+    """A store's vector index: the dimensions, the paths embedded by default (``["$"]``: the
+    whole value), the metric and the redisvl attributes of the index field."""
+
+    dims: int
+    fields: tuple[str, ...]
+    metric: str
+    attrs: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, config: IndexConfig) -> VectorIndex:
+        """The index `config` asks for (``dims``, ``fields``; ``distance_type`` cosine, l2 or
+        inner_product; ``ann_index_config``: ``{"vector_type": "flat" | "hnsw", "m", ...}``).
+
+        Raises:
+            ConfigurationError: no positive ``dims``, or an unknown metric or index type.
+        """
+        options = cast(Mapping[str, Any], config)
+        dims, metric = options.get("dims"), options.get("distance_type", "cosine")
+        ann = dict(options.get("ann_index_config") or {})
+        algorithm = ann.pop("vector_type", "flat")
+        if not isinstance(dims, int) or dims <= 0 or metric not in _METRICS or algorithm not in ("flat", "hnsw"):
+            raise ConfigurationError(f"index needs positive int dims, a metric of {sorted(_METRICS)}, flat or hnsw")
+        fields = tuple(options.get("fields") or ["$"])
+        attrs = {"dims": dims, "distance_metric": _METRICS[metric], "algorithm": algorithm, "datatype": "float32"}
+        tunables = {k: v for k, v in ann.items() if k in ("m", "ef_construction", "ef_runtime", "epsilon")}
+        return cls(dims, fields, metric, attrs | tunables)
+
+    def texts(self, op: PutOp) -> list[str]:
+        """The texts of a put to embed: of its own `index` paths, or the index's (none for
+        ``index=False`` or a deletion)."""
+        if op.value is None or op.index is False:
+            return []
+        paths = self.fields if op.index is None else op.index
+        return [
+            text for path in paths for text in get_text_at_path(op.value, path if path == "$" else tokenize_path(path))
+        ]
+
+    def checked(self, vectors: Any, count: int) -> list[tuple[float, ...]]:
+        """The embedder's answer as `count` vectors of `dims` floats.
+
+        Raises:
+            InvalidInputError: another count, or a vector of other dimensions.
+        """
+        found = [tuple(float(x) for x in vector) for vector in vectors]
+        if len(found) != count:
+            raise InvalidInputError(f"the embedder returned {len(found)} vectors for {count} texts")
+        for vector in found:
+            if len(vector) != self.dims:
+                raise InvalidInputError(f"the embedder returned a vector of {len(vector)} dimensions, not {self.dims}")
+        return found
+
+    def blob(self, vector: Sequence[float]) -> bytes:
+        """A query vector as the index reads it (float32, little-endian)."""
+        return struct.pack(f"<{len(vector)}f", *vector)
+
+    def score(self, distance: float) -> float:
+        """The PostgresStore score of a RediSearch distance."""
+        if self.metric == "l2":
+            return 1.0 - math.sqrt(max(distance, 0.0))
+        return 1.0 - distance

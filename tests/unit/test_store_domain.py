@@ -1,0 +1,83 @@
+"""The store domain, pure: its events' stored form round-trips, every key an append names is in
+its partition's slot, its projections are what the view promises, and ops are checked before
+anything is built."""
+
+from __future__ import annotations
+
+import pytest
+from langgraph.store.base import InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+
+from projectors.store import field_tag, namespace_tag, project, value_tags
+from projectors.store_domain import STORE
+from streamsaver.errors import InvalidInputError
+from streamsaver.log.append import append_batch_call
+from streamsaver.log.events import ItemDeleted, ItemPut, StorePartitionErased
+from streamsaver.log.items import item_fields, item_from_fields
+from streamsaver.log.keys import Keyspace
+from streamsaver.store.queries import list_request, search_request
+from streamsaver.store.validation import check_ops
+
+KS = Keyspace("p", 8)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        ItemPut("3", ("alice", "mem ories", "é"), "k:1/2", {"a": [1, {"b": None}], "c": 2.5}, 1_700_000_000, 60_000),
+        ItemDeleted("3", ("alice",), "k", 17),
+        StorePartitionErased("3"),
+    ],
+)
+def test_store_events_round_trip_through_their_stored_form(event: object) -> None:
+    assert item_from_fields(item_fields(event)) == event  # type: ignore[arg-type]
+
+
+def test_every_key_of_a_batch_append_carries_the_partition_tag() -> None:
+    log_id = KS.store_partition("alice")
+    events = [ItemPut(log_id, ("alice", str(n)), "k", {"n": n}, n, 1000 * n) for n in range(3)]
+    events.append(ItemDeleted(log_id, ("alice", "0"), "k", 9))  # type: ignore[arg-type]
+    call = append_batch_call(STORE, events, KS, ("items",))  # type: ignore[arg-type]
+    tag = f"{{p{log_id}}}"
+    keys = [str(arg) for arg in call[3 : 3 + int(call[2])]]
+    assert keys and all(tag in key for key in keys)
+    for event in events:
+        for command in project(event, KS):
+            assert tag in str(command[1])
+
+
+def test_an_upsert_keeps_created_at_without_reading_state() -> None:
+    [create, body, *_] = project(ItemPut("0", ("a",), "k", {"v": 1}, 42, 0), KS)
+    assert create[0] == "JSON.SET" and create[-1] == "NX" and create[3] == '{"c":42}'
+    assert body[:3] == ("JSON.SET", create[1], "$.i")
+
+
+def test_namespace_digests_are_label_exact() -> None:
+    assert namespace_tag(("alice",)) != namespace_tag(("malice",))
+    assert namespace_tag(("a", "b")) != namespace_tag(("a.b",))
+    assert field_tag(("a", "b"), 1) in value_tags({"a": {"b": 1}})
+    assert field_tag(("a",), {"b": 1}) in value_tags({"a": {"b": 1}})
+    assert field_tag(("n",), 2) == field_tag(("n",), 2.0)
+
+
+def test_a_search_applies_every_condition_before_its_limit() -> None:
+    command = [str(a) for a in search_request("idx", SearchOp(("u",), {"n": {"$gt": 1}, "k": "x"}, 5, 10))]
+    assert command.index("FILTER") < command.index("LIMIT")
+    assert command[command.index("LIMIT") + 1 : command.index("LIMIT") + 3] == ["10", "5"]
+    assert list_request("idx", ListNamespacesOp(None, None, 10, 0))[2] == "*"
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        PutOp(("a.b",), "k", {}),
+        PutOp(("langgraph",), "k", {}),
+        PutOp(("ok",), "k", {}, ttl=-1),
+        SearchOp(("ok",), {"v": {"$regex": "x"}}, 10, 0),
+        SearchOp(("ok",), {"v": {"$in": "x"}}, 10, 0),
+        SearchOp(("ok",), None, -1, 0),
+        ListNamespacesOp((MatchCondition("infix", ("a",)),), None, 10, 0),  # type: ignore[arg-type]
+    ],
+)
+def test_invalid_ops_are_refused(op: object) -> None:
+    with pytest.raises((InvalidNamespaceError, InvalidInputError)):
+        check_ops([op])  # type: ignore[list-item]

@@ -43,8 +43,9 @@ EPILOG = """\
 Run 'streamsaver <command> --help' for the options of one command.
 
 Exit codes: 0 success; 1 an error (a Redis, file or input error, printed as one line
-"streamsaver: error: ..." on stderr; verify also when the views differ from the logs);
-2 a usage error; 130 interrupted (Ctrl-C)."""
+"streamsaver: error: ..." on stderr; verify also when the views differ from the logs,
+doctor when it finds an error); 2 a usage error; 3 doctor found warnings only; 130 interrupted
+(Ctrl-C)."""
 
 
 class Parser(argparse.ArgumentParser):

@@ -34,6 +34,7 @@ __all__ = [
     "MissingModuleError",
     "PayloadDecodeError",
     "ReplayJobError",
+    "ServerUnavailableError",
     "StreamSaverError",
     "TargetNotEmptyError",
     "ThreadExistsError",
@@ -82,6 +83,10 @@ class PayloadDecodeError(EventDecodeError, ValueError):
     """A payload a view points at cannot be read: the log entry lacks it, it is malformed, or the
     serde rejects it (e.g. an `EncryptedSerializer` whose MAC check fails on a tampered or
     foreign payload). `event_id` names the log entry; only the checkpoint read fails."""
+
+
+class ServerUnavailableError(StreamSaverError):
+    """The Redis server did not answer a saver's `ping` (down, unreachable, or too slow)."""
 
 
 class EmbeddedServerError(StreamSaverError):

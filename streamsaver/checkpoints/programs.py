@@ -8,6 +8,7 @@ set up yet sets it up first (`ready`), once even when many calls start together.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,6 +29,8 @@ from streamsaver.checkpoints.core import SaverCore
 from streamsaver.log import setup
 from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused
 from streamsaver.log.routing import Command, Routed
+
+log = logging.getLogger("streamsaver.checkpoints")
 
 __all__ = [
     "copy_thread", "delete_for_runs", "delete_thread", "delta_channel_history", "durable", "get_tuple",
@@ -72,6 +75,7 @@ def durable(core: SaverCore, command: Command) -> Program[Any]:
     sent_to = yield Owner(key)
     reply, waited = yield Call([command, Routed(key, wait)], core.load_scripts)
     if (yield Owner(key)) != sent_to:
+        log.info("slots moved under an append to %s: durability wait re-sent to the new owner", key)
         [waited] = yield Call([Routed(key, wait)], core.load_scripts)
     durability_.check_waited(core.durability, core.durability_timeout_ms, waited)
     return reply
@@ -93,6 +97,7 @@ def put(
     try:
         entry_id = yield from durable(core, call.command)
     except Refused as refused:
+        log.info("delta refused (%s): another process wrote the thread; appending full values", refused.error)
         entry_id = yield from durable(core, core.put_refused(call, refused))
     core.put_logged(call, entry_id)
     return call.saved
@@ -141,6 +146,7 @@ def list_checkpoints(
             if moved or not core.moved(refused):
                 raise
             moved = True
+            log.info("slots moved since setup (%s): setting up again before listing on", refused.error)
             yield from set_up(core, wait_indexed=True)
             pager = pager.resumed(core.index_targets(core.view))
             continue
@@ -177,6 +183,7 @@ def delete_for_runs(core: SaverCore, run_ids: Sequence[str]) -> Program[None]:
     except Refused as refused:
         if not core.moved(refused):
             raise
+        log.info("slots moved since setup (%s): setting up again and deleting again", refused.error)
         yield from set_up(core, wait_indexed=True)
         yield from core.runs_program(run_ids)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import logging
 import os
 import re
 import sys
@@ -43,8 +44,9 @@ EPILOG = """\
 Run 'streamsaver <command> --help' for the options of one command.
 
 Exit codes: 0 success; 1 an error (a Redis, file or input error, printed as one line
-"streamsaver: error: ..." on stderr; verify also when the views differ from the logs);
-2 a usage error; 130 interrupted (Ctrl-C)."""
+"streamsaver: error: ..." on stderr; verify also when the views differ from the logs,
+doctor when it finds an error); 2 a usage error; 3 doctor found warnings only; 130 interrupted
+(Ctrl-C)."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -78,6 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _log_to_stderr(level: str) -> None:
+    """Show the library's records at `level` and above on stderr (the command, not the library,
+    configures a handler)."""
+    logging.basicConfig(format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
+    logging.getLogger("streamsaver").setLevel(level)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse `argv` (default: the process arguments), run the subcommand, return its exit code."""
     try:
@@ -85,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:
         # argparse exits for --help, --version and usage errors; callers get the code instead.
         return exit_.code if isinstance(exit_.code, int) else 0 if exit_.code is None else 2
+    if args.log_level:
+        _log_to_stderr(args.log_level)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)

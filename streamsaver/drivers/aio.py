@@ -7,6 +7,7 @@ for sync callers (`blocking`).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
@@ -20,6 +21,7 @@ from streamsaver.log.routing import Step
 __all__ = ["AsyncDriver", "pool_size"]
 
 T = TypeVar("T")
+log = logging.getLogger("streamsaver.drivers")
 _FAILED = (Refused, RedisError)
 
 
@@ -154,6 +156,7 @@ class AsyncDriver:
             try:
                 return await self._once(call.steps)
             except NoScriptError:  # a flushed or restarted server: the script ran nothing
+                log.info("NOSCRIPT (the server was flushed or restarted): reloading the scripts and sending again")
                 await self._send_raw(call.reload())
                 return await self._once(call.steps)
         except ResponseError as error:

@@ -7,6 +7,7 @@ of steps on a cluster (`streamsaver.drivers.cluster`), pauses and the stop flag.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, TypeVar, cast
@@ -23,6 +24,7 @@ from streamsaver.scripts import ALL
 __all__ = ["SyncDriver", "in_thread", "round_trip", "send_raw"]
 
 T = TypeVar("T")
+log = logging.getLogger("streamsaver.drivers")
 _FAILED = (Refused, RedisError)
 
 
@@ -129,6 +131,7 @@ class SyncDriver:
             try:
                 return self._once(call.steps)
             except NoScriptError:  # a flushed or restarted server: the script ran nothing
+                log.info("NOSCRIPT (the server was flushed or restarted): reloading the scripts and sending again")
                 send_raw(self.redis, call.reload())
                 return self._once(call.steps)
         except ResponseError as error:

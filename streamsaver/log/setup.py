@@ -157,10 +157,15 @@ def program(
     keyspace, existing = yield from _probe(prefix, partitions, topology)
     requests = create_requests(domain, keyspace, views, existing, topology)
     read_created((yield requests))
+    commands = [step.command if isinstance(step, Routed) else step for step in requests]
+    created = [str(command[1]) for command in commands if command[:1] == ["FT.CREATE"]]
+    if created:
+        log.info("setup of %r: created the indexes %s", prefix, ", ".join(created))
     infos = index_infos(requests) if wait_indexed else []
     indexed = indexed_views(domain, views)
     older = older_indexes(keyspace, indexed, existing)
     if older:
+        log.info("index schema upgrade: waiting for the new indexes beside the older %s", ", ".join(older))
         # The new indexes cover documents written before them: until their scan is done, a
         # query would quietly miss some (whichever process created them).
         infos = view_index_infos(keyspace, indexed, topology)
@@ -193,6 +198,7 @@ def _probe(
 def _indexed(infos: list[Step]) -> Program[None]:
     deadline = time.monotonic() + INDEXING_WAIT_S
     while infos and still_indexing((yield infos)):
+        log.debug("indexes still indexing; polling again in %.2f s", INDEXING_POLL_S)
         yield Wait(INDEXING_POLL_S)  # not a busy loop of FT.INFO on the primaries
         if time.monotonic() > deadline:
             # Reading on would miss whatever the new indexes have not reached yet.

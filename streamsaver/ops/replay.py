@@ -20,6 +20,7 @@ from redis import Redis
 
 from projectors.domain import CHECKPOINTS
 from streamsaver.drivers.wire import Command
+from streamsaver.errors import InvalidInputError
 from streamsaver.log.append import apply_batch_call
 from streamsaver.log.domain import Domain
 from streamsaver.log.keys import DEFAULT_PREFIX, Keyspace, ViewName
@@ -207,9 +208,50 @@ class Replayer:
             self.redis.hdel(positions, *views)
         return deleted
 
+    def replay_thread(
+        self, thread_id: str, views: Sequence[ViewName] | None = None, *, keep: bool = False,
+        progress: Progress | None = None,
+    ) -> ReplayStats:
+        """Fold one thread's log into `views` (default: those the deployment keeps): its view
+        keys and positions dropped first, unless `keep` (then only what the views lack is
+        applied). Other threads are not touched.
+
+        Raises:
+            InvalidInputError: the thread has no log.
+        """
+        views = self._views(views)
+        log = self.keyspace.thread(thread_id).log
+        if not self.redis.exists(log):
+            raise InvalidInputError(f"thread {thread_id!r} has no log under {self.keyspace.prefix!r}")
+        if not keep:
+            self._drop_thread(thread_id, views)
+        return self._fold(iter([log]), views, width=1, progress=progress)
+
+    def _drop_thread(self, thread_id: str, views: Sequence[ViewName]) -> None:
+        """Delete one thread's keys of `views` (``P:<view>:<kind>:T:t`` and the per-namespace
+        and per-checkpoint keys under it) and its positions of those views."""
+        keys = self.target.thread(thread_id)
+        tail = f"{keys.slot_tag}:{keys.escaped_thread}"
+        for view in views:
+            stem = f"{self.target.prefix}:{view}:"
+            found = {key for pattern in (f"{stem}*:{tail}", f"{stem}*:{tail}:*") for key in self._scan(pattern)}
+            # `*` may span colons: keep the keys whose kind (one word) is followed by this thread.
+            mine = [key for key in found if _after_kind(key.decode()[len(stem):]) in (tail, f"{tail}:")]
+            if mine:
+                self.redis.unlink(*mine)
+        self.redis.hdel(keys.positions, *views)
+
     def rebuild(self, views: Sequence[ViewName] | None = None, *, progress: Progress | None = None) -> ReplayStats:
         """Drop `views` (default: those the deployment keeps) and fold every thread log into
         them again."""
         views = self._views(views)
         self.drop(views)
         return self.replay(views, progress=progress)
+
+
+def _after_kind(rest: str) -> str:
+    """``T:t`` (a thread's key of one kind) or ``T:t:`` (a key under it) from ``kind:T:t...``."""
+    after = rest.partition(":")[2]
+    tag, _, remainder = after.partition(":")
+    thread, colon, _ = remainder.partition(":")
+    return f"{tag}:{thread}{colon}"

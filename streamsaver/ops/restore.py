@@ -7,7 +7,10 @@ of its own, as if LangGraph had saved those checkpoints and writes under the new
 checkpoint ids, metadata, channel values and pending writes, in the same order; only the log
 entry ids are new. The source thread is not touched. ``ThreadDeleted`` events are not copied.
 
-`at` is a log entry id (``"1718000000000-3"``: that entry and every one before it), an epoch
+`at` is a checkpoint id (as ``get_state_history`` gives it: the entry that saved that
+checkpoint and every one before it; the writes logged against it afterwards are not copied, so
+resuming the new thread runs the next step again), a log entry id (``"1718000000000-3"``: that
+entry and every one before it), an epoch
 time in milliseconds (every entry logged in or before that millisecond), or a timezone-aware
 `datetime` (likewise, to the millisecond; an ISO 8601 string such as
 ``"2024-06-10T09:30:00Z"`` is read as one). A log entry id carries the time the event was
@@ -27,6 +30,7 @@ appends.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
@@ -49,6 +53,9 @@ from streamsaver.saver.sync import StreamSaver
 from streamsaver.scripts import APPEND
 
 __all__ = ["RestoreReport", "log_bound", "restore_thread"]
+
+CHECKPOINT_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+"""A checkpoint id as LangGraph makes them (a UUID; never a log entry id or a time)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +96,7 @@ def restore_thread(
         target: a `StreamSaver` (its client, deployment and projections are used), or a
             ``redis.Redis`` or ``RedisCluster`` (``decode_responses=False``) with `prefix`.
         thread_id: the source thread.
-        at: the point in time (see `log_bound`).
+        at: a checkpoint id of the thread, or a point in time (see `log_bound`).
         into: the new thread's id; it must hold nothing yet.
         prefix: the deployment's key prefix when `target` is a client.
         projections: the views to project the new thread into; default: the saver's
@@ -100,7 +107,8 @@ def restore_thread(
         What was copied.
 
     Raises:
-        InvalidInputError: a bad thread id or `at`; `into` already holds a log or views (also
+        InvalidInputError: a bad thread id or `at`; a checkpoint id the thread has no checkpoint
+            of; `into` already holds a log or views (also
             when written during the restore: then nothing is copied); the source has no event
             up to `at`.
         ConfigurationError: nothing was ever set up under `prefix`.
@@ -109,8 +117,8 @@ def restore_thread(
             new thread's slot moved during the restore: nothing was copied then).
     """
     thread_id, into = checked_id(thread_id, "thread_id"), checked_id(into, "thread_id")
-    bound = log_bound(at)
     client, keyspace, default_views = _deployment(target, prefix)
+    bound = _bound(domain, client, keyspace.thread(thread_id).log, at)
     with _owner(client, keyspace.thread(into).log).pipeline(transaction=True) as transaction:
         pipe: Any = transaction
         _claim(pipe, keyspace.thread(into), into, domain)
@@ -189,6 +197,17 @@ def _views(
         return default
     recorded = {_text(v) for v in client.hkeys(positions)}
     return tuple(view for view in domain.view_names if view in recorded) or domain.view_names
+
+
+def _bound(domain: Domain, client: Redis, log: str, at: str | int | datetime) -> str:
+    """`log_bound` of `at`; for a checkpoint id, the log entry that saved that checkpoint."""
+    if not (isinstance(at, str) and CHECKPOINT_ID.fullmatch(at.strip())):
+        return log_bound(at)
+    wanted = at.strip().lower()
+    for entry_id, event in _read(domain, client, log, "+"):
+        if isinstance(event, CheckpointSaved) and event.checkpoint_id.lower() == wanted:
+            return entry_id
+    raise InvalidInputError(f"the thread has no checkpoint {at.strip()!r} (log {log})")
 
 
 def _read(domain: Domain, client: Redis, log: str, bound: str, page: int = 1000) -> list[tuple[str, Event]]:

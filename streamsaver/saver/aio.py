@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
@@ -19,11 +20,14 @@ from langgraph.checkpoint.base import (
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from streamsaver.checkpoints import programs
 from streamsaver.drivers.aio import AsyncDriver, pool_size
 from streamsaver.drivers.cluster import aconnect, cluster_enabled
 from streamsaver.drivers.wire import CONNECTION_RETRIES, retry_backoff
+from streamsaver.errors import ServerUnavailableError
 from streamsaver.saver.dropin import conn_string_source
 from streamsaver.saver.shell import SaverShell
 
@@ -84,6 +88,19 @@ class AsyncStreamSaver(SaverShell[Redis | RedisCluster]):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+    async def ping(self) -> float:
+        """One ``PING`` round trip, for readiness probes: the seconds it took.
+
+        Raises:
+            ServerUnavailableError: the server did not answer (after the client's own retries).
+        """
+        started = time.monotonic()
+        try:
+            await self.redis.ping()
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            raise ServerUnavailableError(f"the Redis server did not answer PING: {exc}") from exc
+        return time.monotonic() - started
 
     async def setup(self) -> None:
         """Check the modules, fix the partition count, create indexes (on a cluster: read the

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -19,6 +20,8 @@ from langgraph.checkpoint.base import (
 )
 from redis import Redis
 from redis.cluster import RedisCluster
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 from streamsaver.checkpoints import programs
@@ -26,6 +29,7 @@ from streamsaver.drivers.cluster import connect
 from streamsaver.drivers.lane import Lane
 from streamsaver.drivers.sync import SyncDriver, in_thread
 from streamsaver.drivers.wire import CONNECTION_RETRIES, retry_backoff
+from streamsaver.errors import ServerUnavailableError
 from streamsaver.saver.dropin import conn_string_source
 from streamsaver.saver.shell import SaverShell
 
@@ -118,6 +122,19 @@ class StreamSaver(SaverShell[Redis | RedisCluster]):
     async def asetup(self) -> None:
         """`setup` from a coroutine (in a worker thread)."""
         await asyncio.to_thread(self.setup)
+
+    def ping(self) -> float:
+        """One ``PING`` round trip, for readiness probes: the seconds it took.
+
+        Raises:
+            ServerUnavailableError: the server did not answer (after the client's own retries).
+        """
+        started = time.monotonic()
+        try:
+            self.redis.ping()
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            raise ServerUnavailableError(f"the Redis server did not answer PING: {exc}") from exc
+        return time.monotonic() - started
 
     def setup(self) -> None:
         """Check the modules, fix the partition count, create indexes (on a cluster: read the

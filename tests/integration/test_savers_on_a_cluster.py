@@ -10,6 +10,7 @@ in bursts; and a listing goes on when the slot of an index moves to another node
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import uuid
@@ -352,7 +353,8 @@ def _move_slot(cluster: EmbeddedCluster, slot: int, to: str) -> None:
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
 async def test_a_listing_goes_on_when_the_slot_of_an_index_moves(
-    moving_client: RedisCluster, moving_cluster: EmbeddedCluster, moving_url: str, prefix: str, kind: str
+    moving_client: RedisCluster, moving_cluster: EmbeddedCluster, moving_url: str, prefix: str, kind: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Every primary holds more than a page, so the listing queries each index again after the
     move; the index whose tag moved is gone from the tag's new node: the saver reads the slot
@@ -376,7 +378,9 @@ async def test_a_listing_goes_on_when_the_slot_of_an_index_moves(
 
     _move_slot(moving_cluster, key_slot(moved.tag.encode()), to.node)
     try:
-        rest = [t.config["configurable"]["checkpoint_id"] async for t in listing]
+        with caplog.at_level(logging.INFO, logger="streamsaver"):
+            rest = [t.config["configurable"]["checkpoint_id"] async for t in listing]
+        assert any("slots moved since setup" in r.getMessage() for r in caplog.records)
         tags = {shard.node: shard.tag for shard in saver.core.topology.shards}
         assert tags[to.node] == moved.tag and tags[moved.node] != moved.tag
     finally:
@@ -430,7 +434,9 @@ def _calls(cluster: EmbeddedCluster, command: str) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
-async def test_the_durability_wait_follows_an_append_the_cluster_redirected(kind: str) -> None:
+async def test_the_durability_wait_follows_an_append_the_cluster_redirected(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
     """With a stale slot map the append goes to the slot's old owner, which redirects it; the
     wait, pipelined with it, went there too and returned at once (nothing to fsync there). The
     saver sends the wait again to the node the append ran on."""
@@ -455,10 +461,12 @@ async def test_the_durability_wait_follows_an_append_the_cluster_redirected(kind
             waits, appends = _calls(cluster, "waitaof"), _calls(cluster, "evalsha")
 
             checkpoint, versions = new_checkpoint({"a": 1})
-            if isinstance(saver, AsyncStreamSaver):
-                await saver.aput(config("fresh"), checkpoint, {}, versions)
-            else:
-                saver.put(config("fresh"), checkpoint, {}, versions)
+            with caplog.at_level(logging.INFO, logger="streamsaver"):
+                if isinstance(saver, AsyncStreamSaver):
+                    await saver.aput(config("fresh"), checkpoint, {}, versions)
+                else:
+                    saver.put(config("fresh"), checkpoint, {}, versions)
+            assert any("durability wait re-sent" in r.getMessage() for r in caplog.records)
 
             ran = {n for n, c in _calls(cluster, "evalsha").items() if c > appends[n]}
             waited = {n for n, c in _calls(cluster, "waitaof").items() if c > waits[n]}

@@ -21,6 +21,7 @@ def test_error_tree() -> None:
     assert sorted(e.__all__) == sorted(
         ["ConcurrentChangeError", "ConfigurationError", "DurabilityError", "EmbeddedServerError", "EventDecodeError",
          "ExportFileError", "InvalidInputError", "MissingModuleError", "PayloadDecodeError", "ReplayJobError",
+         "ServerUnavailableError",
          "StreamSaverError", "TargetNotEmptyError", "ThreadExistsError"]
     )
     assert issubclass(e.InvalidInputError, ValueError)

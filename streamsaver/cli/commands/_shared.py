@@ -13,7 +13,9 @@ import redis
 from streamsaver.drivers.cluster import connect
 from streamsaver.log.keys import DEFAULT_PREFIX, ViewName
 
-__all__ = ["UsageError", "chosen_views", "common_options", "emit_json", "open_client", "server_options"]
+__all__ = ["LOG_LEVELS", "UsageError", "chosen_views", "common_options", "emit_json", "open_client", "server_options"]
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 def server_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
@@ -32,6 +34,15 @@ def server_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
         "--prefix",
         default=os.environ.get("STREAMSAVER_PREFIX", DEFAULT_PREFIX) if defaults else argparse.SUPPRESS,
         help=f"the deployment's key prefix (default: STREAMSAVER_PREFIX or {DEFAULT_PREFIX!r})",
+    )
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        default=os.environ.get("STREAMSAVER_LOG_LEVEL") if defaults else argparse.SUPPRESS,
+        help="print the library's log records (loggers streamsaver.*) at this level and above on "
+        "stderr: DEBUG, INFO, WARNING or ERROR (default: STREAMSAVER_LOG_LEVEL; unset, only the "
+        "long-running commands log, at INFO)",
     )
 
 

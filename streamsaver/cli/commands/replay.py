@@ -3,49 +3,85 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from redis import Redis
 
-from streamsaver.cli.commands._shared import chosen_views, emit_json, open_client
+from streamsaver.cli.commands._shared import UsageError, chosen_views, emit_json, open_client
 from streamsaver.errors import InvalidInputError
 from streamsaver.log.keys import ViewName
 from streamsaver.ops.progress import Progress
+
+if TYPE_CHECKING:
+    from streamsaver.ops.replay import ReplayStats
 
 __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
-    from streamsaver.ops.replay import Replayer
-
-    views = chosen_views(args)
+    if args.shadow and args.keep:
+        raise UsageError("--shadow rebuilds every view beside the live one: it cannot --keep them")
+    if args.thread and (args.shadow or args.jobs > 1):
+        raise UsageError("--thread replays one thread in place: not with --shadow or --jobs")
     if args.jobs < 1 or (args.shadow and args.jobs > 1):
         raise InvalidInputError("--jobs must be at least 1, and --shadow folds with one process")
-    if args.shadow:
-        return _run_shadow(args, views)
-    with open_client(args) as client:
-        replayer = Replayer.open(client, args.prefix)
-        total = count_events(client, replayer.thread_logs())
-        with Progress("events", total, enabled=None if not args.json else False) as bar:
-            if args.jobs > 1:
-                from streamsaver.ops.replay_jobs import replay_in_jobs
-
-                stats = replay_in_jobs(
-                    args.url, args.prefix, views, jobs=args.jobs, keep=args.keep, progress=bar.advance
-                )
-            elif args.keep:
-                stats = replayer.replay(views, progress=bar.advance)
-            else:
-                stats = replayer.rebuild(views, progress=bar.advance)
-    result = {"threads": stats.threads, "events": stats.events, "views": views, "dropped_first": not args.keep}
+    views = chosen_views(args)
+    try:
+        if args.shadow:
+            _run_shadow(args, views)
+            return 0
+        stats = _fold(args, views)
+    except KeyboardInterrupt:
+        print(_interrupted(args, views), file=sys.stderr)
+        return 130
+    result = {"threads": stats.threads, "events": stats.events, "applied": stats.applied, "views": views,
+              "dropped_first": not args.keep}
     if args.json:
-        emit_json(result)
+        emit_json(result | ({"thread": args.thread} if args.thread else {}))
+    elif args.keep:
+        print(f"read {stats.events:,} events of {stats.threads:,} threads; applied {stats.applied:,} "
+              f"(event, view) pairs the views lacked into {', '.join(views)}")
     else:
-        print(f"replayed {stats.events:,} events of {stats.threads:,} threads into {', '.join(views)}")
+        print(f"replayed {stats.events:,} events of {stats.threads:,} threads into {', '.join(views)} "
+              f"({stats.applied:,} (event, view) pairs applied)")
     return 0
 
 
-def _run_shadow(args: argparse.Namespace, views: list[ViewName]) -> int:
+def _fold(args: argparse.Namespace, views: list[ViewName]) -> ReplayStats:
+    from streamsaver.ops.replay import Replayer
+
+    with open_client(args) as client:
+        replayer = Replayer.open(client, args.prefix)
+        logs = [replayer.keyspace.thread(args.thread).log] if args.thread else replayer.thread_logs()
+        total = count_events(client, logs)
+        with Progress("events", total, enabled=None if not args.json else False) as bar:
+            if args.thread:
+                return replayer.replay_thread(args.thread, views, keep=args.keep, progress=bar.advance)
+            if args.jobs > 1:
+                from streamsaver.ops.replay_jobs import replay_in_jobs
+
+                return replay_in_jobs(args.url, args.prefix, views, jobs=args.jobs, keep=args.keep,
+                                      progress=bar.advance)
+            if args.keep:
+                return replayer.replay(views, progress=bar.advance)
+            return replayer.rebuild(views, progress=bar.advance)
+
+
+def _interrupted(args: argparse.Namespace, views: list[ViewName]) -> str:
+    """What an interrupted replay left, and how to go on."""
+    if args.shadow:
+        return ("streamsaver: interrupted: the live views are whole (threads swapped so far are rebuilt); "
+                "shadow keys are left behind, and the next `streamsaver replay --shadow` drops them first")
+    resume = ["streamsaver", "replay", "--keep", *(f"--view={v}" for v in views)]
+    resume += [f"--thread={args.thread}"] if args.thread else []
+    resume += [f"--jobs={args.jobs}"] if args.jobs > 1 else []
+    return (f"streamsaver: interrupted: the views {', '.join(views)} are partial (readers see "
+            f"{'the thread' if args.thread else 'threads'} partly rebuilt); resume with: {' '.join(resume)}")
+
+
+def _run_shadow(args: argparse.Namespace, views: list[ViewName]) -> None:
     from streamsaver.ops.shadow import ShadowRebuild
 
     quiet = False if args.json else None
@@ -65,12 +101,11 @@ def _run_shadow(args: argparse.Namespace, views: list[ViewName]) -> int:
             f"folded {stats.events:,} events into shadow {', '.join(views)}; swapped {stats.swapped:,} "
             f"thread views in ({stats.caught_up:,} caught up first)"
         )
-    return 0
 
 
-def count_events(client: Redis, logs: Iterable[bytes]) -> int:
+def count_events(client: Redis, logs: Iterable[bytes | str]) -> int:
     """The entries of `logs`, counted 1,000 logs per round trip."""
-    total, batch = 0, []
+    total, batch = 0, list[bytes | str]()
     for log in [*logs, None]:
         if log is not None:
             batch.append(log)
@@ -93,13 +128,21 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         "views. By default the views are dropped first, so they end up exactly as the logs say; "
         "with --keep the views are kept and only events a view has not applied yet are applied "
         "(each view records the last event it applied per thread, so replaying twice is "
-        "harmless and an interrupted replay resumes).",
+        "harmless and an interrupted replay resumes). Ctrl-C says what it left and how to resume. "
+        "--shadow cannot be combined with --keep (a usage error, exit 2).",
     )
     parser.add_argument(
         "--view", action="append", choices=["full", "shallow"],
         help="a view to rebuild (repeatable; default: the views the deployment keeps)",
     )
-    parser.add_argument("--keep", action="store_true", help="do not drop the views first; apply what is missing")
+    parser.add_argument(
+        "--keep", action="store_true",
+        help="do not drop the views first; apply what is missing (reports how many (event, view) pairs it applied)",
+    )
+    parser.add_argument(
+        "--thread", metavar="THREAD",
+        help="replay one thread only: its view keys are dropped (unless --keep) and its log folded in again",
+    )
     parser.add_argument(
         "--jobs",
         type=int,

@@ -31,7 +31,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
     parser = commands.add_parser(
         "restore",
         parents=[common],
-        help="copy a thread's history up to a point in time into a new thread",
+        help="copy a thread's history up to a checkpoint or a point in time into a new thread",
         description="Point-in-time restore: read THREAD's log up to and including TIME, and append "
         "those events under the thread id NEW_THREAD through the normal append path, so the new "
         "thread has its own log and views: the same checkpoints (ids, metadata, values) and "
@@ -43,9 +43,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
     parser.add_argument(
         "--at",
         required=True,
-        metavar="TIME",
-        help="a log entry id (1718000000000-0: that entry and all before it), an epoch time in "
-        "milliseconds, or an ISO 8601 time with a timezone (2024-06-10T09:30:00Z)",
+        metavar="CHECKPOINT_ID|TIME",
+        help="a checkpoint id of THREAD (as get_state_history lists them: the thread as it was when "
+        "that checkpoint was saved), a log entry id (1718000000000-0: that entry and all before it), "
+        "an epoch time in milliseconds, or an ISO 8601 time with a timezone (2024-06-10T09:30:00Z)",
     )
     parser.add_argument("--into", required=True, metavar="NEW_THREAD", help="the id of the new thread")
     parser.add_argument(

@@ -11,10 +11,16 @@ The tree::
     ├── EventDecodeError             a stored event cannot be read (unknown type or version, bad field)
     │   └── PayloadDecodeError       (also ValueError) a payload a view points at is missing or unreadable
     ├── DurabilityError              an append was made but not confirmed durable (AOF fsync, replica)
+    ├── ServerUnavailableError       (also ConnectionError) the server could not be reached or is loading
+    │   └── ServerTimeoutError       (also TimeoutError) the server did not answer within the timeout
     ├── EmbeddedServerError          the embedded Redis could not be found or started
     ├── ExportFileError              an export file cannot be imported: not one, newer, truncated, corrupt
     ├── ReplayJobError               a process of a parallel replay failed or died
     └── TargetNotEmptyError          an import was refused: the target prefix already holds keys
+
+`ServerUnavailableError` and `ServerTimeoutError` are what a saver's call raises for redis-py's
+connection and timeout errors (the original is the ``__cause__``); they subclass the builtin
+``ConnectionError`` and ``TimeoutError``. A call failed so was applied whole or not at all.
 
 `PayloadDecodeError` subclasses `ValueError` as the serde's own decoding errors do.
 `InvalidInputError` subclasses `ValueError` because LangGraph code and users catch `ValueError`
@@ -34,6 +40,8 @@ __all__ = [
     "MissingModuleError",
     "PayloadDecodeError",
     "ReplayJobError",
+    "ServerTimeoutError",
+    "ServerUnavailableError",
     "StreamSaverError",
     "TargetNotEmptyError",
     "ThreadExistsError",
@@ -82,6 +90,20 @@ class PayloadDecodeError(EventDecodeError, ValueError):
     """A payload a view points at cannot be read: the log entry lacks it, it is malformed, or the
     serde rejects it (e.g. an `EncryptedSerializer` whose MAC check fails on a tampered or
     foreign payload). `event_id` names the log entry; only the checkpoint read fails."""
+
+
+class ServerUnavailableError(StreamSaverError, ConnectionError):
+    """The Redis server could not be reached, dropped the connection more often than the client's
+    ``Retry`` allows, or was still loading its data after the saver's pauses for it. The call
+    was applied whole or not at all (an append is one atomic script, and a connection cut while
+    the server holds the request may still run it): calling again is safe, a repeat of an event
+    already logged writes nothing."""
+
+
+class ServerTimeoutError(ServerUnavailableError, TimeoutError):
+    """The server did not answer within the client's ``socket_timeout`` (or
+    ``socket_connect_timeout``): stopped, overloaded or cut off. As for its parent, the call
+    was applied whole or not at all, and calling again is safe."""
 
 
 class EmbeddedServerError(StreamSaverError):

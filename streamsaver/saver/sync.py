@@ -19,13 +19,12 @@ from langgraph.checkpoint.base import (
 )
 from redis import Redis
 from redis.cluster import RedisCluster
-from redis.retry import Retry
 
 from streamsaver.checkpoints import programs
 from streamsaver.drivers.cluster import connect
 from streamsaver.drivers.lane import Lane
 from streamsaver.drivers.sync import SyncDriver, in_thread
-from streamsaver.drivers.wire import CONNECTION_RETRIES, retry_backoff
+from streamsaver.drivers.wire import client_options
 from streamsaver.saver.dropin import conn_string_source
 from streamsaver.saver.shell import SaverShell
 
@@ -67,10 +66,10 @@ class StreamSaver(SaverShell[Redis | RedisCluster]):
     """
 
     def _bind(self, client: Redis | RedisCluster) -> None:
-        self._driver = SyncDriver(client, lane=Lane.of(client))
+        self._driver = SyncDriver(client, lane=Lane.of(client), name_errors=True)
 
     def _connect(self, url: str, connection_args: dict[str, Any]) -> Redis | RedisCluster:
-        return connect(url, **{"retry": Retry(retry_backoff(), CONNECTION_RETRIES), **connection_args})
+        return connect(url, **client_options(connection_args))
 
     @classmethod
     @contextmanager
@@ -92,13 +91,17 @@ class StreamSaver(SaverShell[Redis | RedisCluster]):
                 (``INFO cluster``).
             redis_url, redis_client, connection_args: langgraph-checkpoint-redis's spellings
                 (`redis_url` is `url`; a `redis_client` passed in is not closed on exit).
+                `connection_args` (and the URL's query) override the client's defaults
+                (`streamsaver.drivers.wire.client_options`): ``socket_connect_timeout`` 5 s,
+                ``socket_timeout`` 10 s, and a ``Retry`` that resends a call whose connection
+                dropped. A server that does not answer in time fails the call with
+                `ServerTimeoutError`; one that cannot be reached with `ServerUnavailableError`.
         """
         source = conn_string_source(url, redis_url, redis_client, connection_args)
         if source.url is None:
             yield cls(source.client, **options)
             return
-        retry = Retry(retry_backoff(), CONNECTION_RETRIES)
-        client = connect(source.url, cluster=cluster, **{"retry": retry, **source.connection_args})
+        client = connect(source.url, cluster=cluster, **client_options(source.connection_args))
         try:
             yield cls(client, **options)
         finally:

@@ -21,10 +21,12 @@ def test_error_tree() -> None:
     assert sorted(e.__all__) == sorted(
         ["ConcurrentChangeError", "ConfigurationError", "DurabilityError", "EmbeddedServerError", "EventDecodeError",
          "ExportFileError", "InvalidInputError", "MissingModuleError", "PayloadDecodeError", "ReplayJobError",
-         "StreamSaverError", "TargetNotEmptyError", "ThreadExistsError"]
+         "ServerTimeoutError", "ServerUnavailableError", "StreamSaverError", "TargetNotEmptyError", "ThreadExistsError"]
     )
     assert issubclass(e.InvalidInputError, ValueError)
     assert issubclass(e.MissingModuleError, e.ConfigurationError)
+    assert issubclass(e.ServerTimeoutError, e.ServerUnavailableError)
+    assert issubclass(e.ServerTimeoutError, TimeoutError) and issubclass(e.ServerUnavailableError, ConnectionError)
     assert all(issubclass(getattr(e, n), e.StreamSaverError) for n in e.__all__)
 
 

@@ -4,7 +4,8 @@ The tree::
 
     StreamSaverError                 base of everything below
     ├── ConfigurationError           a saver or client set up in a way that cannot work
-    │   └── MissingModuleError       the Redis server lacks RediSearch or RedisJSON
+    │   ├── MissingModuleError       the Redis server lacks RediSearch or RedisJSON
+    │   └── EvictionPolicyError      the server evicts keys when full, and the user did not allow it
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
     │   └── ThreadExistsError        copy_thread was refused: the target thread already has a log
     ├── ConcurrentChangeError        a log rewrite (prune, delete_for_runs) kept racing new appends
@@ -35,6 +36,7 @@ __all__ = [
     "DurabilityError",
     "EmbeddedServerError",
     "EventDecodeError",
+    "EvictionPolicyError",
     "ExportFileError",
     "InvalidInputError",
     "MissingModuleError",
@@ -66,6 +68,12 @@ class MissingModuleError(ConfigurationError):
             "or `pip install 'streamsaver[embedded]'` to run a local server with both modules."
         )
         self.module = module
+
+
+class EvictionPolicyError(ConfigurationError):
+    """`setup()` was refused: the server's ``maxmemory-policy`` (``allkeys-*``, ``volatile-*``)
+    deletes keys when memory is full, which loses acknowledged checkpoints and the deployment's
+    settings without an error. Set ``noeviction``, or pass ``allow_eviction=True``."""
 
 
 class InvalidInputError(StreamSaverError, ValueError):

@@ -86,6 +86,7 @@ class SaverCore:
     compression: str | None = "zstd"
     deltas: bool = True
     cluster: bool = False
+    allow_eviction: bool = False
     topology: Topology | None = None
     window_hints: windows.WindowHints = field(default_factory=windows.WindowHints)
     memory: DeltaMemory = field(default_factory=DeltaMemory, repr=False, compare=False)
@@ -106,6 +107,7 @@ class SaverCore:
         compression: str | None = "zstd",
         cluster: bool = False,
         deltas: bool = True,
+        allow_eviction: bool = False,
     ) -> SaverCore:
         """Validate saver options.
 
@@ -129,7 +131,7 @@ class SaverCore:
             serde, read_view, views, prefix, partitions, None,
             durability=level, durability_timeout_ms=durability_timeout_ms,
             ttl_ms=ttl.ttl_ms(default_ttl), refresh_on_read=bool(refresh_on_read), cluster=cluster,
-            compression=compression, deltas=bool(deltas),
+            compression=compression, deltas=bool(deltas), allow_eviction=bool(allow_eviction),
         )
 
     @property

@@ -39,7 +39,8 @@ def set_up(core: SaverCore, *, wait_indexed: bool = False) -> Program[None]:
     """`setup()`: `streamsaver.log.setup.program` for the checkpoint domain; the core keeps what
     it read."""
     core.keyspace, core.topology = yield from setup.program(
-        CHECKPOINTS, core.prefix, core.partitions, core.projections, core.cluster, wait_indexed
+        CHECKPOINTS, core.prefix, core.partitions, core.projections, core.cluster, wait_indexed,
+        core.allow_eviction,
     )
 
 

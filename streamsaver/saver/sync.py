@@ -59,6 +59,9 @@ class StreamSaver(SaverShell[Redis | RedisCluster]):
             channel (LangGraph's ``messages``) as the elements added, with a full value every
             8 versions (`streamsaver.log.deltas`); False stores full values. Reading always
             understands deltas (readers older than this option do not: upgrade them first).
+        allow_eviction: let setup (also the lazy one of a saver's first call) accept a server
+            whose ``maxmemory-policy`` evicts keys (``allkeys-*``, ``volatile-*``), which loses
+            checkpoints silently when memory is full; by default that is `EvictionPolicyError`.
 
     `put`, `put_writes` and `get_tuple` make one round trip each; `list` makes one per page of
     a thread's history, or one query and one fetch per page across threads or with a filter.

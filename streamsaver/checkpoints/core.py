@@ -89,6 +89,8 @@ class SaverCore:
     allow_eviction: bool = False
     topology: Topology | None = None
     window_hints: windows.WindowHints = field(default_factory=windows.WindowHints)
+    skipped: listing.Skipped = field(default_factory=listing.Skipped)
+    """Checkpoints this saver's listings across threads left out, unreadable (`listing.Skipped`)."""
     memory: DeltaMemory = field(default_factory=DeltaMemory, repr=False, compare=False)
 
     @classmethod
@@ -266,7 +268,7 @@ class SaverCore:
         """The plan of a `list` call."""
         return listing.ListPager.plan(
             self.keys, self.view, self.serde, config, filter, before, limit, self.index_targets(self.view),
-            self.window_hints,
+            self.window_hints, self.skipped,
         )
 
     def history_request(self, config: RunnableConfig, channels: Sequence[str]) -> Command | None:

@@ -17,7 +17,7 @@ from projectors.schema import FIELDS
 from streamsaver.log.domain import Domain, HeldEntry, LogScripts, View
 from streamsaver.log.events import CheckpointSaved, Event, ThreadDeleted, WritesSaved
 from streamsaver.log.keys import Keyspace, ViewName
-from streamsaver.scripts import ALL, APPEND, APPLY, READ_FULL, READ_SHALLOW, REWRITE, TTL
+from streamsaver.scripts import ALL, APPEND, APPLY, ERASE, READ_FULL, READ_SHALLOW, REWRITE, TTL, TTL_TOUCH
 
 __all__ = ["CHECKPOINTS", "held_entry_probe"]
 
@@ -68,7 +68,7 @@ CHECKPOINTS = Domain(
     ),
     held_entry=held_entry_probe,
     erase=ThreadDeleted,
-    scripts=LogScripts(append=APPEND, apply=APPLY, rewrite=REWRITE, ttl=TTL),
+    scripts=LogScripts(append=APPEND, apply=APPLY, rewrite=REWRITE, ttl=TTL, erase=ERASE, touch=TTL_TOUCH),
     loads=ALL,
 )
 """The checkpoint domain: a log per thread, folded into the full and the shallow view."""

@@ -4,17 +4,24 @@ The tree::
 
     StreamSaverError                 base of everything below
     ├── ConfigurationError           a saver or client set up in a way that cannot work
-    │   └── MissingModuleError       the Redis server lacks RediSearch or RedisJSON
+    │   ├── MissingModuleError       the Redis server lacks RediSearch or RedisJSON
+    │   └── EvictionPolicyError      the server evicts keys when full, and the user did not allow it
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
     │   └── ThreadExistsError        copy_thread was refused: the target thread already has a log
     ├── ConcurrentChangeError        a log rewrite (prune, delete_for_runs) kept racing new appends
     ├── EventDecodeError             a stored event cannot be read (unknown type or version, bad field)
     │   └── PayloadDecodeError       (also ValueError) a payload a view points at is missing or unreadable
     ├── DurabilityError              an append was made but not confirmed durable (AOF fsync, replica)
+    ├── ServerUnavailableError       (also ConnectionError) the server could not be reached or is loading
+    │   └── ServerTimeoutError       (also TimeoutError) the server did not answer within the timeout
     ├── EmbeddedServerError          the embedded Redis could not be found or started
     ├── ExportFileError              an export file cannot be imported: not one, newer, truncated, corrupt
     ├── ReplayJobError               a process of a parallel replay failed or died
     └── TargetNotEmptyError          an import was refused: the target prefix already holds keys
+
+`ServerUnavailableError` and `ServerTimeoutError` are what a saver's call raises for redis-py's
+connection and timeout errors (the original is the ``__cause__``); they subclass the builtin
+``ConnectionError`` and ``TimeoutError``. A call failed so was applied whole or not at all.
 
 `PayloadDecodeError` subclasses `ValueError` as the serde's own decoding errors do.
 `InvalidInputError` subclasses `ValueError` because LangGraph code and users catch `ValueError`
@@ -29,11 +36,13 @@ __all__ = [
     "DurabilityError",
     "EmbeddedServerError",
     "EventDecodeError",
+    "EvictionPolicyError",
     "ExportFileError",
     "InvalidInputError",
     "MissingModuleError",
     "PayloadDecodeError",
     "ReplayJobError",
+    "ServerTimeoutError",
     "ServerUnavailableError",
     "StreamSaverError",
     "TargetNotEmptyError",
@@ -61,6 +70,12 @@ class MissingModuleError(ConfigurationError):
         self.module = module
 
 
+class EvictionPolicyError(ConfigurationError):
+    """`setup()` was refused: the server's ``maxmemory-policy`` (``allkeys-*``, ``volatile-*``)
+    deletes keys when memory is full, which loses acknowledged checkpoints and the deployment's
+    settings without an error. Set ``noeviction``, or pass ``allow_eviction=True``."""
+
+
 class InvalidInputError(StreamSaverError, ValueError):
     """A call's input was rejected before anything was written."""
 
@@ -85,8 +100,18 @@ class PayloadDecodeError(EventDecodeError, ValueError):
     foreign payload). `event_id` names the log entry; only the checkpoint read fails."""
 
 
-class ServerUnavailableError(StreamSaverError):
-    """The Redis server did not answer a saver's `ping` (down, unreachable, or too slow)."""
+class ServerUnavailableError(StreamSaverError, ConnectionError):
+    """The Redis server could not be reached, dropped the connection more often than the client's
+    ``Retry`` allows, or was still loading its data after the saver's pauses for it. The call
+    was applied whole or not at all (an append is one atomic script, and a connection cut while
+    the server holds the request may still run it): calling again is safe, a repeat of an event
+    already logged writes nothing."""
+
+
+class ServerTimeoutError(ServerUnavailableError, TimeoutError):
+    """The server did not answer within the client's ``socket_timeout`` (or
+    ``socket_connect_timeout``): stopped, overloaded or cut off. As for its parent, the call
+    was applied whole or not at all, and calling again is safe."""
 
 
 class EmbeddedServerError(StreamSaverError):

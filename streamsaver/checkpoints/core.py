@@ -86,8 +86,11 @@ class SaverCore:
     compression: str | None = "zstd"
     deltas: bool = True
     cluster: bool = False
+    allow_eviction: bool = False
     topology: Topology | None = None
     window_hints: windows.WindowHints = field(default_factory=windows.WindowHints)
+    skipped: listing.Skipped = field(default_factory=listing.Skipped)
+    """Checkpoints this saver's listings across threads left out, unreadable (`listing.Skipped`)."""
     memory: DeltaMemory = field(default_factory=DeltaMemory, repr=False, compare=False)
 
     @classmethod
@@ -106,6 +109,7 @@ class SaverCore:
         compression: str | None = "zstd",
         cluster: bool = False,
         deltas: bool = True,
+        allow_eviction: bool = False,
     ) -> SaverCore:
         """Validate saver options.
 
@@ -129,7 +133,7 @@ class SaverCore:
             serde, read_view, views, prefix, partitions, None,
             durability=level, durability_timeout_ms=durability_timeout_ms,
             ttl_ms=ttl.ttl_ms(default_ttl), refresh_on_read=bool(refresh_on_read), cluster=cluster,
-            compression=compression, deltas=bool(deltas),
+            compression=compression, deltas=bool(deltas), allow_eviction=bool(allow_eviction),
         )
 
     @property
@@ -264,7 +268,7 @@ class SaverCore:
         """The plan of a `list` call."""
         return listing.ListPager.plan(
             self.keys, self.view, self.serde, config, filter, before, limit, self.index_targets(self.view),
-            self.window_hints,
+            self.window_hints, self.skipped,
         )
 
     def history_request(self, config: RunnableConfig, channels: Sequence[str]) -> Command | None:

@@ -10,6 +10,7 @@ one pipelined fetch of the checkpoints it found.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +34,7 @@ from streamsaver.checkpoints.list_rows import (
 )
 from streamsaver.checkpoints.reads import Request, decode_rows, read_one, read_page
 from streamsaver.checkpoints.windows import WindowHints
-from streamsaver.errors import InvalidInputError
+from streamsaver.errors import InvalidInputError, PayloadDecodeError
 from streamsaver.log.codec import escape, metadata_tags, order_key, tag
 from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.log.routing import IndexTarget
@@ -49,6 +50,26 @@ FIRST_WIDTH = 19**2
 SORT_ALL_BELOW = 1024
 """Below this many matches a listing across threads sorts them all: that costs (~0.3 us a match)
 about what a first search for a window does (up to ~10 counts of 20-60 us)."""
+
+log = logging.getLogger("streamsaver.listing")
+
+
+@dataclass
+class Skipped:
+    """Checkpoints listings across threads left out because they could not be read (a thread
+    damaged, or half-expired: its log gone, a view key left): how many, and the last error."""
+
+    count: int = 0
+    last: PayloadDecodeError | None = None
+
+    def add(self, errors: Sequence[PayloadDecodeError]) -> None:
+        """Count `errors` and log a warning for each (a listing goes on without them)."""
+        for error in errors:
+            self.count += 1
+            self.last = error
+            log.warning("a listing across threads skipped a checkpoint it cannot read: %s", error)
+
+
 @dataclass
 class ListPager:
     """Plans one `list` call. Use: ``while (req := pager.next_request()) is not None:
@@ -86,6 +107,8 @@ class ListPager:
     hints: WindowHints | None = None
     only: str = ""
     """The checkpoint id the config names, if any: the listing holds that checkpoint only."""
+    skipped: Skipped = field(default_factory=Skipped)
+    """Where a listing across threads counts the checkpoints it left out (the saver's)."""
     _widths: list[int] = field(default_factory=list)
     _fresh: list[bool] = field(default_factory=list)
     _read: dict[Row, Any] = field(default_factory=dict)
@@ -123,6 +146,7 @@ class ListPager:
         limit: int | None,
         targets: Sequence[IndexTarget] | None = None,
         hints: WindowHints | None = None,
+        skipped: Skipped | None = None,
     ) -> ListPager:
         """Validate the arguments of `list` and plan it (`targets`: the view's indexes, by
         default the one index of a single server).
@@ -145,7 +169,7 @@ class ListPager:
         # the newest guess places a first window across threads; a listing of one thread has none
         top = newest_guess() if thread_id is None else 0
         return cls(keyspace, view, serde, thread_id, ns, dict(filter or {}), before_id, limit, indexes, before_id,
-                   top, hints, only)
+                   top, hints, only, skipped or Skipped())
 
     @property
     def _want(self) -> int:
@@ -246,7 +270,7 @@ class ListPager:
         """Read the replies to the last request; returns the tuples to yield, in order."""
         if self._found:
             self._found = []
-            return self._keep([t for reply in replies for t in decode_rows(self.serde, reply)])
+            return self._keep([t for reply in replies for t in self._decoded(reply)])
         if self._walks_ids:
             rows = replies[0]
             self._done = len(rows) < self._want
@@ -273,7 +297,17 @@ class ListPager:
         # gone, as a fetch of it would find
         found, self._found = self._found, []
         checkpoints = [self._read.pop(row) for row in found]
-        return self._keep(decode_rows(self.serde, [c for c in checkpoints if c]))
+        return self._keep(self._decoded([c for c in checkpoints if c]))
+
+    def _decoded(self, rows: Sequence[Any]) -> list[CheckpointTuple]:
+        """`rows` read; across threads, one that cannot be read is skipped and counted instead
+        of failing the listing (`Skipped`)."""
+        if not self._across:
+            return decode_rows(self.serde, rows)
+        damaged: list[PayloadDecodeError] = []
+        tuples = decode_rows(self.serde, rows, damaged)
+        self.skipped.add(damaged)
+        return tuples
 
     def _advance(self, n: int, rows: Sequence[Row]) -> None:
         """Where index `n`'s next page starts: strictly after the last row fetched, at offset 0,
@@ -334,7 +368,7 @@ class ListPager:
         before = self._last or self.before
         limit = None if self.limit is None else self.limit - self._emitted
         return ListPager(self.keyspace, self.view, self.serde, self.thread_id, self.checkpoint_ns, self.filter,
-                         before, limit, tuple(targets), before, self.top, self.hints, self.only)
+                         before, limit, tuple(targets), before, self.top, self.hints, self.only, self.skipped)
 
 
 def _check_filter(filter: Mapping[str, Any] | None) -> None:

@@ -9,6 +9,7 @@ set up yet sets it up first (`ready`), once even when many calls start together.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -33,8 +34,21 @@ from streamsaver.log.routing import Command, Routed
 log = logging.getLogger("streamsaver.checkpoints")
 
 __all__ = [
-    "copy_thread", "delete_for_runs", "delete_thread", "delta_channel_history", "durable", "get_tuple",
-    "list_checkpoints", "pin_thread", "prune", "put", "put_writes", "ready", "retain", "set_up",
+    "copy_thread",
+    "delete_for_runs",
+    "delete_thread",
+    "delta_channel_history",
+    "durable",
+    "get_tuple",
+    "list_checkpoints",
+    "pin_thread",
+    "ping",
+    "prune",
+    "put",
+    "put_writes",
+    "ready",
+    "retain",
+    "set_up",
 ]
 
 
@@ -42,7 +56,8 @@ def set_up(core: SaverCore, *, wait_indexed: bool = False) -> Program[None]:
     """`setup()`: `streamsaver.log.setup.program` for the checkpoint domain; the core keeps what
     it read."""
     core.keyspace, core.topology = yield from setup.program(
-        CHECKPOINTS, core.prefix, core.partitions, core.projections, core.cluster, wait_indexed
+        CHECKPOINTS, core.prefix, core.partitions, core.projections, core.cluster, wait_indexed,
+        core.allow_eviction,
     )
 
 
@@ -208,3 +223,11 @@ def delta_channel_history(
         return (yield from history.walk(lambda parent: get_tuple(core, parent), config, channels))
     [reply] = yield Call([request], core.load_scripts)
     return core.read_history(reply, channels)
+
+
+def ping(core: SaverCore) -> Program[float]:
+    """One ``PING`` round trip, for readiness probes: the seconds it took (the savers' drivers
+    raise `ServerUnavailableError` / `ServerTimeoutError` when the server does not answer)."""
+    started = time.monotonic()
+    yield Call([["PING"]], core.load_scripts)
+    return time.monotonic() - started

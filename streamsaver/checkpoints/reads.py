@@ -208,17 +208,29 @@ def _decode_row(
     )
 
 
-def decode_rows(serde: SerializerProtocol, rows: Sequence[Any]) -> list[CheckpointTuple]:
+def decode_rows(
+    serde: SerializerProtocol, rows: Sequence[Any], damaged: list[PayloadDecodeError] | None = None
+) -> list[CheckpointTuple]:
     """Checkpoint tuples from the rows ONE read script call returns (in its order: a delta's
-    links come with the first row of the thread that needs them).
+    links come with the first row of the thread that needs them). With `damaged` (a listing
+    across threads), a row that cannot be read is left out and its error added there.
 
     Raises:
-        PayloadDecodeError: a payload the view points at is missing, malformed or refused by
-            the serde; the error names the log entry. Other rows and other threads are unaffected.
+        PayloadDecodeError: without `damaged`, a payload the view points at is missing, malformed
+            or refused by the serde; the error names the log entry. Other rows and other threads
+            are unaffected.
     """
     known: dict[str, Links] = {}
     expand = compression.remembering_expand()  # the rows of a thread share their deltas' bases
-    return [_decode_row(serde, row, known, expand) for row in rows]
+    if damaged is None:
+        return [_decode_row(serde, row, known, expand) for row in rows]
+    tuples = []
+    for row in rows:
+        try:
+            tuples.append(_decode_row(serde, row, known, expand))
+        except PayloadDecodeError as error:
+            damaged.append(error)
+    return tuples
 
 
 def _text(value: Any) -> str:

@@ -11,10 +11,17 @@ import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
-from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import BusyLoadingError, NoScriptError, RedisError, ResponseError
 
 from streamsaver.drivers.cluster import enqueue, execute, initialize, is_cluster, node_name, refused
-from streamsaver.drivers.wire import check_client, failed_reply
+from streamsaver.drivers.wire import (
+    LOADING_PAUSE_S,
+    LOADING_RETRIES,
+    SERVER_ERRORS,
+    check_client,
+    failed_reply,
+    named_server_error,
+)
 from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused, Wait
 from streamsaver.log.routing import Step
 
@@ -45,6 +52,7 @@ def pool_size(client: Any) -> int:
 class AsyncDriver:
     """Runs programs with an asyncio client. At most `slots` `Call` steps are in flight at once
     (a plain redis.asyncio pool raises past its size instead of waiting); the rest wait.
+    ``LOADING`` and `name_errors` as in `streamsaver.drivers.sync.SyncDriver`.
 
     Raises:
         ConfigurationError: a client that decodes responses.
@@ -57,9 +65,11 @@ class AsyncDriver:
         slots: int | None = None,
         other: Callable[[Any], Coroutine[Any, Any, Any]] = _unknown,
         stopping: Callable[[], bool] = _never,
+        name_errors: bool = False,
     ) -> None:
         check_client(client)
         self.redis, self._other, self._stopping = client, other, stopping
+        self._name_errors = name_errors
         self._slots = asyncio.Semaphore(slots) if slots else None
         self._cluster = is_cluster(client)
         self._alone = asyncio.Lock()
@@ -93,6 +103,10 @@ class AsyncDriver:
             return cast(T, done.value)
         except Refused as refused:
             raise refused.error from None
+        except SERVER_ERRORS as error:
+            if not self._name_errors:
+                raise
+            raise named_server_error(error) from error
 
     async def stream(self, program: Program[Any]) -> AsyncIterator[Any]:
         """Run `program`, yielding the items of each `Emit` step as it comes."""
@@ -117,6 +131,10 @@ class AsyncDriver:
             return
         except Refused as refused:
             raise refused.error from None
+        except SERVER_ERRORS as error:
+            if not self._name_errors:
+                raise
+            raise named_server_error(error) from error
 
     async def _perform(self, step: Any) -> Any:
         if type(step) is Call:
@@ -153,6 +171,18 @@ class AsyncDriver:
         if slots is not None:
             await slots.acquire()
         try:
+            for _ in range(LOADING_RETRIES):
+                try:
+                    return await self._sent(call)
+                except BusyLoadingError:  # a restarting server reading its data: it ran nothing
+                    await asyncio.sleep(LOADING_PAUSE_S)
+            return await self._sent(call)
+        finally:
+            if slots is not None:
+                slots.release()
+
+    async def _sent(self, call: Call) -> list[Any]:
+        try:
             try:
                 return await self._once(call.steps)
             except NoScriptError:  # a flushed or restarted server: the script ran nothing
@@ -161,9 +191,6 @@ class AsyncDriver:
                 return await self._once(call.steps)
         except ResponseError as error:
             raise refused(error) from None
-        finally:
-            if slots is not None:
-                slots.release()
 
     async def _once(self, steps: Sequence[Step]) -> list[Any]:
         if len(steps) == 1:

@@ -29,15 +29,17 @@ the client is; the shells place steps with `enqueue` / `execute`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import redis
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.asyncio.retry import Retry as AsyncRetry
 from redis.cluster import RedisCluster
 from redis.exceptions import MovedError, ResponseError
 
+from streamsaver.drivers.wire import client_options
 from streamsaver.log.program import Refused
 from streamsaver.log.routing import Command, Routed, Step, command_key, script_key
 
@@ -126,9 +128,11 @@ async def initialize(client: Any) -> None:
         await client.initialize()
 
 
-def cluster_enabled(url: str) -> bool:
-    """Whether the server at `url` runs in cluster mode (``INFO cluster``), for `from_conn_string`."""
-    client = redis.Redis.from_url(url)
+def cluster_enabled(url: str, options: Mapping[str, Any] | None = None) -> bool:
+    """Whether the server at `url` runs in cluster mode (``INFO cluster``), for `from_conn_string`:
+    asked with the client `options` given (TLS, credentials, timeouts) and the library's
+    `client_options`, so a dropped connection or a server still loading is asked again."""
+    client = redis.Redis.from_url(url, **client_options(options))
     try:
         return bool(int(client.info("cluster").get("cluster_enabled", 0)))
     finally:
@@ -139,14 +143,14 @@ def connect(url: str, *, cluster: bool | None = None, **options: Any) -> redis.R
     """A client for `url`: a ``RedisCluster`` (typed as the ``redis.Redis`` whose commands it
     offers) when the server runs in cluster mode, else a ``redis.Redis``. `cluster` True or
     False skips asking the server (``INFO cluster``); `options` go to ``from_url``."""
-    if cluster if cluster is not None else cluster_enabled(url):
+    if cluster if cluster is not None else cluster_enabled(url, options):
         return cast(redis.Redis, RedisCluster.from_url(url, **options))
     return redis.Redis.from_url(url, **options)
 
 
-async def acluster_enabled(url: str) -> bool:
+async def acluster_enabled(url: str, options: Mapping[str, Any] | None = None) -> bool:
     """`cluster_enabled` with an asyncio client."""
-    client = redis.asyncio.Redis.from_url(url)
+    client = redis.asyncio.Redis.from_url(url, **client_options(options, retry_class=AsyncRetry))
     try:
         return bool(int((await client.info("cluster")).get("cluster_enabled", 0)))
     finally:
@@ -156,7 +160,7 @@ async def acluster_enabled(url: str) -> bool:
 async def aconnect(url: str, *, cluster: bool | None = None, **options: Any) -> Any:
     """`connect` with an asyncio client: a ``redis.asyncio.cluster.RedisCluster`` or a
     ``redis.asyncio.Redis`` (None asks the server whether it runs in cluster mode)."""
-    if cluster if cluster is not None else await acluster_enabled(url):
+    if cluster if cluster is not None else await acluster_enabled(url, options):
         return AsyncRedisCluster.from_url(url, **options)
     return redis.asyncio.Redis.from_url(url, **options)
 

@@ -9,14 +9,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
-from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import BusyLoadingError, NoScriptError, RedisError, ResponseError
 
 from streamsaver.drivers.cluster import enqueue, execute, node_name, refused
 from streamsaver.drivers.lane import Lane
-from streamsaver.drivers.wire import check_client, failed_reply
+from streamsaver.drivers.wire import (
+    LOADING_PAUSE_S,
+    LOADING_RETRIES,
+    SERVER_ERRORS,
+    check_client,
+    failed_reply,
+    named_server_error,
+)
 from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused, Wait
 from streamsaver.log.routing import Routed, Step
 from streamsaver.scripts import ALL
@@ -54,16 +62,25 @@ def send_raw(client: Any, commands: Sequence[Step]) -> list[Any]:
 
 class SyncDriver:
     """Runs programs with a sync client; `lane`, when given, carries every `Call` while open.
+    A `Call` the server refuses with ``LOADING`` is sent again, `LOADING_RETRIES` times at most.
+    With `name_errors` (the savers'), redis-py's connection and timeout errors that end a
+    program are raised as `ServerUnavailableError` and `ServerTimeoutError`.
 
     Raises:
         ConfigurationError: a client that decodes responses.
     """
 
     def __init__(
-        self, client: Any, *, lane: Lane | None = None, other: Callable[[Any], Any] = unknown_step
+        self,
+        client: Any,
+        *,
+        lane: Lane | None = None,
+        other: Callable[[Any], Any] = unknown_step,
+        name_errors: bool = False,
     ) -> None:
         check_client(client)
         self.redis, self.lane, self._other = client, lane, other
+        self._name_errors = name_errors
         self._wake = threading.Event()
         self._alone = threading.Lock()
 
@@ -91,6 +108,10 @@ class SyncDriver:
             return cast(T, done.value)
         except Refused as refused:
             raise refused.error from None
+        except SERVER_ERRORS as error:
+            if not self._name_errors:
+                raise
+            raise named_server_error(error) from error
 
     def stream(self, program: Program[Any]) -> Iterator[Any]:
         """Run `program`, yielding the items of each `Emit` step as it comes."""
@@ -111,6 +132,10 @@ class SyncDriver:
             return
         except Refused as refused:
             raise refused.error from None
+        except SERVER_ERRORS as error:
+            if not self._name_errors:
+                raise
+            raise named_server_error(error) from error
 
     def _perform(self, step: Any) -> Any:
         if type(step) is Call:
@@ -127,6 +152,19 @@ class SyncDriver:
         return self._other(step)
 
     def _call(self, call: Call) -> list[Any]:
+        try:
+            return self._sent(call)
+        except BusyLoadingError:  # a restarting server reading its data: the call ran nothing
+            for _ in range(LOADING_RETRIES - 1):
+                time.sleep(LOADING_PAUSE_S)
+                try:
+                    return self._sent(call)
+                except BusyLoadingError:
+                    continue
+            time.sleep(LOADING_PAUSE_S)
+            return self._sent(call)
+
+    def _sent(self, call: Call) -> list[Any]:
         try:
             try:
                 return self._once(call.steps)

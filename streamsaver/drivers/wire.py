@@ -5,15 +5,32 @@ pipelining of command lists, and the resend policy for dropped connections. Re-e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from redis.backoff import ExponentialBackoff
-from redis.exceptions import NoScriptError
+from redis.exceptions import BusyLoadingError, NoScriptError, RedisError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.retry import Retry
 
-from streamsaver.errors import ConfigurationError
+from streamsaver.errors import ConfigurationError, ServerTimeoutError, ServerUnavailableError
 
-__all__ = ["CONNECTION_RETRIES", "Command", "check_client", "enqueue", "failed_reply", "retry_backoff"]
+__all__ = [
+    "CONNECTION_RETRIES",
+    "CONNECT_TIMEOUT_S",
+    "LOADING_PAUSE_S",
+    "LOADING_RETRIES",
+    "SERVER_ERRORS",
+    "SOCKET_TIMEOUT_S",
+    "Command",
+    "check_client",
+    "client_options",
+    "enqueue",
+    "failed_reply",
+    "named_server_error",
+    "retry_backoff",
+]
 
 Command = list[str | bytes | int]
 
@@ -49,3 +66,37 @@ Safe for appends: a repeat of an event already logged writes nothing (see `appen
 def retry_backoff() -> ExponentialBackoff:
     """The pause between those resends: 10 ms doubling, at most 0.5 s."""
     return ExponentialBackoff(cap=0.5, base=0.01)
+
+
+CONNECT_TIMEOUT_S = 5.0
+"""``socket_connect_timeout`` of a client the library makes (`client_options`)."""
+
+SOCKET_TIMEOUT_S = 10.0
+"""``socket_timeout`` of a client the library makes: a stopped or cut-off server fails a call
+after this long (a timeout is not resent: the caller decides), where redis-py waits forever."""
+
+LOADING_RETRIES = 20
+"""How often a driver resends a call the server refused with ``LOADING`` (a restarting server
+reading its data), `LOADING_PAUSE_S` apart, before it gives up with `ServerUnavailableError`."""
+
+LOADING_PAUSE_S = 0.25
+
+SERVER_ERRORS = (RedisConnectionError, RedisTimeoutError)
+"""redis-py's errors that `named_server_error` names."""
+
+
+def client_options(given: Mapping[str, Any] | None = None, *, retry_class: type[Any] = Retry) -> dict[str, Any]:
+    """The options of a client the library makes (``from_conn_string``, the CLI), each
+    overridden by `given` (and by the URL's own query, which ``from_url`` reads last): connect
+    and socket timeouts, and a ``Retry`` (`retry_class`: the asyncio one for asyncio clients)
+    that resends a call whose connection dropped, not one that timed out."""
+    retry = retry_class(retry_backoff(), CONNECTION_RETRIES, supported_errors=(RedisConnectionError,))
+    defaults = {"retry": retry, "socket_connect_timeout": CONNECT_TIMEOUT_S, "socket_timeout": SOCKET_TIMEOUT_S}
+    return {**defaults, **(given or {})}
+
+
+def named_server_error(error: RedisError) -> ServerUnavailableError:
+    """`error` (one of `SERVER_ERRORS`) as the streamsaver error a saver raises for it."""
+    kind = ServerTimeoutError if isinstance(error, RedisTimeoutError) else ServerUnavailableError
+    loading = " (still loading its data)" if isinstance(error, BusyLoadingError) else ""
+    return kind(f"the Redis server did not answer{loading}: {error}")

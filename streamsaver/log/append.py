@@ -65,7 +65,9 @@ def append_call(
     keys = keyspace.thread(event.thread_id)
     probe = domain.held_entry(event, keyspace, views)
     # Built in one list, in wire order: a put's ~100 arguments were copied four times over.
-    command: list[Arg] = ["EVALSHA", domain.scripts.append.sha]
+    erases = isinstance(event, domain.erase)
+    script = domain.scripts.erase if erases and domain.scripts.erase else domain.scripts.append
+    command: list[Arg] = ["EVALSHA", script.sha]
     if probe is None:
         command += ("3", keys.log, keys.feed, keys.positions)
     else:
@@ -77,7 +79,7 @@ def append_call(
     pointer = feed_pointer(event)
     command.append(_count(len(pointer)))
     command += pointer
-    command.append("1" if isinstance(event, domain.erase) else "0")
+    command.append("1" if erases else "0")
     _add_view_blocks(command, domain, event, keyspace, views)
     command += ttl
     if probe is not None:

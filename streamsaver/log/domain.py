@@ -105,6 +105,11 @@ class LogScripts:
     ttl: ScriptRef
     append_batch: ScriptRef | None = None
     """Appends several events of one log in one call (`streamsaver.log.append.append_batch_call`)."""
+    erase: ScriptRef | None = None
+    """The append of the domain's erase event, runnable on a full server (``allow-oom``); None:
+    `append` runs it."""
+    touch: ScriptRef | None = None
+    """The ``touch`` mode of `ttl`, runnable on a full server; None: `ttl` runs it."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Generator, Sequence
 from typing import Any
 
-from streamsaver.errors import ConfigurationError, MissingModuleError
+from streamsaver.errors import ConfigurationError, EvictionPolicyError, MissingModuleError
 from streamsaver.log.domain import Domain, ScriptRef
 from streamsaver.log.indexes import (
     create_indexes,
@@ -72,14 +72,52 @@ def read_topology(prefix: str, cluster: bool) -> Generator[list[Step], list[Any]
 
 
 def probe_request(prefix: str, partitions: int | None, topology: Topology | None = None) -> list[Step]:
-    """Round trip 1: index list (of every primary on a cluster), module probes, partition count."""
+    """Round trip 1: index list (of every primary on a cluster), module probes, partition count,
+    and the server's memory settings (``INFO memory``, of the settings' node on a cluster)."""
     keyspace = Keyspace(prefix)
     return [
         *list_indexes(topology),
         ["JSON.TYPE", keyspace.probe],
         ["HSETNX", keyspace.meta, "partitions", partitions or DEFAULT_PARTITIONS],
         ["HGET", keyspace.meta, "partitions"],
+        Routed(keyspace.meta, ["INFO", "memory"]),
     ]
+
+
+EVICTING = ("allkeys-", "volatile-")
+"""The starts of the ``maxmemory-policy`` values under which Redis deletes keys when full."""
+
+
+def eviction_policy(info: Any) -> str | None:
+    """The ``maxmemory_policy`` an ``INFO memory`` reply states (parsed by the client, or its
+    text); None when the reply is an error (an ACL without ``INFO``) or says none."""
+    if isinstance(info, dict):
+        policy = info.get("maxmemory_policy")
+        return None if policy is None else str(policy)
+    if isinstance(info, bytes | str):
+        text = info.decode() if isinstance(info, bytes) else info
+        for line in text.splitlines():
+            if line.startswith("maxmemory_policy:"):
+                return line.partition(":")[2].strip()
+    return None
+
+
+def check_eviction(info: Any, allow_eviction: bool) -> None:
+    """Refuse a server that evicts keys when full, unless the user allowed it.
+
+    Raises:
+        EvictionPolicyError: the policy is ``allkeys-*`` or ``volatile-*`` and not `allow_eviction`.
+    """
+    policy = eviction_policy(info)
+    if policy is not None and policy.startswith(EVICTING) and not allow_eviction:
+        raise EvictionPolicyError(
+            f"the server's maxmemory-policy is {policy}: when full it deletes keys, losing checkpoints and "
+            "the deployment's settings without an error; set it to noeviction, or pass allow_eviction=True"
+        )
+
+
+def _out_of_memory(reply: Any) -> bool:
+    return isinstance(reply, Exception) and "maxmemory" in str(reply)
 
 
 def _is_unknown_command(reply: Any) -> bool:
@@ -94,12 +132,15 @@ def read_probe(prefix: str, partitions: int | None, replies: Sequence[Any]) -> t
         ConfigurationError: the stored partition count differs from the one asked for, or the
             server refused a probe.
     """
-    *lists, json_probe, _, stored = replies
+    *lists, json_probe, created, stored, _ = replies
     if any(_is_unknown_command(reply) for reply in lists):
         raise MissingModuleError("RediSearch (search)", "FT._LIST")
     if _is_unknown_command(json_probe):
         raise MissingModuleError("RedisJSON (ReJSON)", "JSON.TYPE")
-    for reply in replies:
+    # A full server (noeviction) refuses the write of the settings: reading needs none once they
+    # exist. The memory settings' reply is read by `check_eviction`.
+    checked = [*lists, json_probe, stored] if stored is not None and _out_of_memory(created) else replies[:-1]
+    for reply in checked:
         if isinstance(reply, Exception):
             raise ConfigurationError(f"setup was refused by the server: {reply}") from reply
     stored_partitions = int(stored)
@@ -140,7 +181,7 @@ def read_created(replies: Sequence[Any]) -> None:
 
 def program(
     domain: Domain, prefix: str, partitions: int | None, views: Sequence[ViewName], cluster: bool,
-    wait_indexed: bool = False,
+    wait_indexed: bool = False, allow_eviction: bool = False,
 ) -> Program[tuple[Keyspace, Topology | None]]:
     """`setup()` of a deployment of `domain` keeping `views`: its keyspace and (on a cluster,
     read first) slot map. With `wait_indexed`, it then polls the indexes it created until they
@@ -152,9 +193,10 @@ def program(
     Raises:
         MissingModuleError, ConfigurationError: see `read_probe`, `read_created`; or new indexes
             still indexing after `INDEXING_WAIT_S`.
+        EvictionPolicyError: see `check_eviction`.
     """
     topology = yield from read_topology(prefix, cluster)
-    keyspace, existing = yield from _probe(prefix, partitions, topology)
+    keyspace, existing = yield from _probe(prefix, partitions, topology, allow_eviction)
     requests = create_requests(domain, keyspace, views, existing, topology)
     read_created((yield requests))
     commands = [step.command if isinstance(step, Routed) else step for step in requests]
@@ -181,16 +223,17 @@ def program(
 
 
 def _probe(
-    prefix: str, partitions: int | None, topology: Topology | None
+    prefix: str, partitions: int | None, topology: Topology | None, allow_eviction: bool
 ) -> Program[tuple[Keyspace, list[set[str]]]]:
     """`read_probe` of the probe's replies; a refused probe takes back the partition count it
     stored, so that a retry (after the modules are installed, or by an import, which wants an
     empty prefix) finds the prefix as it was."""
     replies = yield probe_request(prefix, partitions, topology)
     try:
+        check_eviction(replies[-1], allow_eviction)
         return read_probe(prefix, partitions, replies)
     except ConfigurationError:
-        if replies[-2] == 1:  # HSETNX: this probe created the settings
+        if replies[-3] == 1:  # HSETNX: this probe created the settings
             yield [["HDEL", Keyspace(prefix).meta, "partitions"]]
         raise
 

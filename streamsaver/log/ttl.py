@@ -36,4 +36,5 @@ def ttl_call(domain: Domain, keyspace: Keyspace, thread_id: str, ttl: int, mode:
     absolute deadline in ms since the epoch, given to every key of the log)."""
     keys = keyspace.thread(thread_id)
     args = [mode, *ttl_block(domain, keyspace, thread_id, ttl)]
-    return domain.scripts.ttl.evalsha_args([keys.log, keys.positions], args)
+    script = domain.scripts.touch if mode == "touch" and domain.scripts.touch else domain.scripts.ttl
+    return script.evalsha_args([keys.log, keys.positions], args)

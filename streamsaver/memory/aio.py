@@ -24,11 +24,11 @@ from langgraph.store.base import (
     SearchOp,
 )
 from langgraph.store.base.batch import AsyncBatchedBaseStore
-from redis.retry import Retry
+from redis.asyncio.retry import Retry
 
 from streamsaver.drivers.aio import AsyncDriver
 from streamsaver.drivers.cluster import aconnect
-from streamsaver.drivers.wire import CONNECTION_RETRIES, retry_backoff
+from streamsaver.drivers.wire import client_options
 from streamsaver.log.keys import DEFAULT_PREFIX
 from streamsaver.memory.options import async_embedder, store_core, ttl_config
 from streamsaver.store import programs
@@ -58,7 +58,7 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
     @asynccontextmanager
     async def from_conn_string(cls, url: str, **options: Any) -> AsyncIterator[AsyncStreamStore]:
         """A store on a new asyncio client for `url`, closed on exit."""
-        client = await aconnect(url, cluster=False, retry=Retry(retry_backoff(), CONNECTION_RETRIES))
+        client = await aconnect(url, cluster=False, **client_options(retry_class=Retry))
         try:
             yield cls(client, **options)
         finally:

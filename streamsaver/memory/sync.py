@@ -10,12 +10,11 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, IndexConfig, Op, Result
 from redis import Redis
-from redis.retry import Retry
 
 from streamsaver.drivers.cluster import connect
 from streamsaver.drivers.lane import Lane
 from streamsaver.drivers.sync import SyncDriver
-from streamsaver.drivers.wire import CONNECTION_RETRIES, retry_backoff
+from streamsaver.drivers.wire import client_options
 from streamsaver.log.keys import DEFAULT_PREFIX
 from streamsaver.memory.options import embedder, store_core, ttl_config
 from streamsaver.store import programs
@@ -59,7 +58,7 @@ class StreamStore(BaseStore):
     @contextmanager
     def from_conn_string(cls, url: str, **options: Any) -> Iterator[StreamStore]:
         """A store on a new client for `url` (``redis://``, ``rediss://``, ``unix://``), closed on exit."""
-        client = connect(url, cluster=False, retry=Retry(retry_backoff(), CONNECTION_RETRIES))
+        client = connect(url, cluster=False, **client_options())
         try:
             yield cls(client, **options)
         finally:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
@@ -20,14 +19,11 @@ from langgraph.checkpoint.base import (
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from streamsaver.checkpoints import programs
 from streamsaver.drivers.aio import AsyncDriver, pool_size
 from streamsaver.drivers.cluster import aconnect, cluster_enabled
-from streamsaver.drivers.wire import CONNECTION_RETRIES, retry_backoff
-from streamsaver.errors import ServerUnavailableError
+from streamsaver.drivers.wire import client_options
 from streamsaver.saver.dropin import conn_string_source
 from streamsaver.saver.shell import SaverShell
 
@@ -44,11 +40,11 @@ class AsyncStreamSaver(SaverShell[Redis | RedisCluster]):
     """
 
     def _bind(self, client: Redis | RedisCluster) -> None:
-        self._adriver = AsyncDriver(client, slots=pool_size(client))
+        self._adriver = AsyncDriver(client, slots=pool_size(client), name_errors=True)
 
     def _connect(self, url: str, connection_args: dict[str, Any]) -> Redis | RedisCluster:
-        options = {"retry": Retry(retry_backoff(), CONNECTION_RETRIES), **connection_args}
-        if cluster_enabled(url):  # one blocking round trip: a constructor cannot await
+        options = client_options(connection_args, retry_class=Retry)
+        if cluster_enabled(url, connection_args):  # one blocking round trip: a constructor cannot await
             return RedisCluster.from_url(url, **options)
         return Redis.from_url(url, **options)
 
@@ -66,13 +62,13 @@ class AsyncStreamSaver(SaverShell[Redis | RedisCluster]):
     ) -> AsyncIterator[AsyncStreamSaver]:
         """A saver on a new client for `url`, closed on exit (`cluster` as in
         `StreamSaver.from_conn_string`: None asks the server whether it runs in cluster mode;
-        `redis_url`, `redis_client`, `connection_args` as there)."""
+        `redis_url`, `redis_client`, `connection_args` and the client's timeouts as there)."""
         source = conn_string_source(url, redis_url, redis_client, connection_args)
         if source.url is None:
             yield cls(source.client, **options)
             return
-        retry = Retry(retry_backoff(), CONNECTION_RETRIES)
-        client = await aconnect(source.url, cluster=cluster, **{"retry": retry, **source.connection_args})
+        made = client_options(source.connection_args, retry_class=Retry)
+        client = await aconnect(source.url, cluster=cluster, **made)
         try:
             yield cls(client, **options)
         finally:
@@ -95,12 +91,7 @@ class AsyncStreamSaver(SaverShell[Redis | RedisCluster]):
         Raises:
             ServerUnavailableError: the server did not answer (after the client's own retries).
         """
-        started = time.monotonic()
-        try:
-            await self.redis.ping()
-        except (RedisConnectionError, RedisTimeoutError) as exc:
-            raise ServerUnavailableError(f"the Redis server did not answer PING: {exc}") from exc
-        return time.monotonic() - started
+        return await self._adriver.run(programs.ping(self.core))
 
     async def setup(self) -> None:
         """Check the modules, fix the partition count, create indexes (on a cluster: read the

@@ -51,6 +51,7 @@ class SaverShell(CoreBinding, BaseCheckpointSaver[str], Generic[C]):
         refresh_on_read: bool = False,
         compression: str | None = "zstd",
         deltas: bool = True,
+        allow_eviction: bool = False,
     ) -> None:
         super().__init__(serde=serde)
         source = client_source(redis_client, redis_url, connection_args)
@@ -72,6 +73,7 @@ class SaverShell(CoreBinding, BaseCheckpointSaver[str], Generic[C]):
             compression=compression,
             cluster=is_cluster(client),
             deltas=deltas,
+            allow_eviction=allow_eviction,
         )
 
     def _connect(self, url: str, connection_args: dict[str, Any]) -> C:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -20,16 +19,12 @@ from langgraph.checkpoint.base import (
 )
 from redis import Redis
 from redis.cluster import RedisCluster
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-from redis.retry import Retry
 
 from streamsaver.checkpoints import programs
 from streamsaver.drivers.cluster import connect
 from streamsaver.drivers.lane import Lane
 from streamsaver.drivers.sync import SyncDriver, in_thread
-from streamsaver.drivers.wire import CONNECTION_RETRIES, retry_backoff
-from streamsaver.errors import ServerUnavailableError
+from streamsaver.drivers.wire import client_options
 from streamsaver.saver.dropin import conn_string_source
 from streamsaver.saver.shell import SaverShell
 
@@ -64,6 +59,9 @@ class StreamSaver(SaverShell[Redis | RedisCluster]):
             channel (LangGraph's ``messages``) as the elements added, with a full value every
             8 versions (`streamsaver.log.deltas`); False stores full values. Reading always
             understands deltas (readers older than this option do not: upgrade them first).
+        allow_eviction: let setup (also the lazy one of a saver's first call) accept a server
+            whose ``maxmemory-policy`` evicts keys (``allkeys-*``, ``volatile-*``), which loses
+            checkpoints silently when memory is full; by default that is `EvictionPolicyError`.
 
     `put`, `put_writes` and `get_tuple` make one round trip each; `list` makes one per page of
     a thread's history, or one query and one fetch per page across threads or with a filter.
@@ -71,10 +69,10 @@ class StreamSaver(SaverShell[Redis | RedisCluster]):
     """
 
     def _bind(self, client: Redis | RedisCluster) -> None:
-        self._driver = SyncDriver(client, lane=Lane.of(client))
+        self._driver = SyncDriver(client, lane=Lane.of(client), name_errors=True)
 
     def _connect(self, url: str, connection_args: dict[str, Any]) -> Redis | RedisCluster:
-        return connect(url, **{"retry": Retry(retry_backoff(), CONNECTION_RETRIES), **connection_args})
+        return connect(url, **client_options(connection_args))
 
     @classmethod
     @contextmanager
@@ -96,13 +94,17 @@ class StreamSaver(SaverShell[Redis | RedisCluster]):
                 (``INFO cluster``).
             redis_url, redis_client, connection_args: langgraph-checkpoint-redis's spellings
                 (`redis_url` is `url`; a `redis_client` passed in is not closed on exit).
+                `connection_args` (and the URL's query) override the client's defaults
+                (`streamsaver.drivers.wire.client_options`): ``socket_connect_timeout`` 5 s,
+                ``socket_timeout`` 10 s, and a ``Retry`` that resends a call whose connection
+                dropped. A server that does not answer in time fails the call with
+                `ServerTimeoutError`; one that cannot be reached with `ServerUnavailableError`.
         """
         source = conn_string_source(url, redis_url, redis_client, connection_args)
         if source.url is None:
             yield cls(source.client, **options)
             return
-        retry = Retry(retry_backoff(), CONNECTION_RETRIES)
-        client = connect(source.url, cluster=cluster, **{"retry": retry, **source.connection_args})
+        client = connect(source.url, cluster=cluster, **client_options(source.connection_args))
         try:
             yield cls(client, **options)
         finally:
@@ -129,12 +131,7 @@ class StreamSaver(SaverShell[Redis | RedisCluster]):
         Raises:
             ServerUnavailableError: the server did not answer (after the client's own retries).
         """
-        started = time.monotonic()
-        try:
-            self.redis.ping()
-        except (RedisConnectionError, RedisTimeoutError) as exc:
-            raise ServerUnavailableError(f"the Redis server did not answer PING: {exc}") from exc
-        return time.monotonic() - started
+        return self._driver.run(programs.ping(self.core))
 
     def setup(self) -> None:
         """Check the modules, fix the partition count, create indexes (on a cluster: read the

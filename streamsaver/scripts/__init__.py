@@ -28,6 +28,7 @@ __all__ = [
     "APPEND_BATCH",
     "APPLY",
     "BATCH_SIDE",
+    "ERASE",
     "LIST_PAGE",
     "LIST_WINDOW",
     "LOAD_SCRIPTS",
@@ -40,6 +41,7 @@ __all__ = [
     "SWAP",
     "TRIM",
     "TTL",
+    "TTL_TOUCH",
     "WRITE_SIDE",
     "Script",
 ]
@@ -91,6 +93,14 @@ class Script:
         """A script from inline Lua with `preludes` spliced in (for tools and tests)."""
         return cls(name, _spliced(shebang, preludes, body))
 
+    def when_full(self, name: str, guard: str) -> Script:
+        """This script flagged ``allow-oom`` (Redis runs it on a server at ``maxmemory`` with
+        ``noeviction``, which refuses every other script that writes), with `guard` run first:
+        Lua that returns an error, writing nothing, for the calls that are not the one freeing
+        or not growing memory it exists for."""
+        _, _, body = self.source.partition("\n")
+        return Script(name, "\n".join(["#!lua flags=allow-oom", guard, body]))
+
     @cached_property
     def sha(self) -> str:
         """The SHA1 that EVALSHA names the script by."""
@@ -116,8 +126,24 @@ READ_HISTORY = Script.load("read_history", READ_SIDE)
 LIST_WINDOW = Script.load("list_window", LIST_SIDE)
 LIST_PAGE = Script.load("list_page", PAGE_SIDE)
 TTL = Script.load("ttl")
+ERASE = APPEND.when_full(
+    "erase",
+    "local erase_at = tonumber(ARGV[1]) + 2\n"
+    "if ARGV[erase_at + 1 + tonumber(ARGV[erase_at])] ~= '1' then\n"
+    "  return redis.error_reply('ERR erase.lua only runs an append that erases a log')\nend",
+)
+"""`APPEND` for the calls that erase a log (`delete_thread`), runnable on a full server: it
+deletes the log and its view keys, leaving one feed pointer (the memory it frees is the point)."""
+TTL_TOUCH = TTL.when_full(
+    "ttl_touch",
+    "if ARGV[1] ~= 'touch' then return redis.error_reply('ERR ttl_touch.lua only refreshes') end",
+)
+"""`TTL` for the refresh of `refresh_on_read` alone (it only moves expiries), runnable on a full
+server so that reading never needs memory."""
 APPEND_BATCH = Script.load("append_batch")
 STORE_GET = Script.alone("store_get")
-ALL = (APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY, TTL, LIST_WINDOW, LIST_PAGE)
+ALL = (
+    APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY, TTL, LIST_WINDOW, LIST_PAGE, ERASE, TTL_TOUCH,
+)
 LOAD_SCRIPTS: list[list[Arg]] = [["SCRIPT", "LOAD", s.source] for s in ALL]
 """The commands that load every script of `ALL` (after NOSCRIPT, or on a new primary)."""

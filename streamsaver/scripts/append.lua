@@ -4,7 +4,8 @@
 -- ARGV: nf, nf event field/value args; np, np feed pointer field/value args; erase ("1": drop
 --       the log and positions after applying, for ThreadDeleted); nv; then nv view blocks, each:
 --       view name, op count, ops (argc, args...); then, optionally, the TTL block: ttl in ms
---       (0: none), the view count and 5 purge stems per view (see keep_alive in _lib.lua)
+--       (0: none), the view count and 5 purge stems per view (see keep_alive in _lib.lua);
+--       without one, the keys the call touches get the log's deadline, if it has one
 -- KEYS[4] (optional, with the last two ARGV, after the TTL block): where a view records the log
 --       entry holding this event: a hash, the field naming the entry, and "" or the checkpoint
 --       id its '@cid' field must hold. When that entry equals the event field for field, the
@@ -101,5 +102,14 @@ elseif i <= last then
   local touched = {}
   walk_blocks(touched)
   keep_alive(KEYS[1], KEYS[3], tonumber(ARGV[i]), i + 1, touched)
+else
+  -- A writer without a TTL: the thread's deadline (another writer's default_ttl) belongs to the
+  -- thread, so every key this append touched gets it too; none when the log never expires.
+  local deadline = redis.call('PEXPIRETIME', KEYS[1])
+  if deadline > 0 then
+    local touched = {KEYS[3]}
+    walk_blocks(touched)
+    for _, key in ipairs(touched) do redis.call('PEXPIREAT', key, deadline) end
+  end
 end
 return id

@@ -26,7 +26,7 @@ from helpers import config, new_checkpoint
 from langgraph.checkpoint.base import Checkpoint
 
 from streamsaver import StreamSaver
-from streamsaver.errors import DurabilityError, InvalidInputError
+from streamsaver.errors import DurabilityError, InvalidInputError, ServerUnavailableError
 from streamsaver.ops.verify import verify
 from streamsaver.server.embedded import EmbeddedRedis, free_port
 
@@ -66,7 +66,7 @@ class Writer(threading.Thread):
                     saver.put_writes(saved, [("step", step)], f"task-{step}")
                     self.acked_writes.append((thread, checkpoint["id"], step))
                     latest[thread] = checkpoint
-        except redis.ConnectionError:
+        except ServerUnavailableError:  # the server was killed: a saver names the error
             return
         except BaseException as exc:  # noqa: BLE001 - reported to the test
             self.error = exc

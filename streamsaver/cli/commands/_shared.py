@@ -11,6 +11,7 @@ from typing import Any, cast
 import redis
 
 from streamsaver.drivers.cluster import connect
+from streamsaver.drivers.wire import client_options
 from streamsaver.log.keys import DEFAULT_PREFIX, ViewName
 
 __all__ = ["LOG_LEVELS", "UsageError", "chosen_views", "common_options", "emit_json", "open_client", "server_options"]
@@ -71,7 +72,8 @@ def open_client(args: argparse.Namespace) -> redis.Redis:
     """
     if not args.url:
         raise UsageError("no server given: pass --url URL or set REDIS_URL")
-    return connect(args.url)
+    # Operator tools run long scripts (a prune, a replay of a long log): a minute, not 10 s.
+    return connect(args.url, **client_options({"socket_timeout": 60.0}))
 
 
 def chosen_views(args: argparse.Namespace) -> list[ViewName]:

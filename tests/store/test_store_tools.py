@@ -101,3 +101,56 @@ def test_a_version_2_file_still_imports(client: Any, prefix: str, tmp_path: Any)
     old.write_bytes(gzip.compress(b"".join([orjson.dumps(header) + b"\n", *lines[1:]])))
     assert import_logs(client, old, prefix=f"{prefix}-old").entries == 1
     assert StreamSaver(client, prefix=f"{prefix}-old").get_tuple(config) is not None
+
+
+def test_a_subscriber_follows_the_store_feeds(client: Any, prefix: str) -> None:
+    from streamsaver import Subscriber
+    from streamsaver.feeds.store_event import StoreFeedEvent
+
+    store = StreamStore(client, prefix=prefix)
+    store.setup()
+    store.put(("users", "alice"), "lang", {"lang": "en"})
+    store.put(("users", "bob"), "lang", {"lang": "fr"})
+    store.delete(("users", "alice"), "lang")
+    seen: list[tuple[str, Any, Any, Any]] = []
+
+    def audit(event: StoreFeedEvent) -> None:
+        seen.append((event.type, event.namespace, event.key, event.value()))
+
+    Subscriber(client, "audit", audit, prefix=prefix, domain="store").run_burst()
+    assert sorted(seen, key=repr) == sorted([
+        ("ItemPut", ("users", "alice"), "lang", {"lang": "en"}),
+        ("ItemPut", ("users", "bob"), "lang", {"lang": "fr"}),
+        ("ItemDeleted", ("users", "alice"), "lang", None),
+    ], key=repr)
+    alice = [s for s in seen if s[1] == ("users", "alice")]
+    assert [s[0] for s in alice] == ["ItemPut", "ItemDeleted"]  # feed order within a partition
+    store.put(("users", "carol"), "k", {"v": 1})
+    prefetched: list[Any] = []
+    Subscriber(client, "audit", lambda e: prefetched.append(e.payload()), prefix=prefix, domain="store",
+               types=["ItemPut"], prefetch=True).run_burst()
+    assert [(p["namespace"], p["key"], p["value"]) for p in prefetched] == [(("users", "carol"), "k", {"v": 1})]
+    checkpoint_events: list[Any] = []
+    Subscriber(client, "audit", checkpoint_events.append, prefix=prefix).run_burst()
+    assert checkpoint_events == []  # the checkpoint feeds hold none of the store's events
+
+
+async def test_an_async_subscriber_reads_store_values(redis_url: str, client: Any, prefix: str) -> None:
+    import redis.asyncio
+
+    from streamsaver import Subscriber
+
+    store = StreamStore(client, prefix=prefix)
+    store.setup()
+    store.put(("users", "dora"), "k", {"v": 2})
+    values: list[Any] = []
+
+    async def audit(event: Any) -> None:
+        values.append(await event.avalue())
+
+    aclient = redis.asyncio.Redis.from_url(redis_url)
+    try:
+        await Subscriber(aclient, "audit", audit, prefix=prefix, domain="store").async_run_burst()
+    finally:
+        await aclient.aclose()
+    assert values == [{"v": 2}]

@@ -85,6 +85,10 @@ class PartitionConsumer(ABC, Generic[Unit, S]):
             raise ConfigurationError(f"the {self.kind} is not prepared yet")
         return self.keyspace
 
+    def feed(self, partition: int) -> str:
+        """The feed this consumer reads on `partition` (the thread logs' partition feed)."""
+        return self.keys.feed(partition)
+
     @abstractmethod
     def units(self) -> list[Unit]:
         """Every unit of the deployment this consumer may own, in reading order."""
@@ -141,16 +145,16 @@ class PartitionConsumer(ABC, Generic[Unit, S]):
 
     def _create_group(self, unit: Unit, start: str) -> Command:
         lane = self.lane(unit)
-        return ["XGROUP", "CREATE", self.keys.feed(lane.partition), lane.group, start, "MKSTREAM"]
+        return ["XGROUP", "CREATE", self.feed(lane.partition), lane.group, start, "MKSTREAM"]
 
     def _lease(self, unit: Unit, count: int) -> Command:
         lane = self.lane(unit)
-        return lease_call(lane.lease, self.keys.feed(lane.partition), self.name, self.options.lease_ms,
+        return lease_call(lane.lease, self.feed(lane.partition), self.name, self.options.lease_ms,
                           lane.group, count, lane.attempts)
 
     def _ack(self, unit: Unit, entries: list[str]) -> None:
         lane = self.lane(unit)
-        self.later.append(["XACK", self.keys.feed(lane.partition), lane.group, *entries])
+        self.later.append(["XACK", self.feed(lane.partition), lane.group, *entries])
 
     def _heartbeat(self) -> Program[None]:
         """Renew this consumer in its rosters (at most every `heartbeat_s`) and take its share."""
@@ -225,7 +229,7 @@ class PartitionConsumer(ABC, Generic[Unit, S]):
         can wait on one feed only (its keys must share a slot): with several feeds it pauses."""
         block = self.options.idle_ms
         partitions = sorted({self.lane(u).partition for u in self.owned})
-        feeds = {self.keys.feed(p): self.tails[p] for p in partitions if p in self.tails}
+        feeds = {self.feed(p): self.tails[p] for p in partitions if p in self.tails}
         if not feeds or (self.cluster and len(feeds) > 1):
             yield Wait(block / 1000)
             return

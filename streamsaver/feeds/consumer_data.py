@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Protocol, TypeVar
 
@@ -80,8 +80,11 @@ class Pointer:
     thread: str
 
 
-def parse_pointer(raw: dict[bytes, bytes], keyspace: Keyspace, partition: int) -> Pointer | str:
-    """The pointer in a feed entry's fields, or why it is malformed."""
+def parse_pointer(
+    raw: dict[bytes, bytes], keyspace: Keyspace, partition: int, owner: Callable[[str, int], int] = partition_of
+) -> Pointer | str:
+    """The pointer in a feed entry's fields, or why it is malformed; `owner` gives the partition
+    of a pointer's thread (a store pointer's "thread" is its partition's log id)."""
     try:
         log_id, type_ = raw[_ENTRY_ID].decode(), raw[TYPE].decode()
         thread = raw[THREAD].decode("utf-8", "surrogatepass")
@@ -89,7 +92,7 @@ def parse_pointer(raw: dict[bytes, bytes], keyspace: Keyspace, partition: int) -
         return f"malformed pointer: {exc!r}"
     if not _STREAM_ID.match(log_id):
         return f"malformed pointer: log entry id {log_id!r}"
-    if partition_of(thread, keyspace.partitions) != partition:
+    if owner(thread, keyspace.partitions) != partition:
         return f"pointer to thread {thread!r} of another partition"
     return Pointer(log_id, type_, thread)
 

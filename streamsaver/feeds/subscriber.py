@@ -123,6 +123,10 @@ class Subscriber(CoreRunner[SubscriberStats]):
         serde: the saver's serializer (default: `streamsaver.log.serde.SafeSerializer`, LangGraph's
             strict msgpack mode: a stored value never names code that decoding runs); an
             ``EncryptedSerializer`` must be the saver's.
+        domain: ``"store"`` follows the memory store's feeds instead (a memory audit feed):
+            the handler gets `streamsaver.feeds.store_event.StoreFeedEvent`s (``ItemPut``,
+            ``ItemDeleted``: `namespace`, `key`, and `value()` read on demand); the group's
+            leases and dead letters are its own (``P:sub:*:store:<group>``).
 
     Raises:
         ConfigurationError: a client that decodes responses.
@@ -138,14 +142,16 @@ class Subscriber(CoreRunner[SubscriberStats]):
                  types: Collection[str] | None = None, metadata: Mapping[str, Any] | None = None,
                  batch: int = 100, lease_ms: int = 10_000, poll_ms: int = 100, max_deliveries: int = 5,
                  start: str = "0", prefetch: bool = False, load_metadata: bool = False, retry_ms: int = 100,
-                 trim_every_s: float | None = None, serde: SerializerProtocol | None = None) -> None:
+                 trim_every_s: float | None = None, serde: SerializerProtocol | None = None,
+                 domain: str = "checkpoints") -> None:
         super().__init__(client)
         _check_handler(handler, _is_async_client(client))
         self.handler = handler
         options = Options(group=group, name=name or default_name(), partitions=partitions,
                           event_filter=EventFilter.of(types, metadata), batch=batch, lease_ms=lease_ms,
                           poll_ms=poll_ms, max_deliveries=max_deliveries, start=start, prefetch=prefetch,
-                          load_metadata=load_metadata, retry_ms=retry_ms, trim_every_s=trim_every_s)
+                          load_metadata=load_metadata, retry_ms=retry_ms, trim_every_s=trim_every_s,
+                          domain=domain)
         self.core = SubscriberCore(prefix, options, serde or SafeSerializer(), self, cluster=is_cluster(client))
 
     @property

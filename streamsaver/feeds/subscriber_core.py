@@ -23,13 +23,15 @@ from redis.exceptions import RedisError
 
 from streamsaver.errors import ConfigurationError
 from streamsaver.feeds.consumer import PartitionConsumer
-from streamsaver.feeds.consumer_data import Lane, Taken, parse_pointer
+from streamsaver.feeds.consumer_data import Lane, Pointer, Taken, parse_pointer
 from streamsaver.feeds.event import Entry, EntrySource, FeedEvent
 from streamsaver.feeds.ownership import LEASE, ROSTER, Program, Wait
+from streamsaver.feeds.store_event import StoreFeedEvent, item_address
 from streamsaver.feeds.subscriber_options import Deliver, Options, SubscriberStats, check_group
 from streamsaver.log import deltas
 from streamsaver.log.events import CheckpointSaved, ThreadDeleted
 from streamsaver.log.fields import CHECKPOINT_ID, NAMESPACE, REQUEUED_FOR
+from streamsaver.log.keys import partition_of
 from streamsaver.log.routing import Command, Step, Topology
 from streamsaver.log.setup import load_scripts
 from streamsaver.scripts import TRIM
@@ -79,6 +81,14 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
         self.o, self.serde, self.source = options, serde, source
         self.heartbeat_s = options.lease_ms / 4000
         self.trimmed_at = time.monotonic()
+        self.store = options.domain == "store"
+        self.group_keys = f"store:{options.group}" if self.store else options.group
+        """The name the group's leases, roster, attempts and dead letters are kept under: a
+        store subscriber's never meet those of a checkpoint group of the same name."""
+
+    def feed(self, partition: int) -> str:
+        """The partition feed followed: the thread logs' or the store's."""
+        return self.keys.store(str(partition)).feed if self.store else self.keys.feed(partition)
 
     def units(self) -> list[int]:
         """The group's partitions this subscriber follows (all, or its `partitions` option)."""
@@ -87,8 +97,8 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
 
     def lane(self, unit: int) -> Lane:
         """The group's keys on partition `unit`."""
-        k, group = self.keys, self.o.group
-        return Lane(group, unit, k.subscriber_lease(unit, group), k.subscribers(group),
+        k, group = self.keys, self.group_keys
+        return Lane(self.o.group, unit, k.subscriber_lease(unit, group), k.subscribers(group),
                     k.subscriber_attempts(unit, group))
 
     def _setup(self, topology: Topology | None, probed: list[Any]) -> list[Step]:
@@ -113,7 +123,7 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
         if attempts >= self.o.max_deliveries:
             item.skip = f"dead: {attempts} deliveries never completed (does the handler crash its process?)"
             return item
-        pointer = parse_pointer(raw, self.keys, partition)
+        pointer = parse_pointer(raw, self.keys, partition, _store_partition if self.store else partition_of)
         if isinstance(pointer, str):
             item.skip = f"dead: {pointer}" if raw else "filtered"  # a trimmed entry has no fields
             return item
@@ -121,6 +131,9 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
         elsewhere = target is not None and target.decode() != self.o.group
         if elsewhere or not self.o.event_filter.admits_type(pointer.type):
             item.skip = "filtered"
+            return item
+        if self.store:
+            item.event = self._store_event(partition, taken, pointer)
             return item
         ns, cid = raw.get(NAMESPACE), raw.get(CHECKPOINT_ID)
         item.event = FeedEvent(
@@ -130,6 +143,13 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
             log_id=pointer.log_id, log_key=self.keys.thread(pointer.thread).log,
             deliveries=attempts + 1, serde=self.serde, source=self.source)
         return item
+
+    def _store_event(self, partition: int, taken: Taken, pointer: Pointer) -> StoreFeedEvent:
+        namespace, key = item_address(taken.raw)
+        return StoreFeedEvent(
+            namespace=namespace, key=key, type_=pointer.type, thread_id=pointer.thread, partition=partition,
+            feed_id=taken.entry, log_id=pointer.log_id, log_key=self.keys.store(pointer.thread).log,
+            deliveries=taken.attempts + 1, serde=self.serde, source=self.source)
 
     def _prefetch(self, items: list[Item]) -> Program[None]:
         """Read the batch's log entries in one pipeline: every event's with `prefetch`, the
@@ -193,7 +213,7 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
             stats.failed += 1
             if stop.attempts + 1 < self.o.max_deliveries:
                 if not stop.recovering:
-                    attempts = self.keys.subscriber_attempts(partition, self.o.group)
+                    attempts = self.keys.subscriber_attempts(partition, self.group_keys)
                     self.later.append(["HINCRBY", attempts, stop.entry, 1])
                 log.info("subscriber %s: %s failed (attempt %d): %r", self.name, stop.event, stop.attempts + 1, error)
                 break
@@ -212,7 +232,7 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
         else:
             stats.handled += 1
         if item.attempts or item.recovering:
-            self.later.append(["HDEL", self.keys.subscriber_attempts(partition, self.o.group), item.entry])
+            self.later.append(["HDEL", self.keys.subscriber_attempts(partition, self.group_keys), item.entry])
         acks.append(item.entry)
 
     def _dead_letter(self, partition: int, item: Item) -> Command:
@@ -225,7 +245,7 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
                  b"consumer": self.name.encode(),
                  b"attempts": b"%d" % (item.attempts + (1 if item.event is not None else 0))}
         flat = [x for kv in ({k: v for k, v in item.raw.items() if k != REQUEUED_FOR} | extra).items() for x in kv]
-        return ["XADD", self.keys.subscriber_dead_letters(self.o.group), "*", *flat]
+        return ["XADD", self.keys.subscriber_dead_letters(self.group_keys), "*", *flat]
 
     def _trim_if_due(self) -> None:
         """With `trim_every_s`, queue a trim (``trim.lua``) of each owned feed once per period: it
@@ -233,7 +253,7 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
         if self.o.trim_every_s is None or time.monotonic() - self.trimmed_at < self.o.trim_every_s:
             return
         self.trimmed_at = time.monotonic()
-        self.later += [TRIM.evalsha_args([self.keys.feed(p)], []) for p in sorted(self.owned)]
+        self.later += [TRIM.evalsha_args([self.feed(p)], []) for p in sorted(self.owned)]
 
     def _after(self, stats: SubscriberStats) -> Program[None]:
         """Trim when due; after a failed handler, pause `retry_ms` (let a failing dependency
@@ -243,6 +263,11 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
             yield Wait(self.o.retry_ms / 1000)
         else:
             yield from super()._after(stats)
+
+
+def _store_partition(thread: str, partitions: int) -> int:
+    """The partition a store pointer's "thread" (its partition's log id) names (-1: none)."""
+    return int(thread) if thread.isdigit() and int(thread) < partitions else -1
 
 
 def _fields(raw: Any) -> dict[bytes, bytes]:

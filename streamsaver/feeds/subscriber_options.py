@@ -15,8 +15,10 @@ from streamsaver.feeds.consumer_data import ConsumerOptions, ConsumerStats
 from streamsaver.feeds.event import EventFilter, FeedEvent
 from streamsaver.feeds.ownership import check_count, check_partitions
 
-__all__ = ["Deliver", "Options", "SubscriberStats", "check_group"]
+__all__ = ["DOMAINS", "Deliver", "Options", "SubscriberStats", "check_group"]
 
+DOMAINS = ("checkpoints", "store")
+"""The domains whose feeds a subscriber can follow."""
 _GROUP = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
@@ -62,11 +64,15 @@ class Options(ConsumerOptions):
     load_metadata: bool = False
     retry_ms: int = 100
     trim_every_s: float | None = None
+    domain: str = "checkpoints"
+    """Whose feeds: ``"checkpoints"`` (the thread logs') or ``"store"`` (the memory store's)."""
 
     def check(self) -> None:
         """Raises: InvalidInputError: an option out of range or of the wrong type."""
         super().check()
         check_group(self.group)
+        if self.domain not in DOMAINS:
+            raise InvalidInputError(f"domain must be {' or '.join(map(repr, DOMAINS))}, not {self.domain!r}")
         self.partitions = check_partitions(self.partitions)
         for what, minimum in (("max_deliveries", 1), ("retry_ms", 0)):
             check_count(getattr(self, what), what, minimum)

@@ -312,9 +312,9 @@ class Keyspace:
         escaped = text[len(self.prefix) + 1 :].split(":", 2)[2]  # escaped ids hold no ':'
         return unescape(escaped)
 
-    def positions_stem(self) -> str:
-        """The stem every positions hash starts with."""
-        return f"{self.prefix}:pos:"
+    def positions_stem(self, family: str = "pos") -> str:
+        """The stem every positions hash (of a domain's `family`) starts with."""
+        return f"{self.prefix}:{family}:"
 
     def positions_pattern(self, family: str = "pos") -> str:
         """A SCAN pattern matching every positions hash (of a domain's `family`)."""

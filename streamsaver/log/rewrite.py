@@ -28,7 +28,7 @@ from streamsaver.log.events import (
 from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.log.stored import encode_channel_value, feed_pointer, from_fields, to_fields
 
-__all__ = ["Entry", "decode_log", "read_log", "rewrite_call", "whole_values"]
+__all__ = ["Entry", "decode_log", "erase_call", "read_log", "rewrite_call", "whole_values"]
 
 Entry = tuple[str, Event]
 """A log entry: its stream id and its event."""
@@ -39,8 +39,8 @@ def read_log(log: str, until: str = "+") -> list[str | bytes | int]:
     return ["XRANGE", log, "-", until]
 
 
-def decode_log(reply: Sequence[Any]) -> list[Entry]:
-    """The entries of an ``XRANGE`` reply, decoded.
+def decode_log(reply: Sequence[Any], decode: Callable[..., Event] = from_fields) -> list[Entry]:
+    """The entries of an ``XRANGE`` reply, decoded (by `decode`, a domain's `Domain.decode`).
 
     Raises:
         EventDecodeError: an entry this code cannot read.
@@ -49,7 +49,7 @@ def decode_log(reply: Sequence[Any]) -> list[Entry]:
     for raw_id, fields in reply:
         entry_id = raw_id.decode() if isinstance(raw_id, bytes) else str(raw_id)
         flat = fields if isinstance(fields, dict) else dict(zip(fields[::2], fields[1::2], strict=False))
-        entries.append((entry_id, from_fields(flat, entry_id)))
+        entries.append((entry_id, decode(flat, entry_id)))
     return entries
 
 
@@ -88,6 +88,39 @@ def rewrite_call(
         args += [entry_id, len(pointer), *pointer, len(fields), *fields]
         args += view_blocks(domain, event, keyspace, views)
     args += ttl
+    return domain.scripts.rewrite.evalsha_args([keys.log, keys.feed, keys.positions], args)
+
+
+def erase_call(
+    domain: Domain,
+    keyspace: Keyspace,
+    log_id: str,
+    views: Sequence[ViewName],
+    *,
+    guard: str,
+    kept: Sequence[Entry],
+    erase: Sequence[Sequence[str | bytes]],
+) -> list[str | bytes | int]:
+    """The EVALSHA arguments of one ``rewrite.lua`` call that erases part of the log `log_id`
+    (any domain's, `Domain.log_keys`): the log becomes `kept` (each entry under its own id, so
+    a replay of what stays gives the views it had), and the commands `erase` run first, in the
+    first of `views` (they delete what the erased entries made: documents, set members, feed
+    pointers, every one a key of the log's partition). The kept entries are not refolded (the
+    views already hold them) and get no new feed pointer; the positions of `views` become the
+    last kept id. Fails with ``STALE`` when the log's last id is not `guard`."""
+    keys = domain.log_keys(keyspace, log_id)
+    args: list[str | bytes | int] = [guard, "replace", len(views)]
+    for n, view in enumerate(views):
+        ops = erase if n == 0 else ()
+        args += [view, len(ops)]
+        for command in ops:
+            args += [len(command), *command]
+    args.append(len(kept))
+    for entry_id, event in kept:
+        fields = [x for pair in domain.encode(event).items() for x in pair]
+        args += [entry_id, 0, len(fields), *fields, len(views)]
+        for view in views:
+            args += [view, 0]
     return domain.scripts.rewrite.evalsha_args([keys.log, keys.feed, keys.positions], args)
 
 

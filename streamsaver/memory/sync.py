@@ -17,7 +17,7 @@ from streamsaver.drivers.sync import SyncDriver
 from streamsaver.drivers.wire import client_options
 from streamsaver.log.keys import DEFAULT_PREFIX
 from streamsaver.memory.options import embedder, store_core, ttl_config
-from streamsaver.store import programs
+from streamsaver.store import erasure, programs
 
 __all__ = ["StreamStore"]
 
@@ -75,3 +75,13 @@ class StreamStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """`batch` in a worker thread; prefer `AsyncStreamStore` in async code."""
         return await asyncio.to_thread(self.batch, list(ops))
+
+    def purge(self, prefix: tuple[str, ...]) -> int:
+        """Erase every item under the namespace `prefix` (labels matched whole) and every log
+        entry and feed pointer that wrote one, in one atomic call on its partition
+        (`streamsaver.store.erasure`); the count of log entries erased."""
+        return self._driver.run(erasure.purge(self.core, prefix))
+
+    async def apurge(self, prefix: tuple[str, ...]) -> int:
+        """`purge` in a worker thread."""
+        return await asyncio.to_thread(self.purge, prefix)

@@ -4,7 +4,8 @@
 (format, base64, stream ids rising within each thread, every event readable by this version,
 trailer counts) so that a truncated or corrupt file is refused before anything is written.
 The format itself is described in `streamsaver.ops.transfer`. Version 1 files (no expiry lines)
-still read: their threads carry no expiry.
+still read: their threads carry no expiry; version 1 and 2 files hold checkpoint logs only
+(version 3 marks the lines of another domain's logs, the store's, with ``"domain"``).
 """
 
 from __future__ import annotations
@@ -20,15 +21,21 @@ from typing import Any
 
 import orjson
 
+from projectors.domain import CHECKPOINTS
+from projectors.store_domain import STORE
 from streamsaver.errors import EventDecodeError, ExportFileError
-from streamsaver.log.stored import from_fields
+from streamsaver.log.domain import Domain
 from streamsaver.ops.progress import Progress
 
-__all__ = ["FORMAT", "VERSION", "Checked", "Entry", "Expiry", "Header", "ProgressFactory", "check_export",
-           "check_file", "phase_bar", "records"]
+__all__ = ["DOMAINS", "FORMAT", "VERSION", "Checked", "Entry", "Expiry", "Header", "LogName", "ProgressFactory",
+           "check_export", "check_file", "phase_bar", "records"]
 
 FORMAT = "streamsaver-logs"
-VERSION = 2
+VERSION = 3
+DOMAINS: dict[str, Domain] = {CHECKPOINTS.name: CHECKPOINTS, STORE.name: STORE}
+"""The domains whose logs an export carries, by the name their lines give (none: checkpoints)."""
+LogName = tuple[str, str]
+"""A log of the file: (its domain's name, its thread or partition id)."""
 _ID = re.compile(r"^[0-9]+-[0-9]+$")
 
 ProgressFactory = Callable[[str, "int | None"], Progress]
@@ -56,6 +63,13 @@ class Entry:
     thread: str
     id: str
     fields: list[tuple[bytes, bytes]]
+    domain: str = CHECKPOINTS.name
+    """The name of the domain whose log holds it (`DOMAINS`)."""
+
+    @property
+    def log(self) -> LogName:
+        """Its log: (domain, thread)."""
+        return self.domain, self.thread
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,12 @@ class Expiry:
     thread: str
     expires_at_ms: int | None
     pinned: bool
+    domain: str = CHECKPOINTS.name
+
+    @property
+    def log(self) -> LogName:
+        """Its log: (domain, thread)."""
+        return self.domain, self.thread
 
 
 @dataclass(frozen=True)
@@ -83,7 +103,7 @@ class Checked:
     header: Header
     threads: int
     entries: int
-    expiries: dict[str, Expiry]
+    expiries: dict[LogName, Expiry]
 
 
 def phase_bar(progress: ProgressFactory | None, label: str, total: int | None) -> Progress:
@@ -136,7 +156,14 @@ def _entry(document: dict[str, Any], number: int) -> Entry:
         fields = [(base64.b64decode(k, validate=True), base64.b64decode(v, validate=True)) for k, v in pairs]
     except (TypeError, ValueError) as exc:
         raise ExportFileError(f"line {number} of the export has a field that is not base64: {exc}") from exc
-    return Entry(number, thread, entry_id, fields)
+    return Entry(number, thread, entry_id, fields, _domain(document, number))
+
+
+def _domain(document: dict[str, Any], number: int) -> str:
+    name = document.get("domain", CHECKPOINTS.name)
+    if name not in DOMAINS:
+        raise ExportFileError(f"line {number} of the export names an unknown domain {name!r}")
+    return str(name)
 
 
 def _expiry(document: dict[str, Any], number: int) -> Expiry:
@@ -147,7 +174,7 @@ def _expiry(document: dict[str, Any], number: int) -> Expiry:
         raise ExportFileError(f"line {number} of the export has an expires_at_ms that is neither null nor epoch ms")
     if not isinstance(pinned, bool):
         raise ExportFileError(f"line {number} of the export has a pinned that is not true or false")
-    return Expiry(number, thread, deadline, pinned)
+    return Expiry(number, thread, deadline, pinned, _domain(document, number))
 
 
 def records(path: str | os.PathLike[str]) -> Iterator[Header | Entry | Expiry | tuple[int, int]]:
@@ -197,8 +224,8 @@ def check_file(path: str | os.PathLike[str], *, progress: ProgressFactory | None
     reading = records(path)
     header = next(reading)
     assert isinstance(header, Header)
-    last: dict[str, tuple[int, ...]] = {}
-    expiries: dict[str, Expiry] = {}
+    last: dict[LogName, tuple[int, ...]] = {}
+    expiries: dict[LogName, Expiry] = {}
     entries = 0
     with phase_bar(progress, "check", None) as bar:
         for record in reading:
@@ -209,15 +236,17 @@ def check_file(path: str | os.PathLike[str], *, progress: ProgressFactory | None
                 _check_expiry(header, record, last, expiries)
                 continue
             assert isinstance(record, Entry)
-            if record.thread in expiries:
+            if record.log in expiries:
                 raise ExportFileError(f"line {record.line}: an entry of thread {record.thread!r} after its expiry line")
-            _check_entry(record, last)
+            _check_entry(record, last, header.version)
             entries += 1
             bar.advance()
     raise AssertionError("unreachable: records ends with a trailer or raises")
 
 
-def _check_trailer(header: Header, counts: tuple[int, int], held: tuple[int, int], expiries: dict[str, Expiry]) -> None:
+def _check_trailer(
+    header: Header, counts: tuple[int, int], held: tuple[int, int], expiries: dict[LogName, Expiry]
+) -> None:
     if counts != held:
         raise ExportFileError(
             f"the export's trailer counts {counts[0]} threads and {counts[1]} entries, "
@@ -227,21 +256,25 @@ def _check_trailer(header: Header, counts: tuple[int, int], held: tuple[int, int
         raise ExportFileError(f"the export holds {held[0]} threads but {len(expiries)} expiry lines")
 
 
-def _check_expiry(header: Header, expiry: Expiry, last: dict[str, tuple[int, ...]], seen: dict[str, Expiry]) -> None:
+def _check_expiry(
+    header: Header, expiry: Expiry, last: dict[LogName, tuple[int, ...]], seen: dict[LogName, Expiry]
+) -> None:
     if header.version < 2:
         raise ExportFileError(f"line {expiry.line}: an expiry line in a version-{header.version} export")
-    if expiry.thread not in last or expiry.thread in seen:
+    if expiry.log not in last or expiry.log in seen:
         raise ExportFileError(f"line {expiry.line}: an expiry line of thread {expiry.thread!r} not after its entries")
-    seen[expiry.thread] = expiry
+    seen[expiry.log] = expiry
 
 
-def _check_entry(entry: Entry, last: dict[str, tuple[int, ...]]) -> None:
+def _check_entry(entry: Entry, last: dict[LogName, tuple[int, ...]], version: int) -> None:
+    if entry.domain != CHECKPOINTS.name and version < 3:
+        raise ExportFileError(f"line {entry.line}: a {entry.domain} log in a version-{version} export")
     key = tuple(int(part) for part in entry.id.split("-"))
-    if key <= last.get(entry.thread, (0, 0)):
+    if key <= last.get(entry.log, (0, 0)):
         raise ExportFileError(f"line {entry.line}: stream id {entry.id} does not follow the thread's previous one")
-    last[entry.thread] = key
+    last[entry.log] = key
     try:
-        event = from_fields(dict(entry.fields), entry.id)
+        event = DOMAINS[entry.domain].decode(dict(entry.fields), entry.id)
     except EventDecodeError as exc:
         raise ExportFileError(f"line {entry.line}: {exc}") from exc
     if event.thread_id != entry.thread:

@@ -1,4 +1,5 @@
-"""Export and import: a deployment's thread logs as one portable file, and back again.
+"""Export and import: a deployment's logs (thread logs, and the memory store's partition logs)
+as one portable file, and back again.
 
 The logs are the truth, so they are all a deployment needs to move. `export_logs` writes them to
 a file; `import_logs` restores them into an empty deployment (on the same or another server,
@@ -7,9 +8,9 @@ same apply path as any replay. Views point at log entries by stream id, so the l
 original ids, and the rebuilt views are byte-identical to the source's. Each thread's expiry
 travels with it (version 2), so a retention policy is not lost on the way.
 
-File format ``streamsaver-logs`` version 2: gzip-compressed JSON Lines (UTF-8), one object a line:
+File format ``streamsaver-logs`` version 3: gzip-compressed JSON Lines (UTF-8), one object a line:
 
-* a header: ``{"format": "streamsaver-logs", "version": 2, "prefix": "streamsaver",
+* a header: ``{"format": "streamsaver-logs", "version": 3, "prefix": "streamsaver",
   "partitions": 16, "created": "2025-01-31T12:00:00+00:00", "streamsaver": "0.1.0"}``;
 * per thread, one line per log entry, oldest first:
   ``{"thread": "<thread id>", "id": "<original stream id>", "fields": [["<name>", "<value>"], ...]}``
@@ -20,9 +21,14 @@ File format ``streamsaver-logs`` version 2: gzip-compressed JSON Lines (UTF-8), 
   when the export reads them, after the thread's entries (with ``--until`` too: the expiry is
   the current one, not the one of that moment, which Redis does not keep). A log gone by then
   (deleted, or expired during the export) gets the export's clock as its deadline;
-* a trailer: ``{"end": true, "threads": 2, "entries": 40}``; a file without one is incomplete.
+* then the store partition logs (`StreamStore`), the same way, every line of theirs (entries
+  and expiry line) with ``"domain": "store"`` and the partition's number as its ``thread``;
+* a trailer: ``{"end": true, "threads": 2, "entries": 40}`` (threads: every log, store
+  partitions included); a file without one is incomplete.
 
-Version 1 is the same without expiry lines; its threads import without expiry (never expire).
+Version 2 is the same without store logs (and reads as before); version 1 is version 2 without
+expiry lines; its threads import without expiry (never expire). Import sets up the store (its
+items index, without a vector field: see docs/store.md) when the file holds store logs.
 
 **Export** reads each log in XRANGE pages and writes as it goes (memory: one page and the log
 keys) into ``FILE.part``, renamed to ``FILE`` when complete. Under concurrent writes it is
@@ -67,21 +73,24 @@ import orjson
 from redis import Redis
 
 from projectors.domain import CHECKPOINTS
+from projectors.store_domain import STORE
 from streamsaver._version import __version__
 from streamsaver.drivers.sync import round_trip
 from streamsaver.errors import EventDecodeError, TargetNotEmptyError
 from streamsaver.log.bounds import log_bound
-from streamsaver.log.domain import Domain
+from streamsaver.log.domain import Domain, LogKeys
 from streamsaver.log.fields import ENTRY_ID, PINNED, THREAD
-from streamsaver.log.keys import Keyspace, ThreadKeys
-from streamsaver.log.stored import feed_pointer
+from streamsaver.log.keys import Keyspace
 from streamsaver.log.ttl import ttl_call
+from streamsaver.memory.sync import StreamStore
 from streamsaver.ops.export_file import (
+    DOMAINS,
     FORMAT,
     VERSION,
     Entry,
     Expiry,
     Header,
+    LogName,
     ProgressFactory,
     check_export,
     check_file,
@@ -127,9 +136,11 @@ def _line(document: Any) -> bytes:
 # export --------------------------------------------------------------------------------------
 def export_logs(
     client: Redis, prefix: str, path: str | os.PathLike[str], *, page: int = 500,
-    progress: ProgressFactory | None = None, until: str | int | datetime | None = None, domain: Domain = CHECKPOINTS,
+    progress: ProgressFactory | None = None, until: str | int | datetime | None = None,
+    domains: Sequence[Domain] = (CHECKPOINTS, STORE),
 ) -> TransferStats:
-    """Write every thread log of the deployment under `prefix` to the file `path`.
+    """Write every log of `domains` (thread logs, then store partition logs) of the deployment
+    under `prefix` to the file `path`.
 
     With `until`, each log only up to that moment (see `streamsaver.log.bounds.log_bound`): the
     deployment as it was then, which `import_logs` restores under a new prefix. Each thread's
@@ -143,10 +154,11 @@ def export_logs(
         progress: makes the progress display (phase ``export``, total: entries); none if None.
         until: a log entry id, epoch milliseconds, or a timezone-aware time (or ISO 8601
             string): the last moment exported; every entry if None.
-        domain: whose logs (default: checkpoints).
+        domains: whose logs (default: checkpoints and the memory store).
 
     Returns:
-        The prefix, partition count, and the numbers of threads and entries written.
+        The prefix, partition count, and the numbers of logs (threads and store partitions)
+        and entries written.
 
     Raises:
         ConfigurationError: nothing was ever set up under `prefix`.
@@ -156,13 +168,13 @@ def export_logs(
         redis.exceptions.RedisError: the server refused a command or cannot be reached.
     """
     bound = "+" if until is None else log_bound(until)
-    replayer = Replayer.open(client, prefix, domain=domain)
-    keyspace = replayer.keyspace
-    logs = sorted(set(replayer.thread_logs()))
+    replayers = [Replayer.open(client, prefix, domain=domain) for domain in domains]
+    keyspace = replayers[0].keyspace
+    logs = [(r.domain, log) for r in replayers for log in sorted(set(r.thread_logs()))]
     stats = TransferStats(prefix, prefix, keyspace.partitions)
     part = Path(f"{os.fspath(path)}.part")
     try:
-        total = _entry_count(client, logs) if progress is not None else None
+        total = _entry_count(client, [log for _, log in logs]) if progress is not None else None
         with gzip.open(part, "wb", compresslevel=6) as out, phase_bar(progress, "export", total) as bar:
             _write_export(client, keyspace, logs, out, (bound, page), bar, stats)
         os.replace(part, path)
@@ -173,8 +185,8 @@ def export_logs(
 
 
 def _write_export(
-    client: Redis, keyspace: Keyspace, logs: list[bytes], out: gzip.GzipFile, reading: tuple[str, int], bar: Progress,
-    stats: TransferStats,
+    client: Redis, keyspace: Keyspace, logs: list[tuple[Domain, bytes]], out: gzip.GzipFile,
+    reading: tuple[str, int], bar: Progress, stats: TransferStats,
 ) -> None:
     """Write the header, each log's entries and expiry line, and the end line to `out`;
     `reading` is (the inclusive bound, entries per XRANGE)."""
@@ -182,10 +194,10 @@ def _write_export(
     header = {"format": FORMAT, "version": VERSION, "prefix": keyspace.prefix, "partitions": keyspace.partitions,
               "until": reading[0]}
     out.write(_line(header | {"created": created, "streamsaver": __version__}))
-    for log in logs:
-        count, thread = _export_log(client, keyspace, log, out, reading, bar)
+    for domain, log in logs:
+        count, thread = _export_log(client, (domain, keyspace), log, out, reading, bar)
         if thread is not None:
-            out.write(_line(_expiry_line(client, keyspace, thread)))
+            out.write(_line(_expiry_line(client, keyspace, thread, domain)))
         stats.threads += count > 0
         stats.entries += count
     out.write(_line({"end": True, "threads": stats.threads, "entries": stats.entries}))
@@ -202,48 +214,57 @@ def _entry_count(client: Redis, logs: list[bytes]) -> int:
 
 
 def _export_log(
-    client: Redis, keyspace: Keyspace, log: bytes, out: gzip.GzipFile, reading: tuple[str, int], bar: Progress
+    client: Redis, where: tuple[Domain, Keyspace], log: bytes, out: gzip.GzipFile, reading: tuple[str, int],
+    bar: Progress,
 ) -> tuple[int, str | None]:
-    """Write the entries of `log`; returns their number and the thread (None: no entry)."""
+    """Write the entries of `log` (of the domain `where` names); returns their number and the
+    thread (None: no entry)."""
+    domain, keyspace = where
+    marker = _marker(domain)
     xrange: Callable[..., Any] = client.xrange
     (bound, page), start, count, thread = reading, "-", 0, None
     entries: list[tuple[bytes, dict[bytes, bytes]]]
     while entries := xrange(log, start, bound, count=page):
         for raw_id, fields in entries:
             if thread is None:
-                thread = _thread_of(keyspace, log, fields, raw_id.decode())
+                thread = _thread_of(log, fields, raw_id.decode())
+                if domain.log_keys(keyspace, thread).log.encode() != log:
+                    raise EventDecodeError(f"log {log!r} holds an event of thread {thread!r}", event_id=raw_id.decode())
             pairs = [[base64.b64encode(k).decode(), base64.b64encode(v).decode()] for k, v in fields.items()]
-            out.write(_line({"thread": thread, "id": raw_id.decode(), "fields": pairs}))
+            out.write(_line({"thread": thread, "id": raw_id.decode(), "fields": pairs} | marker))
         count += len(entries)
         bar.advance(len(entries))
         start = "(" + entries[-1][0].decode()
     return count, thread
 
 
-def _expiry_line(client: Redis, keyspace: Keyspace, thread: str) -> dict[str, Any]:
+def _marker(domain: Domain) -> dict[str, str]:
+    """What the lines of a log of `domain` carry: nothing for checkpoints (as version 2 wrote)."""
+    return {} if domain.name == CHECKPOINTS.name else {"domain": domain.name}
+
+
+def _expiry_line(client: Redis, keyspace: Keyspace, thread: str, domain: Domain) -> dict[str, Any]:
     """The thread's expiry line: its log's deadline as it is now, and its pin."""
-    keys = keyspace.thread(thread)
+    keys = domain.log_keys(keyspace, thread)
     pipe: Any = client.pipeline(transaction=False)
     pipe.execute_command("PEXPIRETIME", keys.log)
     pipe.hexists(keys.positions, PINNED)
     deadline, pinned = pipe.execute()
     if deadline == -2:  # gone since its entries were read: deleted, or expired meanwhile
         deadline = _now_ms()
-    return {"thread": thread, "expires_at_ms": deadline if deadline >= 0 else None, "pinned": bool(pinned)}
+    line = {"thread": thread, "expires_at_ms": deadline if deadline >= 0 else None, "pinned": bool(pinned)}
+    return line | _marker(domain)
 
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _thread_of(keyspace: Keyspace, log: bytes, fields: dict[bytes, bytes], entry_id: str) -> str:
+def _thread_of(log: bytes, fields: dict[bytes, bytes], entry_id: str) -> str:
     try:
-        thread = fields[THREAD].decode("utf-8")
+        return fields[THREAD].decode("utf-8")
     except (KeyError, UnicodeDecodeError) as exc:
         raise EventDecodeError(f"log {log!r} holds an entry without a thread id", event_id=entry_id) from exc
-    if keyspace.thread(thread).log.encode() != log:
-        raise EventDecodeError(f"log {log!r} holds an event of thread {thread!r}", event_id=entry_id)
-    return thread
 
 
 # import --------------------------------------------------------------------------------------
@@ -255,9 +276,9 @@ def import_logs(
     feeds: bool = True,
     page: int = 500,
     progress: ProgressFactory | None = None,
-    domain: Domain = CHECKPOINTS,
 ) -> TransferStats:
-    """Restore the logs of an export file into an empty deployment and rebuild its views.
+    """Restore the logs of an export file (thread logs, and store partition logs when it holds
+    any) into an empty deployment and rebuild their views.
 
     Args:
         client: a ``redis.Redis`` with ``decode_responses=False`` (any server with RediSearch
@@ -267,7 +288,6 @@ def import_logs(
         feeds: regenerate the partition feeds (one pointer per entry); empty feeds if False.
         page: events replayed per round trip.
         progress: makes the progress displays (phases ``check``, ``restore``, ``replay``).
-        domain: whose logs and views (default: checkpoints).
 
     Returns:
         The target prefix, the source prefix, the partition count, the numbers of threads and
@@ -285,18 +305,29 @@ def import_logs(
     _refuse_unless_empty(client, keyspace.prefix)
     checked = check_file(path, progress=progress)
     now = _now_ms()
-    expired = {t for t, e in checked.expiries.items() if _expired(e, now)}
+    expired = {log for log, e in checked.expiries.items() if _expired(e, now)}
     stats = TransferStats(keyspace.prefix, header.prefix, keyspace.partitions, checked.threads, checked.entries)
-    StreamSaver(client, prefix=keyspace.prefix, partitions=keyspace.partitions).setup()
+    domains = _set_up(client, keyspace, {name for name, _ in checked.expiries})
     with phase_bar(progress, "restore", checked.entries) as bar:
-        skipped = _restore(client, keyspace, path, (feeds, expired, domain), bar)
+        skipped = _restore(client, keyspace, path, (feeds, expired), bar)
     stats.threads, stats.entries = checked.threads - len(expired), checked.entries - skipped
     stats.expired = len(expired)
     with phase_bar(progress, "replay", stats.entries) as bar:
-        replayer = Replayer(client, keyspace, page=page, domain=domain)
-        stats.replayed = replayer.replay(domain.view_names, progress=bar.advance).events
-    _restore_expiries(client, keyspace, [e for t, e in checked.expiries.items() if t not in expired], domain)
+        for domain in domains:
+            replayer = Replayer(client, keyspace, page=page, domain=domain)
+            stats.replayed += replayer.replay(domain.view_names, progress=bar.advance).events
+    _restore_expiries(client, keyspace, [e for log, e in checked.expiries.items() if log not in expired])
     return stats
+
+
+def _set_up(client: Redis, keyspace: Keyspace, names: set[str]) -> list[Domain]:
+    """Set the target deployment up for the file's domains (checkpoints always; the store, its
+    items index, when the file holds store logs); those domains, checkpoints first."""
+    StreamSaver(client, prefix=keyspace.prefix, partitions=keyspace.partitions).setup()
+    if STORE.name not in names:
+        return [CHECKPOINTS]
+    StreamStore(client, prefix=keyspace.prefix, partitions=keyspace.partitions).setup()
+    return [CHECKPOINTS, STORE]
 
 
 def _expired(expiry: Expiry, now: int) -> bool:
@@ -304,10 +335,11 @@ def _expired(expiry: Expiry, now: int) -> bool:
     return not expiry.pinned and expiry.expires_at_ms is not None and expiry.expires_at_ms <= now
 
 
-def _restore_expiries(client: Redis, keyspace: Keyspace, expiries: Sequence[Expiry], domain: Domain) -> None:
+def _restore_expiries(client: Redis, keyspace: Keyspace, expiries: Sequence[Expiry]) -> None:
     """Give each thread's keys its deadline, or pin it again (``ttl.lua``, batched)."""
     calls = []
     for expiry in expiries:
+        domain = DOMAINS[expiry.domain]
         if expiry.pinned:
             calls.append(ttl_call(domain, keyspace, expiry.thread, 0, "pin"))
         elif expiry.expires_at_ms is not None:
@@ -325,28 +357,30 @@ def _refuse_unless_empty(client: Redis, prefix: str) -> None:
 
 
 def _restore(
-    client: Redis, keyspace: Keyspace, path: str | os.PathLike[str], writing: tuple[bool, set[str], Domain],
+    client: Redis, keyspace: Keyspace, path: str | os.PathLike[str], writing: tuple[bool, set[LogName]],
     bar: Progress,
 ) -> int:
-    """XADD the entries of the file (but those of the `expired` threads) and their feed
-    pointers when `feeds` (each event read by `domain`); returns the number of entries skipped."""
-    (feeds, expired, domain), skipped = writing, 0
+    """XADD the entries of the file (but those of the `expired` logs) into their domain's logs,
+    and their feed pointers when `feeds`; returns the number of entries skipped."""
+    (feeds, expired), skipped = writing, 0
     pipe: Any = client.pipeline(transaction=False)
-    keys: ThreadKeys | None = None
-    thread: str | None = None
+    keys: LogKeys | None = None
+    thread: LogName | None = None
+    domain = CHECKPOINTS
     for record in records(path):
         if not isinstance(record, Entry):
             continue
-        if record.thread in expired:
+        if record.log in expired:
             skipped += 1
             bar.advance()
             continue
-        if record.thread != thread:
-            thread, keys = record.thread, keyspace.thread(record.thread)
+        if record.log != thread:
+            domain = DOMAINS[record.domain]
+            thread, keys = record.log, domain.log_keys(keyspace, record.thread)
         assert keys is not None
         pipe.execute_command("XADD", keys.log, record.id, *(x for pair in record.fields for x in pair))
         if feeds:
-            pointer = feed_pointer(domain.decode(dict(record.fields), record.id))
+            pointer = domain.pointer(domain.decode(dict(record.fields), record.id))
             pipe.execute_command("XADD", keys.feed, "*", ENTRY_ID, record.id, *pointer)
         if len(pipe) >= _BATCH:
             bar.advance(_sent(pipe, feeds))

@@ -145,7 +145,9 @@ def verify(
     try:
         stats = replayer.replay(chosen, progress=progress)
         report.threads, report.events = stats.threads, stats.events
-        _Comparison(client, replayer.keyspace, replayer.target, chosen, report, max_differences).run()
+        comparison = _Comparison(client, replayer.keyspace, replayer.target, chosen, report, max_differences)
+        comparison.positions = domain.positions_family
+        comparison.run()
     finally:
         _delete_prefix(client, replayer.target.prefix)
     return report
@@ -173,9 +175,11 @@ class _Comparison:
     ) -> None:
         self.redis, self.live, self.scratch = client, live, scratch
         self.views, self.report, self.limit = views, report, limit
+        self.positions = "pos"
+        """The key family of the positions hashes compared (the domain's)."""
 
     def _patterns(self, keyspace: Keyspace) -> list[str]:
-        return [keyspace.view_pattern(v) for v in self.views] + [keyspace.positions_pattern()]
+        return [keyspace.view_pattern(v) for v in self.views] + [keyspace.positions_pattern(self.positions)]
 
     def _twin(self, live_key: bytes) -> bytes:
         return self.scratch.prefix.encode() + live_key[len(self.live.prefix) :]
@@ -211,7 +215,8 @@ class _Comparison:
             self.report.record(live, values[2 * i], values[2 * i + 1], self.limit)
 
     def _is_positions(self, key: bytes) -> bool:
-        return key.startswith((self.live.positions_stem().encode(), self.scratch.positions_stem().encode()))
+        stems = (self.live.positions_stem(self.positions), self.scratch.positions_stem(self.positions))
+        return key.startswith(tuple(stem.encode() for stem in stems))
 
     def _fetch(self, key: bytes, type_: str) -> Command:
         if type_ == "hash" and self._is_positions(key):

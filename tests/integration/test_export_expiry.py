@@ -94,7 +94,7 @@ def test_each_thread_has_an_expiry_line_after_its_entries(client: redis.Redis, s
     lines = lines_of(export_file)
     [deadline] = deadlines(client, source, TIMED)
 
-    assert lines[0]["version"] == 2
+    assert lines[0]["version"] == 3
     expiries = {line["thread"]: line for line in lines if "pinned" in line}
     assert expiries == {
         TIMED: {"thread": TIMED, "expires_at_ms": deadline, "pinned": False},

@@ -87,7 +87,7 @@ def test_the_file_holds_a_header_every_log_entry_and_a_trailer(
     entries = [line for line in lines[1:-1] if "id" in line]
     expiries = [line for line in lines[1:-1] if "id" not in line]
 
-    assert header["format"] == FORMAT and header["version"] == 2
+    assert header["format"] == FORMAT and header["version"] == 3
     assert header["prefix"] == source and header["partitions"] == 16
     assert {"created", "streamsaver"} <= set(header)
     logs = [
@@ -214,7 +214,7 @@ def _damaged(kind: str, good: Path, tmp_path: Path) -> Path:
         )
     elif kind == "newer-version":
         _rewrite(
-            good, bad, lambda lines: [lines[0].replace(b'"version":2', b'"version":3'), *lines[1:]]
+            good, bad, lambda lines: [lines[0].replace(b'"version":3', b'"version":4'), *lines[1:]]
         )
     elif kind == "not-an-export":
         _rewrite(good, bad, lambda lines: [b'{"hello": "world"}\n', *lines[1:]])
@@ -230,7 +230,7 @@ def _damaged(kind: str, good: Path, tmp_path: Path) -> Path:
         ("no-trailer", "without its trailer"),
         ("entry-missing", "trailer counts"),
         ("bad-base64", "not base64"),
-        ("newer-version", "version 3: this streamsaver reads up to 2"),
+        ("newer-version", "version 4: this streamsaver reads up to 3"),
         ("not-an-export", "not a streamsaver export"),
     ],
 )

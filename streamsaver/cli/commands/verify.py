@@ -3,38 +3,72 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
 from streamsaver.cli.commands._shared import chosen_views, emit_json, open_client
 from streamsaver.ops.progress import Progress
 
+if TYPE_CHECKING:
+    from streamsaver.ops.verify import VerifyReport
+
 __all__ = ["register"]
 
 
-def _run(args: argparse.Namespace) -> int:
+def _store_logs(client: Any, prefix: str) -> list[bytes]:
+    """The deployment's store partition logs (none: it keeps no memory store)."""
+    from projectors.store_domain import STORE
+    from streamsaver.ops.replay import Replayer
+
+    return list(Replayer.open(client, prefix, domain=STORE).thread_logs())
+
+
+def _verify_all(client: Any, args: argparse.Namespace) -> list[VerifyReport]:
+    """The checkpoint views' report, then the store's when the deployment has store partitions
+    and no --view narrowed the check."""
+    from projectors.store_domain import STORE
     from streamsaver.ops.replay import Replayer
     from streamsaver.ops.verify import verify
 
     views = chosen_views(args)
+    logs = [*Replayer.open(client, args.prefix).thread_logs()]
+    store_logs = [] if args.view else _store_logs(client, args.prefix)
+    total = sum(int(client.xlen(log)) for log in [*logs, *store_logs])
+    limit = args.max_differences
+    with Progress("events", total, enabled=None if not args.json else False) as bar:
+        reports = [verify(client, args.prefix, views, max_differences=limit, progress=bar.advance)]
+        if store_logs:
+            reports.append(verify(client, args.prefix, max_differences=limit, progress=bar.advance, domain=STORE))
+    return reports
+
+
+def _print(report: VerifyReport, logs: str) -> None:
+    print(
+        f"folded {report.events:,} events of {report.threads:,} {logs} into scratch "
+        f"{', '.join(report.views)} views and compared {report.keys_compared:,} keys: "
+        f"{report.equal:,} equal, {report.missing:,} missing, {report.extra:,} extra, "
+        f"{report.different:,} different"
+    )
+    for difference in report.differences:
+        print(f"  {difference.kind:<9} {difference.key}\n            {difference.detail}")
+    shown = len(report.differences)
+    if shown < report.missing + report.extra + report.different:
+        print(f"  ... and {report.missing + report.extra + report.different - shown:,} more")
+
+
+def _run(args: argparse.Namespace) -> int:
     with open_client(args) as client:
-        total = sum(int(client.xlen(log)) for log in Replayer.open(client, args.prefix).thread_logs())
-        with Progress("events", total, enabled=None if not args.json else False) as bar:
-            report = verify(client, args.prefix, views, max_differences=args.max_differences, progress=bar.advance)
+        reports = _verify_all(client, args)
+    matches = all(report.matches for report in reports)
     if args.json:
-        emit_json(report.to_dict())
+        document = reports[0].to_dict()
+        if len(reports) > 1:
+            document |= {"store": reports[1].to_dict(), "matches": matches}
+        emit_json(document)
     else:
-        print(
-            f"folded {report.events:,} events of {report.threads:,} threads into scratch "
-            f"{', '.join(report.views)} views and compared {report.keys_compared:,} keys: "
-            f"{report.equal:,} equal, {report.missing:,} missing, {report.extra:,} extra, "
-            f"{report.different:,} different"
-        )
-        for difference in report.differences:
-            print(f"  {difference.kind:<9} {difference.key}\n            {difference.detail}")
-        shown = len(report.differences)
-        if shown < report.missing + report.extra + report.different:
-            print(f"  ... and {report.missing + report.extra + report.different - shown:,} more")
-        print("the views match the logs" if report.matches else "the views DIFFER from the logs")
-    return 0 if report.matches else 1
+        for report, logs in zip(reports, ("threads", "store partitions"), strict=False):
+            _print(report, logs)
+        print("the views match the logs" if matches else "the views DIFFER from the logs")
+    return 0 if matches else 1
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -49,7 +83,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         "JSON documents, pointer hashes, id sets and sorted sets. Prints the counts of keys equal, "
         "missing (the logs give them, the views lack them), extra (no logged event accounts for "
         "them) and different, and the first differences. Exit code 0 only when the views match "
-        "the logs, 1 otherwise. Writes landing while it runs may show as differences: verify a "
+        "the logs, 1 otherwise. A deployment with a memory store (store partition logs) has the "
+        "store's items view verified too, unless --view names checkpoint views. Writes landing "
+        "while it runs may show as differences: verify a "
         "quiet deployment, or run it again. `streamsaver replay` repairs the views.",
     )
     parser.add_argument(

@@ -70,13 +70,7 @@ def read_history(
             except compression.LOAD_ERRORS as exc:
                 raise reading.failed(flat_seeds[i + 2], f"the value of channel {name!r}", exc) from exc
             remaining.discard(name)
-    result: dict[str, DeltaChannelHistory] = {}
-    for ch in channels:
-        entry: DeltaChannelHistory = {"writes": list(reversed(collected[ch]))}
-        if ch in seeds:
-            entry["seed"] = seeds[ch]
-        result[ch] = entry
-    return result
+    return _histories(channels, collected, seeds)
 
 
 def walk(
@@ -97,13 +91,7 @@ def walk(
             break
         collected_from(ancestor, remaining, collected, seeds)
         cursor = ancestor.parent_config
-    result: dict[str, DeltaChannelHistory] = {}
-    for channel in channels:
-        entry: DeltaChannelHistory = {"writes": list(reversed(collected[channel]))}
-        if channel in seeds:
-            entry["seed"] = seeds[channel]
-        result[channel] = entry
-    return result
+    return _histories(channels, collected, seeds)
 
 
 def collected_from(
@@ -117,3 +105,16 @@ def collected_from(
     for channel in [c for c in remaining if c in values]:
         seeds[channel] = values[channel]
         remaining.discard(channel)
+
+
+def _histories(
+    channels: Sequence[str], collected: dict[str, list[PendingWrite]], seeds: dict[str, Any]
+) -> dict[str, DeltaChannelHistory]:
+    """Per channel, the writes gathered newest first returned oldest first, and its seed if found."""
+    result: dict[str, DeltaChannelHistory] = {}
+    for channel in channels:
+        entry: DeltaChannelHistory = {"writes": list(reversed(collected[channel]))}
+        if channel in seeds:
+            entry["seed"] = seeds[channel]
+        result[channel] = entry
+    return result

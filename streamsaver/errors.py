@@ -9,6 +9,7 @@ The tree::
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
     │   └── ThreadExistsError        copy_thread was refused: the target thread already has a log
     ├── ConcurrentChangeError        a log rewrite (prune, delete_for_runs) kept racing new appends
+    ├── StaleWriteOwnerError         a write of a superseded owner of a thread was refused (nothing written)
     ├── EventDecodeError             a stored event cannot be read (unknown type or version, bad field)
     │   └── PayloadDecodeError       (also ValueError) a payload a view points at is missing or unreadable
     ├── DurabilityError              an append was made but not confirmed durable (AOF fsync, replica)
@@ -44,6 +45,7 @@ __all__ = [
     "ReplayJobError",
     "ServerTimeoutError",
     "ServerUnavailableError",
+    "StaleWriteOwnerError",
     "StreamSaverError",
     "TargetNotEmptyError",
     "ThreadExistsError",
@@ -138,3 +140,18 @@ class ThreadExistsError(InvalidInputError):
 class ConcurrentChangeError(StreamSaverError):
     """A log rewrite gave up: the thread's log changed under it at every attempt; nothing was
     written by the attempts that lost."""
+
+
+class StaleWriteOwnerError(StreamSaverError):
+    """A write through a claim of a thread (`StreamSaver.claim_write_ownership`) was refused:
+    a later claim superseded it, or the thread was deleted or expired since. Nothing was
+    written, and every later write of this claim is refused the same way; claim again to write.
+
+    ``is_stale_write_owner_error`` is the marker LangGraph's conformance suite recognises the
+    refusal by (its ``write_ownership`` capability)."""
+
+    is_stale_write_owner_error = True
+
+    def __init__(self, thread_id: str, detail: str) -> None:
+        super().__init__(f"write refused: this owner of thread {thread_id!r} has been superseded ({detail})")
+        self.thread_id = thread_id

@@ -9,6 +9,7 @@ The tree::
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
     │   └── ThreadExistsError        copy_thread was refused: the target thread already has a log
     ├── ConcurrentChangeError        a log rewrite (prune, delete_for_runs) kept racing new appends
+    ├── WrongKeyTypeError            a key an append would write holds another type (nothing written)
     ├── StaleWriteOwnerError         a write of a superseded owner of a thread was refused (nothing written)
     ├── EventDecodeError             a stored event cannot be read (unknown type or version, bad field)
     │   └── PayloadDecodeError       (also ValueError) a payload a view points at is missing or unreadable
@@ -49,6 +50,7 @@ __all__ = [
     "StreamSaverError",
     "TargetNotEmptyError",
     "ThreadExistsError",
+    "WrongKeyTypeError",
 ]
 
 
@@ -155,3 +157,10 @@ class StaleWriteOwnerError(StreamSaverError):
     def __init__(self, thread_id: str, detail: str) -> None:
         super().__init__(f"write refused: this owner of thread {thread_id!r} has been superseded ({detail})")
         self.thread_id = thread_id
+
+
+class WrongKeyTypeError(StreamSaverError):
+    """An append was refused before its first write: a key it would write (the thread's log, feed
+    or positions, or a view key) holds another type than streamsaver gives it (a damaged
+    deployment, or another application's key under the prefix). Nothing was written, the log
+    entry neither. The message names the key; `verify` and `replay --view` repair a view key."""

@@ -29,12 +29,16 @@ from streamsaver.checkpoints import history
 from streamsaver.checkpoints.append import thread_id_of
 from streamsaver.checkpoints.core import SaverCore
 from streamsaver.checkpoints.ownership import WriteFence, check_request, claim_request
+from streamsaver.errors import WrongKeyTypeError
 from streamsaver.log import setup
 from streamsaver.log.keys import checked_id
 from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused
 from streamsaver.log.routing import Command, Routed
 
 log = logging.getLogger("streamsaver.checkpoints")
+
+WRONG_TYPE = "WRONGTYPE streamsaver key"
+"""How the write scripts' refusal of a key of another type starts (``expect_type`` in _lib.lua)."""
 
 __all__ = [
     "check_write_ownership",
@@ -106,12 +110,17 @@ def _append(core: SaverCore, command: Command, thread_id: str, fence: WriteFence
 
     Raises:
         StaleWriteOwnerError: the claim is not the thread's current one (nothing was written).
+        WrongKeyTypeError: a key the append would write holds another type (nothing was written).
     """
-    if fence is None:
-        return (yield from durable(core, command))
     try:
+        if fence is None:
+            return (yield from durable(core, command))
         return (yield from durable(core, fence.guard(thread_id, command)))
     except Refused as refused:
+        if refused.starts(WRONG_TYPE):
+            raise WrongKeyTypeError(str(refused.error)) from None
+        if fence is None:
+            raise
         raise fence.stale(refused) from None
 
 

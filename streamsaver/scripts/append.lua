@@ -14,8 +14,9 @@
 -- Returns: the id of the appended (or already logged) log entry (nil: a deletion of a thread that
 --          has no key, nothing written); error SSBASE (nothing written)
 --          when a delta's link entry does not hold the value it extends (see below).
--- Validates key types before the first write; the #!lua shebang makes Redis refuse the whole
--- script up front when out of memory, so it writes all or nothing.
+-- Validates the type of every key it will write (the view keys too) before the first write; the
+-- #!lua shebang makes Redis refuse the whole script up front when out of memory, so it writes
+-- all or nothing.
 local err = expect_type(KEYS[1], 'stream') or expect_type(KEYS[2], 'stream') or expect_type(KEYS[3], 'hash')
 if err then return err end
 
@@ -53,6 +54,8 @@ if erase then
 end
 
 if KEYS[4] then
+  err = expect_type(KEYS[4], 'hash')
+  if err then return err end
   local held = logged_entry(KEYS[1], KEYS[4], ARGV[#ARGV - 1], ARGV[#ARGV], 2, nf)
   if held then
     local ttl_at = walk_blocks(nil)
@@ -86,6 +89,9 @@ for k = 2, 1 + nf, 2 do
     end
   end
 end
+
+err = check_view_keys(blocks, nv)
+if err then return err end
 
 local id = redis.call('XADD', KEYS[1], '*', spread(ARGV, 2, 1 + nf))
 redis.call('XADD', KEYS[2], '*', 'id', id, unpack(ARGV, pointer + 1, pointer + np))

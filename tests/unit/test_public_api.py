@@ -23,7 +23,7 @@ def test_error_tree() -> None:
          "EvictionPolicyError",
          "ExportFileError", "InvalidInputError", "MissingModuleError", "PayloadDecodeError", "ReplayJobError",
          "ServerTimeoutError", "ServerUnavailableError", "StaleWriteOwnerError", "StreamSaverError",
-         "TargetNotEmptyError", "ThreadExistsError"]
+         "TargetNotEmptyError", "ThreadExistsError", "WrongKeyTypeError"]
     )
     assert e.StaleWriteOwnerError.is_stale_write_owner_error is True
     assert issubclass(e.InvalidInputError, ValueError)

@@ -5,7 +5,8 @@ The tree::
     StreamSaverError                 base of everything below
     ├── ConfigurationError           a saver or client set up in a way that cannot work
     │   ├── MissingModuleError       the Redis server lacks RediSearch or RedisJSON
-    │   └── EvictionPolicyError      the server evicts keys when full, and the user did not allow it
+    │   ├── EvictionPolicyError      the server evicts keys when full, and the user did not allow it
+    │   └── SettingsLostError        a deployment's data exists but its settings (partition count) are gone
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
     │   └── ThreadExistsError        copy_thread was refused: the target thread already has a log
     ├── ConcurrentChangeError        a log rewrite (prune, delete_for_runs) kept racing new appends
@@ -46,6 +47,7 @@ __all__ = [
     "ReplayJobError",
     "ServerTimeoutError",
     "ServerUnavailableError",
+    "SettingsLostError",
     "StaleWriteOwnerError",
     "StreamSaverError",
     "TargetNotEmptyError",
@@ -78,6 +80,14 @@ class EvictionPolicyError(ConfigurationError):
     """`setup()` was refused: the server's ``maxmemory-policy`` (``allkeys-*``, ``volatile-*``)
     deletes keys when memory is full, which loses acknowledged checkpoints and the deployment's
     settings without an error. Set ``noeviction``, or pass ``allow_eviction=True``."""
+
+
+class SettingsLostError(ConfigurationError):
+    """`setup()` was refused: the deployment's indexes hold documents (its data exists) but its
+    settings hash (``<prefix>:meta``, the partition count) is gone (deleted, evicted, a partial
+    restore). Setting it up again with a guessed count would re-partition the deployment:
+    threads would vanish and writes fork. Nothing was written. Restore the settings with
+    ``streamsaver restore-settings --partitions N`` (it checks N against the logs), then start."""
 
 
 class InvalidInputError(StreamSaverError, ValueError):

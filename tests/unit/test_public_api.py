@@ -22,8 +22,8 @@ def test_error_tree() -> None:
         ["ConcurrentChangeError", "ConfigurationError", "DurabilityError", "EmbeddedServerError", "EventDecodeError",
          "EvictionPolicyError",
          "ExportFileError", "InvalidInputError", "MissingModuleError", "PayloadDecodeError", "ReplayJobError",
-         "ServerTimeoutError", "ServerUnavailableError", "StaleWriteOwnerError", "StreamSaverError",
-         "TargetNotEmptyError", "ThreadExistsError", "WrongKeyTypeError"]
+         "ServerTimeoutError", "ServerUnavailableError", "SettingsLostError", "StaleWriteOwnerError",
+         "StreamSaverError", "TargetNotEmptyError", "ThreadExistsError", "WrongKeyTypeError"]
     )
     assert e.StaleWriteOwnerError.is_stale_write_owner_error is True
     assert issubclass(e.InvalidInputError, ValueError)

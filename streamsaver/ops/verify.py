@@ -40,7 +40,7 @@ from streamsaver.drivers.wire import Command, enqueue
 from streamsaver.log.domain import Domain
 from streamsaver.log.keys import Keyspace, ViewName, nested_prefix
 from streamsaver.ops.inspection import deployment_views
-from streamsaver.ops.payloads import CorruptPayload, check_payloads
+from streamsaver.ops.payloads import CorruptPayload, PayloadCheck, check_payloads
 from streamsaver.ops.replay import Replayer
 
 __all__ = ["Difference", "VerifyReport", "scratch_prefix", "verify"]
@@ -92,6 +92,11 @@ class VerifyReport:
         the logs loads (`streamsaver.ops.payloads`)."""
         return self.missing == self.extra == self.different == self.corrupt == 0
 
+    def add_payloads(self, payloads: PayloadCheck) -> None:
+        """Take in what `check_payloads` found."""
+        self.payloads_checked, self.payloads_encrypted = payloads.checked, payloads.encrypted
+        self.corrupt, self.corrupt_payloads = payloads.corrupt, payloads.details
+
     def to_dict(self) -> dict[str, Any]:
         """The report as plain JSON-ready data (with ``matches``)."""
         return asdict(self) | {"views": list(self.views), "matches": self.matches}
@@ -137,8 +142,7 @@ def verify(
         max_differences: how many differences the report details (all are counted).
         progress: called with the number of events folded after each round trip.
         domain: whose logs and views (default: checkpoints).
-        serde: the deployment's serializer, which loads the payloads (default: the savers'
-            `SafeSerializer`; an `EncryptedSerializer` deployment passes its own).
+        serde: the serializer that loads the payloads (default: `SafeSerializer`; pass an `EncryptedSerializer`).
 
     Returns:
         The report; `VerifyReport.matches` is True when the views equal what the logs give.

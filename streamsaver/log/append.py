@@ -123,21 +123,23 @@ def apply_batch_call(
         raise InvalidInputError("apply_batch_call needs at least one event")
     thread = logged[0][0].thread_id
     args: list[Arg] = [len(logged)]
+    keys = domain.log_keys(keyspace, thread)
+    declared: dict[Arg, None] = dict.fromkeys((keys.positions, keys.log))
     for event, event_id in logged:
         if event.thread_id != thread:
             raise InvalidInputError("a batch applies the events of one thread")
         args.append(event_id)
-        _add_view_blocks(args, domain, event, keyspace, views)
+        _add_view_blocks(args, domain, event, keyspace, views, declared)
     erase = domain.erase(thread)
     if len(logged) > 1:
-        _add_view_blocks(args, domain, erase, keyspace, views)
+        _add_view_blocks(args, domain, erase, keyspace, views, declared)
     else:
         args.append(0)
         if isinstance(logged[0][0], domain.erase):
             args.append("forget")  # the log's positions go with it (apply.lua)
-    keys = domain.log_keys(keyspace, thread)
-    # The log too: the keys the batch writes take its deadline, if it has one (apply.lua).
-    return domain.scripts.apply.evalsha_args([keys.positions, keys.log], args)
+    # The log too: the keys the batch writes take its deadline, if it has one (apply.lua); then
+    # every key the ops name (Redis Cluster).
+    return domain.scripts.apply.evalsha_args(list(declared), args)
 
 
 def append_batch_call(
@@ -156,6 +158,7 @@ def append_batch_call(
         raise InvalidInputError("append_batch_call needs events and a domain with an append_batch script")
     log_id = events[0].thread_id
     keys = domain.log_keys(keyspace, log_id)
+    declared: dict[Arg, None] = dict.fromkeys((keys.log, keys.feed, keys.positions))
     args: list[Arg] = [_count(len(events))]
     for event in events:
         if event.thread_id != log_id:
@@ -167,5 +170,5 @@ def append_batch_call(
         pointer = domain.pointer(event)
         args.append(_count(len(pointer)))
         args += pointer
-        _add_view_blocks(args, domain, event, keyspace, views)
-    return script.evalsha_args([keys.log, keys.feed, keys.positions], args)
+        _add_view_blocks(args, domain, event, keyspace, views, declared)
+    return script.evalsha_args(list(declared), args)

@@ -234,8 +234,9 @@ local OP_TYPE = {
 }
 
 -- An error naming the first key the `nv` view blocks from ARGV[i] would write that holds
--- another type than its op needs, else nil: run before an append's first write, so a damaged
--- key refuses the whole call (the log entry too). Each key is probed once.
+-- another type than its op needs, else nil and the index after the blocks: run before an
+-- append's first write, so a damaged key refuses the whole call (the log entry too). Each key
+-- is probed once.
 local function check_view_keys(i, nv)
   local seen = {}
   for _ = 1, nv do
@@ -251,4 +252,5 @@ local function check_view_keys(i, nv)
     end
     i = j
   end
+  return nil, i
 end

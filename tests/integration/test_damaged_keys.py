@@ -84,3 +84,19 @@ def test_a_writes_key_of_another_type_refuses_put_writes_and_writes_nothing(clie
     with pytest.raises(WrongKeyTypeError, match="not a hash"):
         saver.put_writes(saved, [("n", 3)], "task")
     assert snapshot(client, prefix) == before
+
+
+def test_a_store_item_key_of_another_type_refuses_the_whole_batch(client: redis.Redis, prefix: str) -> None:
+    """append_batch.lua (the store's writes) checks its keys the same way: nothing of the batch lands."""
+    from streamsaver import StreamStore
+
+    store = StreamStore(client, prefix=prefix)
+    store.put(("users", "ada"), "profile", {"name": "Ada"})
+    [item] = [key for key in keys_of(client, prefix) if b":items:" in key and key.endswith(b"profile")]
+    client.delete(item)
+    client.set(item, "not an item")
+    before = snapshot(client, prefix)
+
+    with pytest.raises(redis.ResponseError, match="holds a string, not a ReJSON-RL"):
+        store.put(("users", "ada"), "profile", {"name": "Ada L."})
+    assert snapshot(client, prefix) == before

@@ -5,10 +5,13 @@ The tree::
     StreamSaverError                 base of everything below
     ├── ConfigurationError           a saver or client set up in a way that cannot work
     │   ├── MissingModuleError       the Redis server lacks RediSearch or RedisJSON
-    │   └── EvictionPolicyError      the server evicts keys when full, and the user did not allow it
+    │   ├── EvictionPolicyError      the server evicts keys when full, and the user did not allow it
+    │   └── SettingsLostError        a deployment's data exists but its settings (partition count) are gone
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
     │   └── ThreadExistsError        copy_thread was refused: the target thread already has a log
     ├── ConcurrentChangeError        a log rewrite (prune, delete_for_runs) kept racing new appends
+    ├── WrongKeyTypeError            a key an append would write holds another type (nothing written)
+    ├── StaleWriteOwnerError         a write of a superseded owner of a thread was refused (nothing written)
     ├── EventDecodeError             a stored event cannot be read (unknown type or version, bad field)
     │   └── PayloadDecodeError       (also ValueError) a payload a view points at is missing or unreadable
     ├── DurabilityError              an append was made but not confirmed durable (AOF fsync, replica)
@@ -44,9 +47,12 @@ __all__ = [
     "ReplayJobError",
     "ServerTimeoutError",
     "ServerUnavailableError",
+    "SettingsLostError",
+    "StaleWriteOwnerError",
     "StreamSaverError",
     "TargetNotEmptyError",
     "ThreadExistsError",
+    "WrongKeyTypeError",
 ]
 
 
@@ -74,6 +80,14 @@ class EvictionPolicyError(ConfigurationError):
     """`setup()` was refused: the server's ``maxmemory-policy`` (``allkeys-*``, ``volatile-*``)
     deletes keys when memory is full, which loses acknowledged checkpoints and the deployment's
     settings without an error. Set ``noeviction``, or pass ``allow_eviction=True``."""
+
+
+class SettingsLostError(ConfigurationError):
+    """`setup()` was refused: the deployment's indexes hold documents (its data exists) but its
+    settings hash (``<prefix>:meta``, the partition count) is gone (deleted, evicted, a partial
+    restore). Setting it up again with a guessed count would re-partition the deployment:
+    threads would vanish and writes fork. Nothing was written. Restore the settings with
+    ``streamsaver restore-settings --partitions N`` (it checks N against the logs), then start."""
 
 
 class InvalidInputError(StreamSaverError, ValueError):
@@ -138,3 +152,25 @@ class ThreadExistsError(InvalidInputError):
 class ConcurrentChangeError(StreamSaverError):
     """A log rewrite gave up: the thread's log changed under it at every attempt; nothing was
     written by the attempts that lost."""
+
+
+class StaleWriteOwnerError(StreamSaverError):
+    """A write through a claim of a thread (`StreamSaver.claim_write_ownership`) was refused:
+    a later claim superseded it, or the thread was deleted or expired since. Nothing was
+    written, and every later write of this claim is refused the same way; claim again to write.
+
+    ``is_stale_write_owner_error`` is the marker LangGraph's conformance suite recognises the
+    refusal by (its ``write_ownership`` capability)."""
+
+    is_stale_write_owner_error = True
+
+    def __init__(self, thread_id: str, detail: str) -> None:
+        super().__init__(f"write refused: this owner of thread {thread_id!r} has been superseded ({detail})")
+        self.thread_id = thread_id
+
+
+class WrongKeyTypeError(StreamSaverError):
+    """An append was refused before its first write: a key it would write (the thread's log, feed
+    or positions, or a view key) holds another type than streamsaver gives it (a damaged
+    deployment, or another application's key under the prefix). Nothing was written, the log
+    entry neither. The message names the key; `verify` and `replay --view` repair a view key."""

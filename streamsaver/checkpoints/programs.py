@@ -26,14 +26,23 @@ from langgraph.checkpoint.base import (
 from projectors.domain import CHECKPOINTS
 from streamsaver.checkpoints import durability as durability_
 from streamsaver.checkpoints import history
+from streamsaver.checkpoints.append import thread_id_of
 from streamsaver.checkpoints.core import SaverCore
+from streamsaver.checkpoints.ownership import WriteFence, check_request, claim_request
+from streamsaver.errors import WrongKeyTypeError
 from streamsaver.log import setup
+from streamsaver.log.keys import checked_id
 from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused
 from streamsaver.log.routing import Command, Routed
 
 log = logging.getLogger("streamsaver.checkpoints")
 
+WRONG_TYPE = "WRONGTYPE streamsaver key"
+"""How the write scripts' refusal of a key of another type starts (``expect_type`` in _lib.lua)."""
+
 __all__ = [
+    "check_write_ownership",
+    "claim_write_ownership",
     "copy_thread",
     "delete_for_runs",
     "delete_thread",
@@ -96,37 +105,82 @@ def durable(core: SaverCore, command: Command) -> Program[Any]:
     return reply
 
 
+def _append(core: SaverCore, command: Command, thread_id: str, fence: WriteFence | None) -> Program[Any]:
+    """`durable`, through `fence` when the writer holds a claim of the thread.
+
+    Raises:
+        StaleWriteOwnerError: the claim is not the thread's current one (nothing was written).
+        WrongKeyTypeError: a key the append would write holds another type (nothing was written).
+    """
+    try:
+        if fence is None:
+            return (yield from durable(core, command))
+        return (yield from durable(core, fence.guard(thread_id, command)))
+    except Refused as refused:
+        if refused.starts(WRONG_TYPE):
+            raise WrongKeyTypeError(str(refused.error)) from None
+        if fence is None:
+            raise
+        raise fence.stale(refused) from None
+
+
 def put(
     core: SaverCore,
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     new_versions: ChannelVersions,
+    fence: WriteFence | None = None,
 ) -> Program[RunnableConfig]:
     """`put`: append the checkpoint (values that extend what this saver last stored of them as
     deltas), durably; when the log refuses a delta whose link is not what this saver
     remembered (``SSBASE``: another process wrote the thread), append the full values instead.
+    With `fence`, only while its claim is the thread's current one (`StaleWriteOwnerError`).
     Returns the config of the checkpoint saved."""
     yield from ready(core)
     call = core.put_call(config, checkpoint, metadata, new_versions)
+    thread_id = call.event.thread_id
     try:
-        entry_id = yield from durable(core, call.command)
+        entry_id = yield from _append(core, call.command, thread_id, fence)
     except Refused as refused:
         log.info("delta refused (%s): another process wrote the thread; appending full values", refused.error)
-        entry_id = yield from durable(core, core.put_refused(call, refused))
+        entry_id = yield from _append(core, core.put_refused(call, refused), thread_id, fence)
     core.put_logged(call, entry_id)
     return call.saved
 
 
 def put_writes(
-    core: SaverCore, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+    core: SaverCore,
+    config: RunnableConfig,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+    fence: WriteFence | None = None,
 ) -> Program[None]:
-    """`put_writes`: one durable append; none (no round trip) for no writes."""
+    """`put_writes`: one durable append; none (no round trip) for no writes. With `fence`, only
+    while its claim is the thread's current one (`StaleWriteOwnerError`)."""
     command = core.put_writes_request(config, writes, task_id, task_path)
     if command is None:
         return
     yield from ready(core)
-    yield from durable(core, command)
+    yield from _append(core, command, thread_id_of(config), fence)
+
+
+def claim_write_ownership(core: SaverCore, thread_id: str) -> Program[WriteFence]:
+    """Make a new claim of `thread_id` its current one (one round trip), superseding any other:
+    the fence a writer's put and put_writes carry (`streamsaver.checkpoints.ownership`)."""
+    thread_id = checked_id(thread_id, "thread_id")
+    yield from ready(core)
+    [token] = yield Call([claim_request(core.keys, thread_id)], core.load_scripts)
+    return WriteFence(thread_id, token.decode() if isinstance(token, bytes) else str(token))
+
+
+def check_write_ownership(core: SaverCore, fence: WriteFence) -> Program[None]:
+    """One round trip: raises `StaleWriteOwnerError` unless `fence`'s claim is still current
+    (for a worker about to act outside the thread: send a message, call a tool)."""
+    yield from ready(core)
+    [held] = yield Call([check_request(core.keys, fence.thread_id)], core.load_scripts)
+    fence.check(held)
 
 
 def delete_thread(core: SaverCore, thread_id: str) -> Program[None]:

@@ -29,19 +29,26 @@ def _count(n: int) -> str:
     return _COUNTS[n] if n < 1024 else str(n)
 
 
-def view_blocks(domain: Domain, event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> list[Arg]:
+def view_blocks(
+    domain: Domain, event: Event, keyspace: Keyspace, views: Sequence[ViewName], declared: dict[Arg, None] | None = None
+) -> list[Arg]:
     """The projected commands of `event` for each view, as the scripts read them: the count of
-    views, then per view its name, its command count and the commands, each after its length."""
+    views, then per view its name, its command count and the commands, each after its length.
+    The keys the commands name are added to `declared`, when given (see `_add_view_blocks`)."""
     args: list[Arg] = []
-    _add_view_blocks(args, domain, event, keyspace, views)
+    _add_view_blocks(args, domain, event, keyspace, views, declared)
     return args
 
 
 def _add_view_blocks(
-    args: list[Arg], domain: Domain, event: Event, keyspace: Keyspace, views: Sequence[ViewName]
+    args: list[Arg], domain: Domain, event: Event, keyspace: Keyspace, views: Sequence[ViewName],
+    declared: dict[Arg, None] | None = None,
 ) -> None:
     """Append `view_blocks` to `args` (replay builds a batch's arguments in one list: copying
-    each event's blocks into it cost as much as building them)."""
+    each event's blocks into it cost as much as building them). With `declared`, every key the
+    commands name is added to it (in order, once): the keys a script call declares, so that
+    Redis Cluster routes it, and holds it during a slot migration, by every key it writes (a
+    purge's stems are not keys: it names its namespace set, the rest it finds)."""
     add, extend = args.append, args.extend
     add(_count(len(views)))
     projectors = domain.projectors
@@ -53,6 +60,10 @@ def _add_view_blocks(
             n = len(command)
             add(_COUNTS[n] if n < 1024 else str(n))  # not _count: a call per command costs more
             extend(command)
+            if declared is not None:
+                declared[command[1]] = None
+                if command[0] == "DEL":
+                    declared.update(dict.fromkeys(command[2:]))
 
 
 def append_call(
@@ -68,10 +79,6 @@ def append_call(
     erases = isinstance(event, domain.erase)
     script = domain.scripts.erase if erases and domain.scripts.erase else domain.scripts.append
     command: list[Arg] = ["EVALSHA", script.sha]
-    if probe is None:
-        command += ("3", keys.log, keys.feed, keys.positions)
-    else:
-        command += ("4", keys.log, keys.feed, keys.positions, probe[0])
     fields = to_fields(event)
     command.append(_count(2 * len(fields)))
     for pair in fields.items():
@@ -80,8 +87,14 @@ def append_call(
     command.append(_count(len(pointer)))
     command += pointer
     command.append("1" if erases else "0")
-    _add_view_blocks(command, domain, event, keyspace, views)
+    declared: dict[Arg, None] = {}
+    _add_view_blocks(command, domain, event, keyspace, views, declared)
     command += ttl
+    # KEYS: the log, feed and positions, the probe (the positions again for none), then every
+    # other key the view ops name (append.lua).
+    named: list[Arg] = [keys.log, keys.feed, keys.positions, keys.positions if probe is None else probe[0]]
+    others = [key for key in declared if key not in named]
+    command[2:2] = (_count(len(named) + len(others)), *named, *others)
     if probe is not None:
         command += (probe[1], probe[2])
     return command
@@ -110,21 +123,23 @@ def apply_batch_call(
         raise InvalidInputError("apply_batch_call needs at least one event")
     thread = logged[0][0].thread_id
     args: list[Arg] = [len(logged)]
+    keys = domain.log_keys(keyspace, thread)
+    declared: dict[Arg, None] = dict.fromkeys((keys.positions, keys.log))
     for event, event_id in logged:
         if event.thread_id != thread:
             raise InvalidInputError("a batch applies the events of one thread")
         args.append(event_id)
-        _add_view_blocks(args, domain, event, keyspace, views)
+        _add_view_blocks(args, domain, event, keyspace, views, declared)
     erase = domain.erase(thread)
     if len(logged) > 1:
-        _add_view_blocks(args, domain, erase, keyspace, views)
+        _add_view_blocks(args, domain, erase, keyspace, views, declared)
     else:
         args.append(0)
         if isinstance(logged[0][0], domain.erase):
             args.append("forget")  # the log's positions go with it (apply.lua)
-    keys = domain.log_keys(keyspace, thread)
-    # The log too: the keys the batch writes take its deadline, if it has one (apply.lua).
-    return domain.scripts.apply.evalsha_args([keys.positions, keys.log], args)
+    # The log too: the keys the batch writes take its deadline, if it has one (apply.lua); then
+    # every key the ops name (Redis Cluster).
+    return domain.scripts.apply.evalsha_args(list(declared), args)
 
 
 def append_batch_call(
@@ -143,6 +158,7 @@ def append_batch_call(
         raise InvalidInputError("append_batch_call needs events and a domain with an append_batch script")
     log_id = events[0].thread_id
     keys = domain.log_keys(keyspace, log_id)
+    declared: dict[Arg, None] = dict.fromkeys((keys.log, keys.feed, keys.positions))
     args: list[Arg] = [_count(len(events))]
     for event in events:
         if event.thread_id != log_id:
@@ -154,5 +170,5 @@ def append_batch_call(
         pointer = domain.pointer(event)
         args.append(_count(len(pointer)))
         args += pointer
-        _add_view_blocks(args, domain, event, keyspace, views)
-    return script.evalsha_args([keys.log, keys.feed, keys.positions], args)
+        _add_view_blocks(args, domain, event, keyspace, views, declared)
+    return script.evalsha_args(list(declared), args)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 __all__ = [
     "BODY", "BODY_POINTER", "CHANNEL_PREFIX", "CHECKPOINT_ID", "CURRENT_CHECKPOINT", "EMPTY_TYPE", "ENTRY_ID",
-    "ITEM_KEY", "ITEM_TTL", "ITEM_VALUE", "ITEM_VECTORS", "KEPT", "LABELS", "METADATA", "NAMESPACE", "PARENT", "PINNED",
-    "REQUEUED_FOR", "RUNS", "SOURCE", "STRATEGY", "TASK", "TASK_PATH", "THREAD", "TYPE", "UNTIL", "VERSION",
+    "ITEM_KEY", "ITEM_TTL", "ITEM_VALUE", "ITEM_VECTORS", "KEPT", "LABELS", "METADATA", "NAMESPACE", "OWNER", "PARENT",
+    "PINNED", "REQUEUED_FOR", "RUNS", "SOURCE", "STRATEGY", "TASK", "TASK_PATH", "THREAD", "TYPE", "UNTIL", "VERSION",
     "VERSIONS", "WRITE_PREFIX", "WRITTEN_AT",
 ]
 
@@ -66,3 +66,6 @@ CURRENT_CHECKPOINT = "@cid"
 """Shallow pointer- and writes-hash field naming the checkpoint the hash belongs to."""
 PINNED = "@pinned"
 """Positions-hash field of a pinned log (it never expires)."""
+OWNER = "@owner"
+"""Positions-hash field holding the token of the thread's current write-ownership claim
+(`streamsaver.checkpoints.ownership`)."""

@@ -80,15 +80,17 @@ def rewrite_call(
     keys = keyspace.thread(thread_id)
     mode = "refold" if replace_log is None else "replace" if replace_log else "append"
     args: list[str | bytes | int] = [guard, mode]
-    args += view_blocks(domain, domain.erase(thread_id), keyspace, views)
+    declared: dict[str | bytes | int, None] = dict.fromkeys((keys.log, keys.feed, keys.positions))
+    args += view_blocks(domain, domain.erase(thread_id), keyspace, views, declared)
     args.append(len(entries))
     for entry_id, event in entries:
         pointer = feed_pointer(event) if (pointers or entry_id == "*") and replace_log is not None else []
         fields = [x for pair in to_fields(event).items() for x in pair]
         args += [entry_id, len(pointer), *pointer, len(fields), *fields]
-        args += view_blocks(domain, event, keyspace, views)
+        args += view_blocks(domain, event, keyspace, views, declared)
     args += ttl
-    return domain.scripts.rewrite.evalsha_args([keys.log, keys.feed, keys.positions], args)
+    # Every key the ops name is declared after the three the script reads (Redis Cluster).
+    return domain.scripts.rewrite.evalsha_args(list(declared), args)
 
 
 def erase_call(
@@ -121,7 +123,9 @@ def erase_call(
         args += [entry_id, 0, len(fields), *fields, len(views)]
         for view in views:
             args += [view, 0]
-    return domain.scripts.rewrite.evalsha_args([keys.log, keys.feed, keys.positions], args)
+    named = [key for command in erase for key in (command[1:] if command[0] == "DEL" else command[1:2])]
+    declared = dict.fromkeys([keys.log, keys.feed, keys.positions, *named])
+    return domain.scripts.rewrite.evalsha_args(list(declared), args)
 
 
 _E = TypeVar("_E", bound=Event)

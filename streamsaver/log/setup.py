@@ -18,7 +18,7 @@ import time
 from collections.abc import Generator, Sequence
 from typing import Any
 
-from streamsaver.errors import ConfigurationError, EvictionPolicyError, MissingModuleError
+from streamsaver.errors import ConfigurationError, EvictionPolicyError, MissingModuleError, SettingsLostError
 from streamsaver.log.domain import Domain, ScriptRef
 from streamsaver.log.indexes import (
     create_indexes,
@@ -37,6 +37,7 @@ from streamsaver.log.routing import Routed, Step, Topology
 __all__ = [
     "INDEXING_POLL_S",
     "INDEXING_WAIT_S",
+    "check_settings_kept",
     "create_requests",
     "load_scripts",
     "probe_request",
@@ -196,7 +197,7 @@ def program(
         EvictionPolicyError: see `check_eviction`.
     """
     topology = yield from read_topology(prefix, cluster)
-    keyspace, existing = yield from _probe(prefix, partitions, topology, allow_eviction)
+    keyspace, existing = yield from _probe(domain, prefix, partitions, topology, allow_eviction)
     requests = create_requests(domain, keyspace, views, existing, topology)
     read_created((yield requests))
     commands = [step.command if isinstance(step, Routed) else step for step in requests]
@@ -223,19 +224,60 @@ def program(
 
 
 def _probe(
-    prefix: str, partitions: int | None, topology: Topology | None, allow_eviction: bool
+    domain: Domain, prefix: str, partitions: int | None, topology: Topology | None, allow_eviction: bool
 ) -> Program[tuple[Keyspace, list[set[str]]]]:
     """`read_probe` of the probe's replies; a refused probe takes back the partition count it
     stored, so that a retry (after the modules are installed, or by an import, which wants an
-    empty prefix) finds the prefix as it was."""
+    empty prefix) finds the prefix as it was. A probe that created the settings of a deployment
+    whose indexes already hold documents is refused (`check_settings_kept`)."""
     replies = yield probe_request(prefix, partitions, topology)
     try:
         check_eviction(replies[-1], allow_eviction)
-        return read_probe(prefix, partitions, replies)
+        keyspace, existing = read_probe(prefix, partitions, replies)
+        if replies[-3] == 1:
+            yield from check_settings_kept(domain, keyspace, existing, topology)
+        return keyspace, existing
     except ConfigurationError:
         if replies[-3] == 1:  # HSETNX: this probe created the settings
             yield [["HDEL", Keyspace(prefix).meta, "partitions"]]
         raise
+
+
+def check_settings_kept(
+    domain: Domain, keyspace: Keyspace, existing: Sequence[set[str]], topology: Topology | None
+) -> Program[None]:
+    """After a probe created the deployment's settings: refuse when indexes of the domain's views
+    already exist and hold documents (one ``FT.INFO`` round trip, only then): the deployment
+    existed and lost its settings, and the partition count just stored may not be its own.
+
+    Raises:
+        SettingsLostError: an index of the deployment holds documents.
+    """
+    names = {name for found in existing for name in found}
+    views = [
+        view for view in indexed_views(domain, domain.view_names)
+        if any(name == keyspace.index(view) or name.startswith(keyspace.index(view) + ":") for name in names)
+    ]
+    if not views:
+        return
+    replies = yield view_index_infos(keyspace, views, topology)
+    documents = sum(_documents(reply) for reply in replies)
+    if documents:
+        raise SettingsLostError(
+            f"the deployment under prefix {keyspace.prefix!r} holds {documents} indexed documents but its "
+            f"settings ({keyspace.meta}: the partition count) are gone; starting would re-partition it "
+            "(threads vanish, writes fork). Restore them with `streamsaver restore-settings --prefix "
+            f"{keyspace.prefix} --partitions N` (N: the count it was set up with, 16 unless chosen; the "
+            "command checks N against the logs), then start again"
+        )
+
+
+def _documents(reply: Any) -> int:
+    """The ``num_docs`` of an ``FT.INFO`` reply (0 for an error: no such index on that node)."""
+    if isinstance(reply, Exception):
+        return 0
+    fields = reply if isinstance(reply, dict) else dict(zip(reply[::2], reply[1::2], strict=True))
+    return int(float(fields.get(b"num_docs", fields.get("num_docs", 0)) or 0))
 
 
 def _indexed(infos: list[Step]) -> Program[None]:

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import orjson
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis import Redis
 
 from projectors.domain import CHECKPOINTS
@@ -39,6 +40,7 @@ from streamsaver.drivers.wire import Command, enqueue
 from streamsaver.log.domain import Domain
 from streamsaver.log.keys import Keyspace, ViewName, nested_prefix
 from streamsaver.ops.inspection import deployment_views
+from streamsaver.ops.payloads import CorruptPayload, PayloadCheck, check_payloads
 from streamsaver.ops.replay import Replayer
 
 __all__ = ["Difference", "VerifyReport", "scratch_prefix", "verify"]
@@ -79,11 +81,21 @@ class VerifyReport:
     extra: int = 0
     different: int = 0
     differences: list[Difference] = field(default_factory=list)
+    payloads_checked: int = 0
+    payloads_encrypted: int = 0
+    corrupt: int = 0
+    corrupt_payloads: list[CorruptPayload] = field(default_factory=list)
 
     @property
     def matches(self) -> bool:
-        """True when every view key and position equals what the logs give."""
-        return self.missing == self.extra == self.different == 0
+        """True when every view key and position equals what the logs give, and every payload of
+        the logs loads (`streamsaver.ops.payloads`)."""
+        return self.missing == self.extra == self.different == self.corrupt == 0
+
+    def add_payloads(self, payloads: PayloadCheck) -> None:
+        """Take in what `check_payloads` found."""
+        self.payloads_checked, self.payloads_encrypted = payloads.checked, payloads.encrypted
+        self.corrupt, self.corrupt_payloads = payloads.corrupt, payloads.details
 
     def to_dict(self) -> dict[str, Any]:
         """The report as plain JSON-ready data (with ``matches``)."""
@@ -117,8 +129,10 @@ def verify(
     max_differences: int = 20,
     progress: Callable[[int], None] | None = None,
     domain: Domain = CHECKPOINTS,
+    serde: SerializerProtocol | None = None,
 ) -> VerifyReport:
-    """Fold every log of `domain` into scratch views and compare them with the live views.
+    """Fold every log of `domain` into scratch views and compare them with the live views; of
+    the checkpoint logs, also load every payload with `serde` (`streamsaver.ops.payloads`).
 
     Args:
         client: a ``redis.Redis`` with ``decode_responses=False``.
@@ -128,6 +142,7 @@ def verify(
         max_differences: how many differences the report details (all are counted).
         progress: called with the number of events folded after each round trip.
         domain: whose logs and views (default: checkpoints).
+        serde: the serializer that loads the payloads (default: `SafeSerializer`; pass an `EncryptedSerializer`).
 
     Returns:
         The report; `VerifyReport.matches` is True when the views equal what the logs give.
@@ -148,6 +163,11 @@ def verify(
         comparison = _Comparison(client, replayer.keyspace, replayer.target, chosen, report, max_differences)
         comparison.positions = domain.positions_family
         comparison.run()
+        if domain is CHECKPOINTS:
+            payloads = check_payloads(client, prefix, serde, limit=max_differences)
+            report.payloads_checked, report.corrupt = payloads.checked, payloads.corrupt
+            report.payloads_encrypted = payloads.encrypted
+            report.corrupt_payloads = payloads.details
     finally:
         _delete_prefix(client, replayer.target.prefix)
     return report

@@ -21,6 +21,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 
 from streamsaver.checkpoints import programs
+from streamsaver.checkpoints.ownership import claimed
 from streamsaver.drivers.aio import AsyncDriver, pool_size
 from streamsaver.drivers.cluster import aconnect, cluster_enabled
 from streamsaver.drivers.wire import client_options
@@ -122,15 +123,34 @@ class AsyncStreamSaver(SaverShell[Redis | RedisCluster]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await self._adriver.run(programs.put(self.core, config, checkpoint, metadata, new_versions))
+        return await self._adriver.run(programs.put(self.core, config, checkpoint, metadata, new_versions, self._fence))
 
     async def aput_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
-        await self._adriver.run(programs.put_writes(self.core, config, writes, task_id, task_path))
+        await self._adriver.run(programs.put_writes(self.core, config, writes, task_id, task_path, self._fence))
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._adriver.run(programs.delete_thread(self.core, thread_id))
+
+    async def aclaim_write_ownership(self, thread_id: str) -> AsyncStreamSaver:
+        """Take write ownership of `thread_id`, superseding its current owner: a writer (this
+        saver, fenced) whose put and put_writes of that thread are accepted only while this
+        claim is the thread's newest. One round trip; its writes cost none more (the fence is
+        checked inside the append's own script). A superseded writer's writes raise
+        `StaleWriteOwnerError` and write nothing; its other calls (reads, delete_thread...) are
+        the saver's. See docs/reliability.md, "Several workers on one thread".
+
+        Raises:
+            InvalidInputError: a thread id that is not a string of valid Unicode.
+        """
+        return self._fenced(await self._adriver.run(programs.claim_write_ownership(self.core, thread_id)))
+
+    async def acheck_write_ownership(self) -> None:
+        """Raise `StaleWriteOwnerError` unless this writer's claim is still its thread's current
+        one (one round trip; e.g. before an action outside the thread). A saver holding no
+        claim raises `InvalidInputError`."""
+        await self._adriver.run(programs.check_write_ownership(self.core, claimed(self._fence)))
 
     async def acopy_thread(
         self, source_thread_id: str, target_thread_id: str, *, until: str | datetime | None = None
@@ -208,6 +228,12 @@ class AsyncStreamSaver(SaverShell[Redis | RedisCluster]):
 
     def delete_thread(self, thread_id: str) -> None:
         self._adriver.blocking(self.adelete_thread(thread_id))
+
+    def claim_write_ownership(self, thread_id: str) -> AsyncStreamSaver:
+        return self._adriver.blocking(self.aclaim_write_ownership(thread_id))
+
+    def check_write_ownership(self) -> None:
+        self._adriver.blocking(self.acheck_write_ownership())
 
     def copy_thread(
         self, source_thread_id: str, target_thread_id: str, *, until: str | datetime | None = None

@@ -4,13 +4,15 @@ subclass it and only say which driver runs their programs."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from streamsaver.checkpoints.core import CoreBinding, SaverCore
+from streamsaver.checkpoints.ownership import WriteFence
 from streamsaver.drivers.cluster import is_cluster
 from streamsaver.log.keys import DEFAULT_PREFIX
 from streamsaver.saver.dropin import client_source, ttl_options
@@ -75,6 +77,22 @@ class SaverShell(CoreBinding, BaseCheckpointSaver[str], Generic[C]):
             deltas=deltas,
             allow_eviction=allow_eviction,
         )
+
+    _fence: WriteFence | None = None
+
+    @property
+    def write_fence(self) -> WriteFence | None:
+        """The claim of a thread this saver's put and put_writes are fenced by (a writer that
+        `claim_write_ownership` returned), or None: writes are not fenced."""
+        return self._fence
+
+    def _fenced(self, fence: WriteFence) -> Self:
+        """A copy of this saver (same client, driver and options; it never closes the client)
+        whose put and put_writes carry `fence`."""
+        writer = copy.copy(self)
+        writer._fence = fence
+        writer._owns_client = False
+        return writer
 
     def _connect(self, url: str, connection_args: dict[str, Any]) -> C:
         """A client for `url` that this saver owns (cluster mode asked of the server)."""

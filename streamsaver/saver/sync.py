@@ -21,6 +21,7 @@ from redis import Redis
 from redis.cluster import RedisCluster
 
 from streamsaver.checkpoints import programs
+from streamsaver.checkpoints.ownership import claimed
 from streamsaver.drivers.cluster import connect
 from streamsaver.drivers.lane import Lane
 from streamsaver.drivers.sync import SyncDriver, in_thread
@@ -158,15 +159,40 @@ class StreamSaver(SaverShell[Redis | RedisCluster]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return self._driver.run(programs.put(self.core, config, checkpoint, metadata, new_versions))
+        return self._driver.run(programs.put(self.core, config, checkpoint, metadata, new_versions, self._fence))
 
     def put_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
-        self._driver.run(programs.put_writes(self.core, config, writes, task_id, task_path))
+        self._driver.run(programs.put_writes(self.core, config, writes, task_id, task_path, self._fence))
 
     def delete_thread(self, thread_id: str) -> None:
         self._driver.run(programs.delete_thread(self.core, thread_id))
+
+    def claim_write_ownership(self, thread_id: str) -> StreamSaver:
+        """Take write ownership of `thread_id`, superseding its current owner: a writer (this
+        saver, fenced) whose put and put_writes of that thread are accepted only while this
+        claim is the thread's newest. One round trip; its writes cost none more (the fence is
+        checked inside the append's own script). A superseded writer's writes raise
+        `StaleWriteOwnerError` and write nothing; its other calls (reads, delete_thread...) are
+        the saver's. See docs/reliability.md, "Several workers on one thread".
+
+        Raises:
+            InvalidInputError: a thread id that is not a string of valid Unicode.
+        """
+        return self._fenced(self._driver.run(programs.claim_write_ownership(self.core, thread_id)))
+
+    def check_write_ownership(self) -> None:
+        """Raise `StaleWriteOwnerError` unless this writer's claim is still its thread's current
+        one (one round trip; e.g. before an action outside the thread). A saver holding no
+        claim raises `InvalidInputError`."""
+        self._driver.run(programs.check_write_ownership(self.core, claimed(self._fence)))
+
+    async def aclaim_write_ownership(self, thread_id: str) -> StreamSaver:
+        return await asyncio.to_thread(self.claim_write_ownership, thread_id)
+
+    async def acheck_write_ownership(self) -> None:
+        await asyncio.to_thread(self.check_write_ownership)
 
     def copy_thread(
         self, source_thread_id: str, target_thread_id: str, *, until: str | datetime | None = None

@@ -28,7 +28,9 @@ __all__ = [
     "APPEND_BATCH",
     "APPLY",
     "BATCH_SIDE",
+    "CLAIM",
     "ERASE",
+    "FENCED_APPEND",
     "LIST_PAGE",
     "LIST_WINDOW",
     "LOAD_SCRIPTS",
@@ -77,10 +79,11 @@ class Script:
     source: str = field(repr=False)
 
     @classmethod
-    def load(cls, name: str, preludes: Sequence[str] = WRITE_SIDE) -> Script:
-        """The script in ``<name>.lua`` with `preludes` (names of ``_*.lua`` files) spliced in."""
+    def load(cls, name: str, preludes: Sequence[str] = WRITE_SIDE, *, named: str | None = None) -> Script:
+        """The script in ``<name>.lua`` with `preludes` (names of ``_*.lua`` files) spliced in
+        (called `named` when it is a variant of that file's script)."""
         shebang, _, body = _read(f"{name}.lua").partition("\n")
-        return cls(name, _spliced(shebang, preludes, body))
+        return cls(named or name, _spliced(shebang, preludes, body))
 
     @classmethod
     def alone(cls, name: str) -> Script:
@@ -142,8 +145,14 @@ TTL_TOUCH = TTL.when_full(
 server so that reading never needs memory."""
 APPEND_BATCH = Script.load("append_batch")
 STORE_GET = Script.alone("store_get")
+FENCED_APPEND = Script.load("append", ("_fence", *WRITE_SIDE, "_delta"), named="fenced_append")
+"""`APPEND` for a writer holding a claim of the thread (`streamsaver.checkpoints.ownership`):
+its last argument is the claim's token, and a token that is not the thread's current claim
+refuses the call (``SSOWNER``) before anything is written."""
+CLAIM = Script.alone("claim")
 ALL = (
     APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY, TTL, LIST_WINDOW, LIST_PAGE, ERASE, TTL_TOUCH,
+    FENCED_APPEND, CLAIM,
 )
 LOAD_SCRIPTS: list[list[Arg]] = [["SCRIPT", "LOAD", s.source] for s in ALL]
 """The commands that load every script of `ALL` (after NOSCRIPT, or on a new primary)."""

@@ -189,11 +189,15 @@ local function apply_ops(i, count, id)
   return i
 end
 
--- An error naming `key` when it exists with another type than `allowed`, else nil. A stream or
--- a hash is probed with XLEN or HLEN, which fail only on another type: their integer reply
--- costs less than TYPE's status reply, which becomes a Lua table; TYPE then names the type.
+-- The command giving the length of a key of each type: it fails only on a key of another type.
+local LENGTH = {stream = 'XLEN', hash = 'HLEN', set = 'SCARD', zset = 'ZCARD'}
+
+-- An error naming `key` when it exists with another type than `allowed`, else nil. A stream,
+-- hash, set or sorted set is probed with its length command, which fails only on another type:
+-- its integer reply costs less than TYPE's status reply, which becomes a Lua table; TYPE then
+-- names the type.
 local function expect_type(key, allowed)
-  local length = (allowed == 'stream' and 'XLEN') or (allowed == 'hash' and 'HLEN')
+  local length = LENGTH[allowed]
   if length and type(redis.pcall(length, key)) == 'number' then return nil end
   local t = redis.call('TYPE', key)['ok']
   if t ~= 'none' and t ~= allowed then
@@ -220,4 +224,33 @@ local function logged_entry(log, probe, field, cid, first, n)
     if kv[k] ~= ARGV[first + k - 1] then return false end
   end
   return entry
+end
+
+-- The type each op needs its key to hold (an op not named here takes a key of any type).
+local OP_TYPE = {
+  HSET = 'hash', ['SS.PTR'] = 'hash', ['SS.PTRNX'] = 'hash', ['SS.FOLLOW'] = 'hash',
+  ['SS.IFNEWER'] = 'hash', ['SS.IFEQ'] = 'hash', ['SS.PURGE'] = 'set',
+  SADD = 'set', SREM = 'set', ZADD = 'zset', ['JSON.SET'] = 'ReJSON-RL',
+}
+
+-- An error naming the first key the `nv` view blocks from ARGV[i] would write that holds
+-- another type than its op needs, else nil and the index after the blocks: run before an
+-- append's first write, so a damaged key refuses the whole call (the log entry too). Each key
+-- is probed once.
+local function check_view_keys(i, nv)
+  local seen = {}
+  for _ = 1, nv do
+    local j = i + 2
+    for _ = 1, counts[ARGV[i + 1]] or count_of(ARGV[i + 1]) do
+      local needed, key = OP_TYPE[ARGV[j + 1]], ARGV[j + 2]
+      if needed and not seen[key] then
+        seen[key] = true
+        local err = expect_type(key, needed)
+        if err then return err end
+      end
+      j = j + 1 + (counts[ARGV[j]] or count_of(ARGV[j]))
+    end
+    i = j
+  end
+  return nil, i
 end

@@ -6,7 +6,10 @@
 --       view name, op count, ops (argc, args...); then, optionally, the TTL block: ttl in ms
 --       (0: none), the view count and 5 purge stems per view (see keep_alive in _lib.lua);
 --       without one, the keys the call touches get the log's deadline, if it has one
--- KEYS[4] (optional, with the last two ARGV, after the TTL block): where a view records the log
+-- KEYS[4] (optional) the repeat probe, or KEYS[3] again for none (then KEYS[5..] declare every
+--       key the view ops name, so that Redis Cluster routes the call, and holds it during a slot
+--       migration, by all the keys it writes; the script reads them from ARGV). The probe (with
+--       the last two ARGV, after the TTL block): where a view records the log
 --       entry holding this event: a hash, the field naming the entry, and "" or the checkpoint
 --       id its '@cid' field must hold. When that entry equals the event field for field, the
 --       call is a repeat (a retry after a lost reply): nothing is logged, projected or fed; only
@@ -14,8 +17,9 @@
 -- Returns: the id of the appended (or already logged) log entry (nil: a deletion of a thread that
 --          has no key, nothing written); error SSBASE (nothing written)
 --          when a delta's link entry does not hold the value it extends (see below).
--- Validates key types before the first write; the #!lua shebang makes Redis refuse the whole
--- script up front when out of memory, so it writes all or nothing.
+-- Validates the type of every key it will write (the view keys too) before the first write; the
+-- #!lua shebang makes Redis refuse the whole script up front when out of memory, so it writes
+-- all or nothing.
 local err = expect_type(KEYS[1], 'stream') or expect_type(KEYS[2], 'stream') or expect_type(KEYS[3], 'hash')
 if err then return err end
 
@@ -27,7 +31,8 @@ local erase = ARGV[pointer + 1 + np] == '1'
 local nv = counts[ARGV[pointer + 2 + np]] or count_of(ARGV[pointer + 2 + np])
 local blocks = pointer + 3 + np
 local last = #ARGV
-if KEYS[4] then last = last - 2 end
+local probe = KEYS[4] ~= KEYS[3] and KEYS[4]
+if probe then last = last - 2 end
 
 -- The index after the view blocks (where the TTL block is, if any); when `keys` is given, the
 -- keys the view ops name are added to it (they get the log's deadline). Walked only with a TTL.
@@ -52,8 +57,10 @@ if erase then
   if redis.call('EXISTS', spread(keys, 1, #keys)) == 0 then return false end
 end
 
-if KEYS[4] then
-  local held = logged_entry(KEYS[1], KEYS[4], ARGV[#ARGV - 1], ARGV[#ARGV], 2, nf)
+if probe then
+  err = expect_type(probe, 'hash')
+  if err then return err end
+  local held = logged_entry(KEYS[1], probe, ARGV[#ARGV - 1], ARGV[#ARGV], 2, nf)
   if held then
     local ttl_at = walk_blocks(nil)
     if not erase and ttl_at <= last then
@@ -86,6 +93,9 @@ for k = 2, 1 + nf, 2 do
     end
   end
 end
+
+err = check_view_keys(blocks, nv)
+if err then return err end
 
 local id = redis.call('XADD', KEYS[1], '*', spread(ARGV, 2, 1 + nf))
 redis.call('XADD', KEYS[2], '*', 'id', id, unpack(ARGV, pointer + 1, pointer + np))

@@ -12,12 +12,15 @@
 --         in "replace" mode only; the views named are the views the entries are folded into
 -- then ne, then ne entries, each: id ("*" for a new one), np, np feed pointer field/value args
 --         (np 0: no pointer), nf, nf field/value args, nv view blocks as above
--- then the TTL block: ttl in ms (0: none), the view count and 5 purge stems per view
+-- then the TTL block: ttl in ms (0: none), the view count and 5 purge stems per view; without
+--         one (or with ttl 0), every key the call wrote gets the deadline the log had before
+--         it (a "replace" deletes the log, and with it its expiry)
 -- Returns: the id of the last entry added.
 -- Validates before the first write; the #!lua shebang refuses the whole script when out of
 -- memory. The views after a "replace" are the fold of the new log, as a replay would make them.
 local err = expect_type(KEYS[1], 'stream') or expect_type(KEYS[2], 'stream') or expect_type(KEYS[3], 'hash')
 if err then return err end
+local deadline = redis.call('PEXPIRETIME', KEYS[1])
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 local current = ''
 if last[1] then current = last[1][1] end
@@ -43,9 +46,18 @@ for v = 1, nv do
   end
 end
 
+-- Adds the keys the `count` ops from ARGV[j] name to `out` (a purge names stems: it only deletes).
+local function op_keys(j, count, out)
+  for _ = 1, count do
+    if ARGV[j + 1] ~= 'SS.PURGE' then out[#out + 1] = ARGV[j + 2] end
+    j = j + 1 + tonumber(ARGV[j])
+  end
+end
+
 local ne = tonumber(ARGV[i])
 i = i + 1
 local id = current
+local touched = {KEYS[1], KEYS[3]}
 for _ = 1, ne do
   local np = tonumber(ARGV[i + 1])
   local pointer = i + 2
@@ -58,8 +70,16 @@ for _ = 1, ne do
   end
   if np > 0 then redis.call('XADD', KEYS[2], '*', 'id', id, spread(ARGV, pointer, pointer + np - 1)) end
   i = fields + nf + 1 -- skip the entry's view count (the purge named the views)
-  for _ = 1, nv do i = apply_ops(i + 2, tonumber(ARGV[i + 1]), id) end
+  for _ = 1, nv do
+    op_keys(i + 2, tonumber(ARGV[i + 1]), touched)
+    i = apply_ops(i + 2, tonumber(ARGV[i + 1]), id)
+  end
 end
 for v = 1, nv do redis.call('HSET', KEYS[3], views[v], id) end
-if ARGV[i] then keep_alive(KEYS[1], KEYS[3], tonumber(ARGV[i]), i + 1, {}) end
+local ttl = tonumber(ARGV[i] or '0')
+if ttl > 0 then
+  keep_alive(KEYS[1], KEYS[3], ttl, i + 1, touched)
+elseif deadline > 0 then
+  for _, key in ipairs(touched) do redis.call('PEXPIREAT', key, deadline) end
+end
 return id

@@ -158,6 +158,27 @@ async def test_put_writes_is_one_round_trip(counted: tuple[SaverAdapter, TripCou
 
 
 @every_variant
+async def test_a_fenced_put_and_put_writes_are_still_one_round_trip_each(
+    counted: tuple[SaverAdapter, TripCounter],
+) -> None:
+    """The write-ownership fence is checked inside the append's own script: no extra read."""
+    saver, counter = counted
+    if saver.is_async:
+        writer = await saver.saver.aclaim_write_ownership("fenced")  # type: ignore[union-attr]
+    else:
+        writer = saver.saver.claim_write_ownership("fenced")
+    fenced = SaverAdapter(writer, saver.kind, saver.view)
+    checkpoint, versions = new_checkpoint({"a": 1})
+    counter.reset()
+
+    saved = await fenced.put(config("fenced", ""), checkpoint, {"step": 1}, versions)
+    assert counter.total == 1
+    counter.reset()
+    await fenced.put_writes(saved, [("a", 2), ("__resume__", "yes")], "task1")
+    assert counter.total == 1
+
+
+@every_variant
 async def test_get_tuple_is_one_round_trip_for_the_latest_and_by_id(
     counted: tuple[SaverAdapter, TripCounter],
 ) -> None:

@@ -25,7 +25,7 @@ from langchain_core.runnables import RunnableConfig
 from redis.exceptions import NoPermissionError
 
 from streamsaver import AsyncStreamSaver, StreamSaver
-from streamsaver.errors import ConfigurationError, InvalidInputError, MissingModuleError
+from streamsaver.errors import ConfigurationError, InvalidInputError, MissingModuleError, WrongKeyTypeError
 from streamsaver.log.keys import Keyspace
 from streamsaver.server.embedded import EmbeddedRedis
 
@@ -524,6 +524,6 @@ def test_a_thread_key_of_another_type_refuses_the_append_before_any_write(
     client.set(in_the_way, "not mine")
     before = snapshot(client, prefix)
     checkpoint, versions = new_checkpoint({"messages": ["a"]})
-    with pytest.raises(redis.ResponseError, match=f"WRONGTYPE streamsaver key .* holds a string, not a {kind}"):
+    with pytest.raises(WrongKeyTypeError, match=f"WRONGTYPE streamsaver key .* holds a string, not a {kind}"):
         sync_saver.put(config("clash"), checkpoint, {"source": "input", "step": -1}, versions)
     assert snapshot(client, prefix) == before

@@ -72,7 +72,10 @@ def test_a_second_domain_goes_through_the_same_calls() -> None:
     event = ThreadDeleted("t")
     command = log_append.append_call(TOY, event, KS, ("counts",))
     keys = KS.thread("t")
-    assert command[:6] == ["EVALSHA", ERASE.sha, "3", keys.log, keys.feed, keys.positions]  # runs on a full server
+    # runs on a full server; declares the positions again (no repeat probe) and the key its op names
+    assert command[:8] == [
+        "EVALSHA", ERASE.sha, "5", keys.log, keys.feed, keys.positions, keys.positions, keys.base("counts", "n")
+    ]
     # erases ("1"), then one view block: its name, one command of 6 arguments
     assert command[-11:] == ["1", "1", "counts", "1", "6", "SS.PURGE", keys.base("counts", "n"), "", "", "", ""]
     assert TOY.erase_stems("counts", "t", KS) == [keys.base("counts", "n"), "", "", "", ""]

@@ -22,8 +22,10 @@ def test_error_tree() -> None:
         ["ConcurrentChangeError", "ConfigurationError", "DurabilityError", "EmbeddedServerError", "EventDecodeError",
          "EvictionPolicyError",
          "ExportFileError", "InvalidInputError", "MissingModuleError", "PayloadDecodeError", "ReplayJobError",
-         "ServerTimeoutError", "ServerUnavailableError", "StreamSaverError", "TargetNotEmptyError", "ThreadExistsError"]
+         "ServerTimeoutError", "ServerUnavailableError", "SettingsLostError", "StaleWriteOwnerError",
+         "StreamSaverError", "TargetNotEmptyError", "ThreadExistsError", "WrongKeyTypeError"]
     )
+    assert e.StaleWriteOwnerError.is_stale_write_owner_error is True
     assert issubclass(e.InvalidInputError, ValueError)
     assert issubclass(e.MissingModuleError, e.ConfigurationError)
     assert issubclass(e.ServerTimeoutError, e.ServerUnavailableError)

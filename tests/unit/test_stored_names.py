@@ -39,6 +39,8 @@ SPELT_BY = {
     "_lib.lua": [fields.CURRENT_CHECKPOINT, fields.PINNED],
     "apply.lua": [fields.PINNED],
     "ttl.lua": [fields.PINNED],
+    "_fence.lua": [fields.OWNER],
+    "claim.lua": [fields.OWNER],
 }
 """Each script that spells stored names, and the names it spells."""
 

@@ -53,6 +53,10 @@ def _print(report: VerifyReport, logs: str) -> None:
     shown = len(report.differences)
     if shown < report.missing + report.extra + report.different:
         print(f"  ... and {report.missing + report.extra + report.different - shown:,} more")
+    if report.payloads_checked:
+        print(f"loaded {report.payloads_checked:,} payloads of the logs: {report.corrupt:,} corrupt")
+    for corrupt in report.corrupt_payloads:
+        print(f"  corrupt   {corrupt.log} entry {corrupt.entry}, {corrupt.payload}\n            {corrupt.error}")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -67,7 +71,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         for report, logs in zip(reports, ("threads", "store partitions"), strict=False):
             _print(report, logs)
-        print("the views match the logs" if matches else "the views DIFFER from the logs")
+        print("the views match the logs" if matches else "the views DIFFER from the logs (or a payload is corrupt)")
     return 0 if matches else 1
 
 

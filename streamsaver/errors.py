@@ -5,7 +5,8 @@ The tree::
     StreamSaverError                 base of everything below
     ├── ConfigurationError           a saver or client set up in a way that cannot work
     │   ├── MissingModuleError       the Redis server lacks RediSearch or RedisJSON
-    │   └── EvictionPolicyError      the server evicts keys when full, and the user did not allow it
+    │   ├── EvictionPolicyError      the server evicts keys when full, and the user did not allow it
+    │   └── MiddlewareConfigError    an agent middleware that cannot work (no embedding, wrong dims, policy)
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
     │   └── ThreadExistsError        copy_thread was refused: the target thread already has a log
     ├── ConcurrentChangeError        a log rewrite (prune, delete_for_runs) kept racing new appends
@@ -39,6 +40,7 @@ __all__ = [
     "EvictionPolicyError",
     "ExportFileError",
     "InvalidInputError",
+    "MiddlewareConfigError",
     "MissingModuleError",
     "PayloadDecodeError",
     "ReplayJobError",
@@ -74,6 +76,12 @@ class EvictionPolicyError(ConfigurationError):
     """`setup()` was refused: the server's ``maxmemory-policy`` (``allkeys-*``, ``volatile-*``)
     deletes keys when memory is full, which loses acknowledged checkpoints and the deployment's
     settings without an error. Set ``noeviction``, or pass ``allow_eviction=True``."""
+
+
+class MiddlewareConfigError(ConfigurationError):
+    """An agent middleware (`streamsaver.middleware`) was refused at construction: its store has
+    no embedding index where one is needed, the embeddings' dimensions disagree with the index,
+    or its namespace policy, threshold or TTL cannot work."""
 
 
 class InvalidInputError(StreamSaverError, ValueError):

@@ -1,0 +1,98 @@
+"""Every model and tool call becomes an audit event beside its thread log (hashed input, sizes,
+latency, cache hit or miss, errors) in one round trip; consumer groups follow the partition's audit
+feed; the thread log, its views and verify are unchanged."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from streamsaver import StreamSaver, StreamStore
+from streamsaver.middleware import AuditMiddleware, SemanticCacheMiddleware, ToolCacheMiddleware, read_audit
+from streamsaver.middleware.audit_record import fingerprint
+from streamsaver.ops.verify import verify
+from tests.middleware.conftest import WeatherTool, ask, make_agent
+
+
+async def test_model_and_tool_calls_are_audited_with_cache_outcomes(
+    saver: StreamSaver, store: StreamStore, weather: WeatherTool, mode: str
+) -> None:
+    agent = make_agent([AuditMiddleware(saver), ToolCacheMiddleware(store)], tools=[weather.tool], saver=saver)
+    await ask(agent, mode, "weather in Paris?", thread="a")
+    await ask(agent, mode, "weather in Paris?", thread="a")
+    events = read_audit(saver, "a")
+    assert [(e["type"], e["name"], e["cache"]) for e in events] == [
+        ("ModelCalled", "streamsaver.demo.fake_agent.ScriptedChatModel:scripted", ""),
+        ("ToolCalled", "get_weather", "miss"),
+        ("ModelCalled", "streamsaver.demo.fake_agent.ScriptedChatModel:scripted", ""),
+        ("ModelCalled", "streamsaver.demo.fake_agent.ScriptedChatModel:scripted", ""),
+        ("ToolCalled", "get_weather", "hit"),
+        ("ModelCalled", "streamsaver.demo.fake_agent.ScriptedChatModel:scripted", ""),
+    ]
+    tool_event = events[1]
+    assert tool_event["in"], tool_event["in_bytes"] == fingerprint({"city": "Paris"})
+    assert int(tool_event["out_bytes"]) > 0 and float(tool_event["ms"]) >= 0
+    assert {e["thread"] for e in events} == {"a"} and all(e["error"] == "" for e in events)
+    assert read_audit(saver, "b") == []
+
+
+async def test_a_semantic_hit_is_audited(saver: StreamSaver, store: StreamStore, mode: str) -> None:
+    agent = make_agent([AuditMiddleware(saver), SemanticCacheMiddleware(store)])
+    await ask(agent, mode, "capital of France?", thread="t")
+    await ask(agent, mode, "the capital of France", thread="t")
+    assert [e["cache"] for e in read_audit(saver, "t")] == ["miss", "hit"]
+
+
+async def test_a_failed_call_is_audited_with_its_error(saver: StreamSaver, weather: WeatherTool, mode: str) -> None:
+    weather.fail = True
+    agent = make_agent([AuditMiddleware(saver)], tools=[weather.tool])
+    with pytest.raises(RuntimeError):
+        await ask(agent, mode, "weather in Oslo?", thread="e")
+    assert [(e["type"], e["error"], e["out_bytes"]) for e in read_audit(saver, "e")][-1] == (
+        "ToolCalled", "RuntimeError", "0")
+
+
+async def test_a_consumer_group_follows_the_audit_feed(saver: StreamSaver, client: redis.Redis, mode: str) -> None:
+    feed = saver.core.keys.thread("g").audit_feed
+    client.xgroup_create(feed, "costs", id="0", mkstream=True)
+    await ask(make_agent([AuditMiddleware(saver)]), mode, "capital of Peru?", thread="g")
+    read = client.xreadgroup("costs", "c1", {feed: ">"})
+    fields = [f for _, entries in read for _, f in entries]
+    assert [(f[b"type"], f[b"thread"]) for f in fields] == [(b"ModelCalled", b"g")]
+
+
+async def test_the_thread_log_and_views_are_unchanged(saver: StreamSaver, client: redis.Redis, mode: str) -> None:
+    plain_saver = StreamSaver(client, prefix=saver.core.keys.prefix + "-plain")
+    plain_saver.setup()
+    await ask(make_agent([AuditMiddleware(saver)], saver=saver), mode, "capital of Peru?", thread="v")
+    await ask(make_agent([], saver=plain_saver), mode, "capital of Peru?", thread="v")
+    types = [f[b"type"] for _, f in client.xrange(saver.core.keys.thread("v").log)]
+    plain = [f[b"type"] for _, f in client.xrange(plain_saver.core.keys.thread("v").log)]
+    assert sorted(types) == sorted(plain) and set(types) == {b"CheckpointSaved", b"WritesSaved"}
+    assert len(read_audit(saver, "v")) == 1
+    assert verify(client, saver.core.keys.prefix).matches
+
+
+def test_a_write_is_one_round_trip(saver: StreamSaver) -> None:
+    audit = AuditMiddleware(saver)
+    sent: list[object] = []
+    real = saver.redis.connection_pool.get_connection
+
+    def counting(*args: object, **kwargs: object) -> object:
+        connection = real(*args, **kwargs)
+        original = connection.send_packed_command
+
+        def send(command: object, check_health: bool = True) -> None:
+            sent.append(command)
+            original(command, check_health)
+
+        connection.send_packed_command = send  # type: ignore[method-assign]
+        return connection
+
+    saver.redis.connection_pool.get_connection = counting  # type: ignore[method-assign]
+    try:
+        audit._write({"type": "ModelCalled", "thread": "rt", "v": "1"})
+    finally:
+        saver.redis.connection_pool.get_connection = real  # type: ignore[method-assign]
+    assert len(sent) == 1
+    assert len(read_audit(saver, "rt")) == 1

@@ -16,9 +16,11 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 __all__ = ["BagOfWordsEmbeddings", "ScriptedChatModel"]
 
-STOP_WORDS = frozenset(
-    "a an the is are was be to of in on at for and or what whats what's how me my i you your please tell "
-    "do does can could would will it its this that there today now right".split())
+STOP_WORDS = frozenset((
+    "a", "an", "the", "is", "are", "was", "be", "to", "of", "in", "on", "at", "for", "and", "or", "what", "whats",
+    "what's", "how", "me", "my", "i", "you", "your", "please", "tell", "do", "does", "can", "could", "would",
+    "will", "it", "its", "this", "that", "there", "today", "now", "right",
+))
 
 
 def words(text: str) -> list[str]:
@@ -64,7 +66,7 @@ class ScriptedChatModel(BaseChatModel):
         """What `model_identity` tells models apart by."""
         return self.name_tag
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
         return self
 
     def _answer(self, messages: list[BaseMessage]) -> AIMessage:
@@ -80,7 +82,8 @@ class ScriptedChatModel(BaseChatModel):
         if self.reply is not None:
             return AIMessage(content=self.reply(question, system))
         remembered = system.split("What you remember about this user:", 1)[-1].strip() if "remember" in system else ""
-        return AIMessage(content=f"[{self.name_tag}] you asked: {question}" + (f" ({remembered})" if remembered else ""))
+        suffix = f" ({remembered})" if remembered else ""
+        return AIMessage(content=f"[{self.name_tag}] you asked: {question}{suffix}")
 
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None,
                   **kwargs: Any) -> ChatResult:

@@ -48,7 +48,7 @@ async def test_the_entry_expires_with_its_ttl(store: StreamStore, client: redis.
                                               mode: str) -> None:
     agent = make_agent([ToolCacheMiddleware(store, ttl_s=30)], tools=[weather.tool])
     await ask(agent, mode, "weather in Lima?")
-    keys = [k for k in client.scan_iter(match=f"{store.core.prefix}:items:doc:*tool-cache*")]
+    keys = list(client.scan_iter(match=f"{store.core.prefix}:items:doc:*tool-cache*"))
     assert len(keys) == 1
     assert 0 < client.pttl(keys[0]) <= 30_000
 

@@ -70,7 +70,7 @@ def middleware_scene(client: Redis, saver: StreamSaver, show: Show) -> Middlewar
     cache, tools = SemanticCacheMiddleware(store, threshold=0.1), ToolCacheMiddleware(store, ttl_s=600)
     model, runs = ScriptedChatModel(), list[str]()
     middleware: list[Any] = [AuditMiddleware(saver), router, StoreMemoryMiddleware(store), cache, tools]
-    agent = create_agent(model, [_weather_tool(runs)], middleware=middleware, checkpointer=saver)
+    agent = create_agent(model, [_weather_tool(runs)], middleware=middleware)  # no new thread log in the demo
     config: Any = {"configurable": {"thread_id": THREAD}}
     answers = []
     for question in QUESTIONS:

@@ -8,6 +8,7 @@ import pytest
 import redis
 
 from streamsaver import StreamSaver, StreamStore
+from streamsaver.cli.main import main
 from streamsaver.middleware import AuditMiddleware, SemanticCacheMiddleware, ToolCacheMiddleware, read_audit
 from streamsaver.middleware.audit_record import fingerprint
 from streamsaver.ops.verify import verify
@@ -96,3 +97,14 @@ def test_a_write_is_one_round_trip(saver: StreamSaver) -> None:
         saver.redis.connection_pool.get_connection = real  # type: ignore[method-assign]
     assert len(sent) == 1
     assert len(read_audit(saver, "rt")) == 1
+
+
+async def test_inspect_shows_the_audited_calls(saver: StreamSaver, redis_url: str, mode: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    await ask(make_agent([AuditMiddleware(saver)], saver=saver), mode, "capital of Peru?", thread="i")
+    assert main(["inspect", "i", "--url", redis_url, "--prefix", saver.core.keys.prefix]) == 0
+    text = capsys.readouterr().out
+    audited = text.split("agent calls audited beside the log (1):")[1].splitlines()
+    assert audited[1].split()[:2] == ["type", "name"]
+    assert audited[3].split()[0] == "ModelCalled"
+    assert read_audit(saver, "i")[0]["id"] in audited[3]

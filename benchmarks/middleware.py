@@ -101,23 +101,24 @@ def get_weather(city: str) -> str:
 
 
 def latency(store: StreamStore, n: int, model_s: float) -> list[tuple[str, float, float]]:
-    """(case, p50 ms, p99 ms) of each case."""
-    unique = [f"question w{i}a w{i}b w{i}c" for i in range(n)]
-    cities = [f"weather in City{''.join(chr(97 + int(d)) for d in str(i))}" for i in range(n)]
+    """(case, p50 ms, p99 ms) of each case. The cases are interleaved request by request (the same
+    question without middleware, then a miss, then a hit), so a drift of the machine's load
+    touches them alike."""
     model = SlowModel(delay_s=model_s)
-    agent: Callable[..., Any] = lambda mw: _warm(  # noqa: E731
-        create_agent(model, [get_weather], middleware=mw))
+    agent: Callable[..., Any] = lambda mw: _warm(create_agent(model, [get_weather], middleware=mw))  # noqa: E731
     semantic, tools = SemanticCacheMiddleware(store), ToolCacheMiddleware(store)
-    rows = [("no middleware, answer", *_ms(_timed(agent([]), unique)))]
-    cached = agent([semantic])
-    rows += [("semantic cache, miss", *_ms(_timed(cached, unique))),
-             ("semantic cache, hit", *_ms(_timed(cached, unique)))]
-    rows += [("no middleware, tool call", *_ms(_timed(agent([]), cities)))]
-    tooled = agent([tools])
-    rows += [("tool cache, miss", *_ms(_timed(tooled, cities))), ("tool cache, hit", *_ms(_timed(tooled, cities)))]
+    plain, cached, tooled = agent([]), agent([semantic]), agent([tools])
+    samples: dict[str, list[float]] = {}
+    for i in range(n):
+        question, city = f"question w{i}a w{i}b w{i}c", f"weather in City{''.join(chr(97 + int(d)) for d in str(i))}"
+        for case, target, text in (("no middleware, answer", plain, question), ("semantic cache, miss", cached,
+                                   question), ("semantic cache, hit", cached, question),
+                                   ("no middleware, tool call", plain, city), ("tool cache, miss", tooled, city),
+                                   ("tool cache, hit", tooled, city)):
+            samples.setdefault(case, []).extend(_timed(target, [text]))
     assert (semantic.stats.hits, tools.stats.hits, semantic.stats.errors, tools.stats.errors) == (n, n, 0, 0), (
         semantic.stats, tools.stats)
-    return rows
+    return [(case, *_ms(times)) for case, times in samples.items()]
 
 
 def accuracy(store: StreamStore) -> list[tuple[float, int, int, int]]:

@@ -269,6 +269,10 @@ class Keyspace:
         """The feed stream of one partition."""
         return f"{self.prefix}:feed:{self.slot_tag(partition)}"
 
+    def audit_feed(self, partition: int) -> str:
+        """The agent audit feed of a partition (`ThreadKeys.audit_feed`)."""
+        return f"{self.prefix}:afeed:{self.slot_tag(partition)}"
+
     def lease(self, partition: int, view: ViewName) -> str:
         """The lease naming the projector worker that owns one partition of one view."""
         return f"{self.prefix}:lease:{self.slot_tag(partition)}:{view}"

@@ -10,10 +10,10 @@ from typing import Any
 
 import orjson
 
+from streamsaver.log.audit import MODEL_CALLED, TOOL_CALLED
+
 __all__ = ["MODEL_CALLED", "TOOL_CALLED", "fingerprint", "record"]
 
-MODEL_CALLED = "ModelCalled"
-TOOL_CALLED = "ToolCalled"
 VERSION = 1
 
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 import redis
 
-from streamsaver import StreamSaver, StreamStore
+from streamsaver import StreamSaver, StreamStore, Subscriber
 from streamsaver.cli.main import main
+from streamsaver.feeds.audit_event import AuditFeedEvent
 from streamsaver.middleware import AuditMiddleware, SemanticCacheMiddleware, ToolCacheMiddleware, read_audit
 from streamsaver.middleware.audit_record import fingerprint
 from streamsaver.ops.verify import verify
@@ -31,7 +32,7 @@ async def test_model_and_tool_calls_are_audited_with_cache_outcomes(
         ("ModelCalled", "streamsaver.demo.fake_agent.ScriptedChatModel:scripted", ""),
     ]
     tool_event = events[1]
-    assert tool_event["in"], tool_event["in_bytes"] == fingerprint({"city": "Paris"})
+    assert (tool_event["in"], int(tool_event["in_bytes"])) == fingerprint({"city": "Paris"})
     assert int(tool_event["out_bytes"]) > 0 and float(tool_event["ms"]) >= 0
     assert {e["thread"] for e in events} == {"a"} and all(e["error"] == "" for e in events)
     assert read_audit(saver, "b") == []
@@ -60,6 +61,25 @@ async def test_a_consumer_group_follows_the_audit_feed(saver: StreamSaver, clien
     read = client.xreadgroup("costs", "c1", {feed: ">"})
     fields = [f for _, entries in read for _, f in entries]
     assert [(f[b"type"], f[b"thread"]) for f in fields] == [(b"ModelCalled", b"g")]
+
+
+async def test_a_subscriber_gets_the_audited_calls(saver: StreamSaver, client: redis.Redis,
+                                                  weather: WeatherTool, mode: str) -> None:
+    got: list[AuditFeedEvent] = []
+    prefix = saver.core.keys.prefix
+    subscriber = Subscriber(client, "costs", got.append, prefix=prefix, domain="audit", types=["ToolCalled"])
+    checkpoints = Subscriber(client, "costs", lambda event: None, prefix=prefix)
+    agent = make_agent([AuditMiddleware(saver)], tools=[weather.tool], saver=saver)
+    for thread in ("s1", "s2"):
+        await ask(agent, mode, "weather in Rome?", thread=thread)
+    stats = subscriber.run_burst()
+    assert sorted((e.type, e.thread_id, e.fields["name"]) for e in got) == [
+        ("ToolCalled", "s1", "get_weather"), ("ToolCalled", "s2", "get_weather")]
+    assert (stats.handled, stats.filtered, stats.dead) == (2, 4, 0)
+    assert got[0].payload() == got[0].fields and got[0].fields["in"] == fingerprint({"city": "Rome"})[0]
+    assert checkpoints.run_burst().handled == sum(client.xlen(saver.core.keys.feed(p))
+                                                  for p in range(saver.core.keys.partitions))
+    assert subscriber.run_burst().read == 0
 
 
 async def test_the_thread_log_and_views_are_unchanged(saver: StreamSaver, client: redis.Redis, mode: str) -> None:

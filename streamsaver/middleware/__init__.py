@@ -8,7 +8,7 @@ savers never import this package, so the checkpointer's install stays lean. See 
 
 from __future__ import annotations
 
-from streamsaver.middleware.audit import AuditMiddleware, read_audit
+from streamsaver.middleware.audit import AuditMiddleware, erase_audit, read_audit
 from streamsaver.middleware.memory import StoreMemoryMiddleware
 from streamsaver.middleware.plumbing import MiddlewareStats, ScopePolicy
 from streamsaver.middleware.router import SemanticRouterMiddleware
@@ -24,5 +24,6 @@ __all__ = [
     "StoreMemoryMiddleware",
     "ToolCacheMiddleware",
     "ToolCachePolicy",
+    "erase_audit",
     "read_audit",
 ]

@@ -24,7 +24,7 @@ from streamsaver.middleware.audit_record import MODEL_CALLED, TOOL_CALLED, messa
 from streamsaver.middleware.plumbing import CALL_NOTES, FAILURES, MiddlewareStats, log
 from streamsaver.middleware.semantic_cache import model_identity
 
-__all__ = ["AuditMiddleware", "read_audit"]
+__all__ = ["AuditMiddleware", "erase_audit", "read_audit"]
 
 R = TypeVar("R")
 FEED_MAXLEN = 100_000
@@ -70,27 +70,25 @@ class AuditMiddleware(AgentMiddleware):
         self.stats = MiddlewareStats()
         self.is_async = isinstance(saver.redis, AsyncRedis)
 
-    def _commands(self, fields: dict[str, str]) -> tuple[str, str, dict[str, str]]:
+    def _queue(self, pipe: Any, fields: dict[str, str]) -> Any:
+        """The event's commands on `pipe` (a MULTI): the thread's stream, the partition's feed, and
+        with the saver's ``default_ttl`` the thread's expiry, so the audit goes with the thread."""
         keys = self.saver.core.keys.thread(fields["thread"])
-        return keys.audit, keys.audit_feed, fields
+        pipe.xadd(keys.audit, fields)
+        pipe.xadd(keys.audit_feed, fields, maxlen=FEED_MAXLEN, approximate=True)
+        if self.saver.core.ttl_ms:
+            pipe.pexpire(keys.audit, self.saver.core.ttl_ms)
+        return pipe
 
     def _write(self, fields: dict[str, str]) -> None:
-        stream, feed, _ = self._commands(fields)
-        pipe = self.saver.redis.pipeline(transaction=True)
-        pipe.xadd(stream, fields)
-        pipe.xadd(feed, fields, maxlen=FEED_MAXLEN, approximate=True)
-        pipe.execute()
+        self._queue(self.saver.redis.pipeline(transaction=True), fields).execute()
         self.stats.count("stored")
 
     async def _awrite(self, fields: dict[str, str]) -> None:
         if not self.is_async:
             await asyncio.to_thread(self._write, fields)
             return
-        stream, feed, _ = self._commands(fields)
-        pipe = self.saver.redis.pipeline(transaction=True)
-        pipe.xadd(stream, fields)
-        pipe.xadd(feed, fields, maxlen=FEED_MAXLEN, approximate=True)
-        await pipe.execute()
+        await self._queue(self.saver.redis.pipeline(transaction=True), fields).execute()
         self.stats.count("stored")
 
     def _failed(self, exc: BaseException) -> None:
@@ -166,6 +164,12 @@ def _form(answer: Any) -> Any:
     if result is not None:
         return messages_form(result)
     return getattr(answer, "content", str(answer))
+
+
+def erase_audit(saver: Any, thread_id: str) -> int:
+    """Delete the audit stream of `thread_id` (``delete_thread`` leaves it: call both to erase a
+    thread); its copies in the partition's audit feed age out with the feed's cap. 1 if it existed."""
+    return int(saver.redis.delete(saver.core.keys.thread(thread_id).audit))
 
 
 def read_audit(saver: Any, thread_id: str) -> list[dict[str, str]]:

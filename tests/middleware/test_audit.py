@@ -10,7 +10,13 @@ import redis
 from streamsaver import StreamSaver, StreamStore, Subscriber
 from streamsaver.cli.main import main
 from streamsaver.feeds.audit_event import AuditFeedEvent
-from streamsaver.middleware import AuditMiddleware, SemanticCacheMiddleware, ToolCacheMiddleware, read_audit
+from streamsaver.middleware import (
+    AuditMiddleware,
+    SemanticCacheMiddleware,
+    ToolCacheMiddleware,
+    erase_audit,
+    read_audit,
+)
 from streamsaver.middleware.audit_record import fingerprint
 from streamsaver.ops.verify import verify
 from tests.middleware.conftest import WeatherTool, ask, make_agent
@@ -128,3 +134,15 @@ async def test_inspect_shows_the_audited_calls(saver: StreamSaver, redis_url: st
     assert audited[1].split()[:2] == ["type", "name"]
     assert audited[3].split()[0] == "ModelCalled"
     assert read_audit(saver, "i")[0]["id"] in audited[3]
+
+
+async def test_the_audit_expires_with_the_thread_and_is_erased_with_it(client: redis.Redis, prefix: str,
+                                                                       mode: str) -> None:
+    saver = StreamSaver(client, prefix=prefix, default_ttl=2)
+    saver.setup()
+    await ask(make_agent([AuditMiddleware(saver)], saver=saver), mode, "capital of Peru?", thread="x")
+    audit_key, log_key = saver.core.keys.thread("x").audit, saver.core.keys.thread("x").log
+    assert 0 < client.pttl(audit_key) <= 120_000 and client.pttl(log_key) > 0
+    saver.delete_thread("x")
+    assert erase_audit(saver, "x") == 1
+    assert client.exists(audit_key, log_key) == 0

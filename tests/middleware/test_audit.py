@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 import redis
 
-from streamsaver import StreamSaver, StreamStore, Subscriber
+from streamsaver import AsyncStreamSaver, StreamSaver, StreamStore, Subscriber
 from streamsaver.cli.main import main
+from streamsaver.errors import MiddlewareConfigError
 from streamsaver.feeds.audit_event import AuditFeedEvent
 from streamsaver.middleware import (
     AuditMiddleware,
@@ -146,3 +147,18 @@ async def test_the_audit_expires_with_the_thread_and_is_erased_with_it(client: r
     saver.delete_thread("x")
     assert erase_audit(saver, "x") == 1
     assert client.exists(audit_key, log_key) == 0
+
+
+async def test_an_async_saver_audits_ainvoke_and_stays_out_of_invoke(async_saver: AsyncStreamSaver) -> None:
+    audit = AuditMiddleware(async_saver)
+    agent = make_agent([audit])
+    await ask(agent, "ainvoke", "capital of Peru?", thread="as")
+    await ask(agent, "invoke", "capital of Chile?", thread="as")
+    entries = await async_saver.redis.xrange(async_saver.core.keys.thread("as").audit)
+    assert [f[b"type"] for _, f in entries] == [b"ModelCalled"]
+    assert (audit.stats.stored, audit.stats.skipped, audit.stats.errors) == (1, 1, 0)
+
+
+def test_a_client_is_not_a_saver(client: redis.Redis) -> None:
+    with pytest.raises(MiddlewareConfigError, match="saver"):
+        AuditMiddleware(client)

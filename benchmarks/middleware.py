@@ -6,10 +6,11 @@
   thresholds 0.05 / 0.1 / 0.2 on a fixed set of pairs embedded by the deterministic bag-of-words
   embeddings, and its cross-tenant hits (each stored question asked again by another tenant).
 
-    python -m benchmarks.middleware [--n 200] [--model-ms 20]
+    python -m benchmarks.middleware [--n 200] [--model-ms 20] [--tool-ms 20]
 
-`--model-ms` makes the fake model sleep that long per call, as a remote model would take: what a
-hit saves grows with it; the overhead of a miss does not.
+`--model-ms` and `--tool-ms` make the fake model and the tool sleep that long per call, as a
+remote model or API would: what a hit saves grows with them; the overhead of a miss does not
+(run with both at 0 to see the overhead alone).
 """
 
 from __future__ import annotations
@@ -94,9 +95,14 @@ def _timed(agent: Any, questions: Sequence[str], user: str = "u", tenant: str = 
     return out
 
 
+TOOL_DELAY_S = [0.0]
+"""How long `get_weather` takes (``--tool-ms``), as a remote API would."""
+
+
 @tool
 def get_weather(city: str) -> str:
     """The weather in a city."""
+    time.sleep(TOOL_DELAY_S[0])
     return f"sunny in {city}"
 
 
@@ -148,13 +154,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=200, help="requests per latency case (default 200)")
     parser.add_argument("--model-ms", type=float, default=20.0, help="the fake model's latency per call")
+    parser.add_argument("--tool-ms", type=float, default=20.0, help="the tool's latency per call")
     args = parser.parse_args()
+    TOOL_DELAY_S[0] = args.tool_ms / 1000
     with EmbeddedRedis() as server:
         client = redis.Redis.from_url(server.url)
         store = StreamStore(client, prefix=f"bench-{uuid.uuid4().hex[:6]}",
                             index={"dims": 256, "embed": BagOfWordsEmbeddings()})
         store.setup()
-        print(f"agent.invoke latency, ms (n={args.n}, fake model {args.model_ms} ms per call)")
+        print(f"agent.invoke latency, ms (n={args.n}, fake model {args.model_ms} ms, tool {args.tool_ms} ms per call)")
         print(f"  {'case':28} {'p50':>8} {'p99':>8}")
         for case, p50, p99 in latency(store, args.n, args.model_ms / 1000):
             print(f"  {case:28} {p50:8.2f} {p99:8.2f}")

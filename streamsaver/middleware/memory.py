@@ -86,6 +86,8 @@ class StoreMemoryMiddleware(AgentMiddleware):
         return [(digest(fact), {"text": fact}) for fact in self.remember(text) if fact]
 
     def wrap_model_call(self, request: ModelRequest, handler: Handler) -> ModelResponse | AIMessage:
+        if self.guard.stays_out():
+            return handler(request)
         query = self._query(request)
         if query is None:
             self.stats.count("skipped")

@@ -81,6 +81,13 @@ class Guard:
         self.stats.last_error = f"{type(exc).__name__}: {exc}"
         log.warning("%s: the store call failed, the agent goes on without it: %s", self.name, self.stats.last_error)
 
+    def stays_out(self) -> bool:
+        """Whether a sync hook must leave the call alone (an async-only store); counts it skipped."""
+        if self.async_only:
+            self.stats.count("skipped")
+            log.debug("%s: an async store serves agent.ainvoke only; skipped under a sync run", self.name)
+        return self.async_only
+
     def run(self, call: Callable[[BaseStore], T], default: T) -> T:
         """`call(store)`, or `default` when it fails or the store is async-only."""
         if self.async_only:

@@ -95,6 +95,8 @@ class SemanticRouterMiddleware(AgentMiddleware):
         return ModelResponse(result=[answer if isinstance(answer, AIMessage) else AIMessage(content=answer)])
 
     def wrap_model_call(self, request: ModelRequest, handler: Handler) -> ModelResponse | AIMessage:
+        if self.guard.stays_out():
+            return handler(request)
         text = last_human_text(request.messages)
         found = [] if text is None else self.guard.search(self.root, text, 1)
         route = self._route(found)

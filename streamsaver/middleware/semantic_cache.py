@@ -109,6 +109,8 @@ class SemanticCacheMiddleware(AgentMiddleware):
         return {"prompt": prompt, "answer": last.content}
 
     def wrap_model_call(self, request: ModelRequest, handler: Handler) -> ModelResponse | AIMessage:
+        if self.guard.stays_out():
+            return handler(request)
         question = self._question(request)
         if question is None:
             self.stats.count("skipped")

@@ -96,6 +96,8 @@ class ToolCacheMiddleware(AgentMiddleware):
         return {"content": result.content}
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Result]) -> Result:
+        if self.guard.stays_out():
+            return handler(request)
         address = self.address(request)
         if address is None:
             self.stats.count("skipped")

@@ -80,3 +80,23 @@ async def test_an_async_store_serves_ainvoke_and_stays_out_of_invoke(async_store
     await ask(agent, "invoke", "capital of France?")
     assert (cache.stats.hits, cache.stats.misses, cache.stats.skipped, cache.stats.errors) == (1, 1, 1, 0)
     assert model.calls == 2
+
+
+async def test_a_full_server_breaks_neither_the_audit_nor_the_caches(
+    stopped_server: tuple[redis.Redis, Callable[[], None]], weather: WeatherTool, mode: str
+) -> None:
+    client, _ = stopped_server
+    saver = StreamSaver(client, prefix="full")
+    saver.setup()
+    store = StreamStore(client, prefix="full", index={"dims": DIMS, "embed": BagOfWordsEmbeddings(DIMS)})
+    store.setup()
+    audit, cache, tools = AuditMiddleware(saver), SemanticCacheMiddleware(store), ToolCacheMiddleware(store)
+    agent, plain = make_agent([audit, cache, tools], tools=[weather.tool]), make_agent([], tools=[weather.tool])
+    client.config_set("maxmemory-policy", "noeviction")
+    client.config_set("maxmemory", "1")
+    for question in ("capital of France?", "weather in Oslo?"):
+        assert await ask(agent, mode, question, thread="f") == await ask(plain, mode, question, thread="f")
+    assert (audit.stats.stored, cache.stats.stored, tools.stats.stored) == (0, 0, 0)
+    assert audit.stats.errors == 4 and cache.stats.errors == 1  # the search reads; the write is refused
+    assert tools.stats.errors >= 1  # the write (and the lookup: a full server refuses the store's get script)
+    assert all((m.stats.last_error or '').startswith('OutOfMemoryError') for m in (audit, cache, tools))

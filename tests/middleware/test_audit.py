@@ -4,6 +4,8 @@ feed; the thread log, its views and verify are unchanged."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 import redis
 
@@ -162,3 +164,16 @@ async def test_an_async_saver_audits_ainvoke_and_stays_out_of_invoke(async_saver
 def test_a_client_is_not_a_saver(client: redis.Redis) -> None:
     with pytest.raises(MiddlewareConfigError, match="saver"):
         AuditMiddleware(client)
+
+
+async def test_the_audit_runs_on_redis_cluster(cluster_url: str, mode: str) -> None:
+    cluster = redis.RedisCluster.from_url(cluster_url)
+    saver = StreamSaver(cluster, prefix=f"mwc{uuid.uuid4().hex[:8]}")
+    saver.setup()
+    audit = AuditMiddleware(saver)
+    agent = make_agent([audit])
+    for thread in ("c1", "c2", "c3"):
+        await ask(agent, mode, "capital of Peru?", thread=thread)
+    assert audit.stats.stored == 3 and audit.stats.errors == 0
+    assert [len(read_audit(saver, t)) for t in ("c1", "c2", "c3")] == [1, 1, 1]
+    cluster.close()

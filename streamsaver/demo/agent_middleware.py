@@ -36,6 +36,8 @@ QUESTIONS = ("What is the capital of France?", "Tell me the capital of France", 
 class MiddlewareFacts:
     """What the scene saw: each question's answer, the counters, and the audit events' (type, cache)."""
 
+    prefix: str
+    """The scene's deployment (its checkpoints, store items and audit streams)."""
     thread_id: str
     answers: tuple[str, ...]
     model_calls: int
@@ -59,10 +61,15 @@ def _billing(request: ModelRequest) -> str:
     return "The billing desk will handle your refund (routed without calling the model)."
 
 
-def middleware_scene(client: Redis, saver: StreamSaver, show: Show) -> MiddlewareFacts:
-    """Run the scene on `saver`'s client and deployment; print it under its own title."""
+def middleware_scene(client: Redis, demo: StreamSaver, show: Show) -> MiddlewareFacts:
+    """Run the scene on `client`, in a deployment of its own beside the `demo` saver's (prefix
+    ``P-agents``); print it under its own title."""
     show.title("Agent middleware: caches, memory, routing and audit on the Store and the thread logs")
-    store = StreamStore(client, prefix=saver.core.keys.prefix, index={"dims": 256, "embed": BagOfWordsEmbeddings()})
+    # A deployment of its own, so the demo's deployment holds what the other scenes wrote, as they report it.
+    prefix = f"{demo.core.keys.prefix}-agents"
+    saver = StreamSaver(client, prefix=prefix)
+    saver.setup()
+    store = StreamStore(client, prefix=prefix, index={"dims": 256, "embed": BagOfWordsEmbeddings()})
     store.setup()
     store.put(("alice", "memories"), "food", {"text": "favourite food is ramen"})
     router = SemanticRouterMiddleware(store, {"billing": _billing}, threshold=0.3)
@@ -70,7 +77,7 @@ def middleware_scene(client: Redis, saver: StreamSaver, show: Show) -> Middlewar
     cache, tools = SemanticCacheMiddleware(store, threshold=0.1), ToolCacheMiddleware(store, ttl_s=600)
     model, runs = ScriptedChatModel(), list[str]()
     middleware: list[Any] = [AuditMiddleware(saver), router, StoreMemoryMiddleware(store), cache, tools]
-    agent = create_agent(model, [_weather_tool(runs)], middleware=middleware)  # no new thread log in the demo
+    agent = create_agent(model, [_weather_tool(runs)], middleware=middleware, checkpointer=saver)
     config: Any = {"configurable": {"thread_id": THREAD}}
     answers = []
     for question in QUESTIONS:
@@ -82,10 +89,11 @@ def middleware_scene(client: Redis, saver: StreamSaver, show: Show) -> Middlewar
     show.say(f"model calls: {model.calls}; semantic cache hits/misses: {cache.stats.hits}/{cache.stats.misses}; "
              f"tool cache hits/misses: {tools.stats.hits}/{tools.stats.misses}; routed: {router.stats.hits}")
     events = read_audit(saver, THREAD)
-    show.say(f"The audit stream beside the thread log ({saver.core.keys.thread(THREAD).audit}):")
+    show.say(f"Checkpoints, caches, memories and routes live under {prefix + ':*'!r}; the audit stream sits "
+             f"beside the thread's log ({saver.core.keys.thread(THREAD).audit}):")
     show.table(["type", "name", "cache", "route", "memories", "in bytes", "out bytes", "ms"],
                [(e["type"], e["name"].rsplit(".", 1)[-1], e["cache"], e["route"], e["memories"], e["in_bytes"],
                  e["out_bytes"], e["ms"]) for e in events])
-    return MiddlewareFacts(THREAD, tuple(answers), model.calls, len(runs),
+    return MiddlewareFacts(prefix, THREAD, tuple(answers), model.calls, len(runs),
                            cache.stats.hits, tools.stats.hits,
                            tuple((e["type"], e["cache"], e["route"]) for e in events))

@@ -21,7 +21,11 @@ def test_the_scene_shows_every_middleware_at_work(client: redis.Redis, saver: St
     assert "favourite food is ramen" in facts.answers[4]
     assert facts.answers[5].startswith("The billing desk")
     assert facts.model_calls == 6
-    stored = [(e["type"], e["cache"], e["route"]) for e in read_audit(saver, THREAD)]
+    agents = StreamSaver(client, prefix=facts.prefix)
+    agents.setup()
+    assert facts.prefix == saver.core.keys.prefix + "-agents"
+    assert client.xlen(agents.core.keys.thread(THREAD).log) > 0  # the audit sits beside checkpoints
+    stored = [(e["type"], e["cache"], e["route"]) for e in read_audit(agents, THREAD)]
     assert stored == list(facts.audit)
     assert ("ModelCalled", "hit", "") in stored and ("ToolCalled", "hit", "") in stored
     assert stored[-1] == ("ModelCalled", "", "billing")

@@ -6,7 +6,8 @@ The tree::
     ├── ConfigurationError           a saver or client set up in a way that cannot work
     │   ├── MissingModuleError       the Redis server lacks RediSearch or RedisJSON
     │   ├── EvictionPolicyError      the server evicts keys when full, and the user did not allow it
-    │   └── SettingsLostError        a deployment's data exists but its settings (partition count) are gone
+    │   ├── SettingsLostError        a deployment's data exists but its settings (partition count) are gone
+    │   └── MiddlewareConfigError    an agent middleware that cannot work (no embedding, wrong dims, policy)
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
     │   └── ThreadExistsError        copy_thread was refused: the target thread already has a log
     ├── ConcurrentChangeError        a log rewrite (prune, delete_for_runs) kept racing new appends
@@ -42,6 +43,7 @@ __all__ = [
     "EvictionPolicyError",
     "ExportFileError",
     "InvalidInputError",
+    "MiddlewareConfigError",
     "MissingModuleError",
     "PayloadDecodeError",
     "ReplayJobError",
@@ -88,6 +90,12 @@ class SettingsLostError(ConfigurationError):
     restore). Setting it up again with a guessed count would re-partition the deployment:
     threads would vanish and writes fork. Nothing was written. Restore the settings with
     ``streamsaver restore-settings --partitions N`` (it checks N against the logs), then start."""
+
+
+class MiddlewareConfigError(ConfigurationError):
+    """An agent middleware (`streamsaver.middleware`) was refused at construction: its store has
+    no embedding index where one is needed, the embeddings' dimensions disagree with the index,
+    or its namespace policy, threshold or TTL cannot work."""
 
 
 class InvalidInputError(StreamSaverError, ValueError):

@@ -7,7 +7,8 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TextIO
+from importlib.util import find_spec
+from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 from redis import Redis
@@ -17,6 +18,9 @@ from streamsaver.demo.show import Show
 from streamsaver.demo.stored import StoredFacts, command, what_is_stored
 from streamsaver.saver.sync import StreamSaver
 from streamsaver.server.embedded import EmbeddedRedis
+
+if TYPE_CHECKING:
+    from streamsaver.demo.agent_middleware import MiddlewareFacts
 
 __all__ = ["DemoReport", "run_demo"]
 
@@ -37,6 +41,8 @@ class DemoReport:
     subgraph: scenes.SubgraphFacts
     parallel: scenes.ParallelFacts
     stored: StoredFacts
+    middleware: MiddlewareFacts | None = None
+    """The agent middleware scene (None when langchain, the ``middleware`` extra, is not installed)."""
 
 
 def run_demo(url: str | None = None, *, out: TextIO | None = None) -> DemoReport:
@@ -89,6 +95,12 @@ def _introduce(client: Redis, show: Show, url: str, embedded: bool, prefix: str)
     show.say(f"Key prefix: {prefix!r} (new for every run, so runs on a shared server never mix)")
 
 
+def _middleware_scene(client: Redis, saver: StreamSaver, show: Show) -> MiddlewareFacts:
+    from streamsaver.demo.agent_middleware import middleware_scene  # langchain: the middleware extra
+
+    return middleware_scene(client, saver, show)
+
+
 def _run(client: Redis, show: Show, url: str, embedded: bool) -> DemoReport:
     prefix = f"demo-{uuid.uuid4().hex[:8]}"
     saver = StreamSaver(client, prefix=prefix)
@@ -101,11 +113,12 @@ def _run(client: Redis, show: Show, url: str, embedded: bool) -> DemoReport:
     parallel = scenes.parallel(saver, show)
     threads = [memory.thread_id, approval.thread_id, subgraph.thread_id, parallel.thread_id]
     stored = what_is_stored(client, saver, show, threads, detail=parallel.thread_id)
+    agents = _middleware_scene(client, saver, show) if find_spec("langchain") else None
     show.title("Done")
     if embedded:
         show.say("The embedded server stops now, and its data with it.")
     else:
         show.say(f"Everything stays on the server under {prefix + ':*'!r} for you to explore.")
     return DemoReport(
-        url, embedded, prefix, memory, approval, time_travel, subgraph, parallel, stored
+        url, embedded, prefix, memory, approval, time_travel, subgraph, parallel, stored, agents
     )

@@ -26,6 +26,7 @@ from streamsaver.errors import (
     PayloadDecodeError,
 )
 from streamsaver.log import compression, deltas
+from streamsaver.log.audit import AUDIT_TYPES
 from streamsaver.log.codec import escape, unpack, unpack_head
 from streamsaver.log.events import (
     CheckpointSaved,
@@ -40,8 +41,8 @@ from streamsaver.log.stored import channel_field, from_fields
 __all__ = ["EntrySource", "EventFilter", "FeedEvent", "decode_payload"]
 
 Entry = Mapping[bytes, bytes]
-EVENT_TYPES = frozenset(cls.TYPE for cls in get_args(Event))
-"""The type names a feed pointer can carry."""
+EVENT_TYPES = frozenset(cls.TYPE for cls in get_args(Event)) | AUDIT_TYPES
+"""The type names a feed entry can carry (the logs' events, and the agent audit's)."""
 
 
 class EntrySource(Protocol):

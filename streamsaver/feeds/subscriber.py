@@ -126,7 +126,10 @@ class Subscriber(CoreRunner[SubscriberStats]):
         domain: ``"store"`` follows the memory store's feeds instead (a memory audit feed):
             the handler gets `streamsaver.feeds.store_event.StoreFeedEvent`s (``ItemPut``,
             ``ItemDeleted``: `namespace`, `key`, and `value()` read on demand); the group's
-            leases and dead letters are its own (``P:sub:*:store:<group>``).
+            leases and dead letters are its own (``P:sub:*:store:<group>``). ``"audit"`` follows
+            the agent audit feeds (`streamsaver.middleware.AuditMiddleware`): the handler gets
+            `streamsaver.feeds.audit_event.AuditFeedEvent`s (``ModelCalled``, ``ToolCalled``,
+            the record in `fields`); its keys are ``P:sub:*:audit:<group>``.
 
     Raises:
         ConfigurationError: a client that decodes responses.

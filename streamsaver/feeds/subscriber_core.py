@@ -22,6 +22,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.exceptions import RedisError
 
 from streamsaver.errors import ConfigurationError
+from streamsaver.feeds.audit_event import AuditFeedEvent
 from streamsaver.feeds.consumer import PartitionConsumer
 from streamsaver.feeds.consumer_data import Lane, Pointer, Taken, parse_pointer
 from streamsaver.feeds.event import Entry, EntrySource, FeedEvent
@@ -29,8 +30,9 @@ from streamsaver.feeds.ownership import LEASE, ROSTER, Program, Wait
 from streamsaver.feeds.store_event import StoreFeedEvent, item_address
 from streamsaver.feeds.subscriber_options import Deliver, Options, SubscriberStats, check_group
 from streamsaver.log import deltas
+from streamsaver.log.audit import AUDIT_TYPES
 from streamsaver.log.events import CheckpointSaved, ThreadDeleted
-from streamsaver.log.fields import CHECKPOINT_ID, NAMESPACE, REQUEUED_FOR
+from streamsaver.log.fields import CHECKPOINT_ID, NAMESPACE, REQUEUED_FOR, THREAD, TYPE
 from streamsaver.log.keys import partition_of
 from streamsaver.log.routing import Command, Step, Topology
 from streamsaver.log.setup import load_scripts
@@ -81,13 +83,15 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
         self.o, self.serde, self.source = options, serde, source
         self.heartbeat_s = options.lease_ms / 4000
         self.trimmed_at = time.monotonic()
-        self.store = options.domain == "store"
-        self.group_keys = f"store:{options.group}" if self.store else options.group
+        self.store, self.audit = options.domain == "store", options.domain == "audit"
+        self.group_keys = options.group if options.domain == "checkpoints" else f"{options.domain}:{options.group}"
         """The name the group's leases, roster, attempts and dead letters are kept under: a
-        store subscriber's never meet those of a checkpoint group of the same name."""
+        store or audit subscriber's never meet those of a checkpoint group of the same name."""
 
     def feed(self, partition: int) -> str:
-        """The partition feed followed: the thread logs' or the store's."""
+        """The partition feed followed: the thread logs', the store's or the agent audit's."""
+        if self.audit:
+            return self.keys.audit_feed(partition)
         return self.keys.store(str(partition)).feed if self.store else self.keys.feed(partition)
 
     def units(self) -> list[int]:
@@ -123,6 +127,8 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
         if attempts >= self.o.max_deliveries:
             item.skip = f"dead: {attempts} deliveries never completed (does the handler crash its process?)"
             return item
+        if self.audit:
+            return self._audit_item(partition, item)
         pointer = parse_pointer(raw, self.keys, partition, _store_partition if self.store else partition_of)
         if isinstance(pointer, str):
             item.skip = f"dead: {pointer}" if raw else "filtered"  # a trimmed entry has no fields
@@ -144,6 +150,20 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
             deliveries=attempts + 1, serde=self.serde, source=self.source)
         return item
 
+    def _audit_item(self, partition: int, item: Item) -> Item:
+        """An audit feed entry is the record itself: no pointer to check, no log entry to read."""
+        type_, thread = item.raw.get(TYPE, b"").decode("utf-8", "replace"), item.raw.get(THREAD)
+        if thread is None or type_ not in AUDIT_TYPES:
+            item.skip = f"dead: not an audit record ({type_!r})" if item.raw else "filtered"
+        elif not self.o.event_filter.admits_type(type_):
+            item.skip = "filtered"
+        else:
+            item.event = AuditFeedEvent(
+                fields=item.raw, type_=type_, thread_id=thread.decode("utf-8", "surrogatepass"), partition=partition,
+                feed_id=item.entry, log_id=item.entry, log_key=self.feed(partition), deliveries=item.attempts + 1,
+                serde=self.serde, source=self.source)
+        return item
+
     def _store_event(self, partition: int, taken: Taken, pointer: Pointer) -> StoreFeedEvent:
         namespace, key = item_address(taken.raw)
         return StoreFeedEvent(
@@ -155,7 +175,7 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
         """Read the batch's log entries in one pipeline: every event's with `prefetch`, the
         checkpoints' with `load_metadata` (or a metadata filter)."""
         metadata = self.o.load_metadata or bool(self.o.event_filter.metadata)
-        wanted = [i.event for i in items if i.event is not None and i.event.type != ThreadDeleted.TYPE and (
+        wanted = [i.event for i in items if i.event is not None and i.event.type not in _READS_NOTHING and (
             self.o.prefetch or (metadata and i.event.type == CheckpointSaved.TYPE))]
         if not wanted:
             return
@@ -263,6 +283,10 @@ class SubscriberCore(PartitionConsumer[int, SubscriberStats]):
             yield Wait(self.o.retry_ms / 1000)
         else:
             yield from super()._after(stats)
+
+
+_READS_NOTHING = AUDIT_TYPES | {ThreadDeleted.TYPE}
+"""Events whose feed entry holds all there is: prefetch reads no log entry for them."""
 
 
 def _store_partition(thread: str, partitions: int) -> int:

@@ -17,7 +17,7 @@ from streamsaver.feeds.ownership import check_count, check_partitions
 
 __all__ = ["DOMAINS", "Deliver", "Options", "SubscriberStats", "check_group"]
 
-DOMAINS = ("checkpoints", "store")
+DOMAINS = ("checkpoints", "store", "audit")
 """The domains whose feeds a subscriber can follow."""
 _GROUP = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
@@ -65,7 +65,8 @@ class Options(ConsumerOptions):
     retry_ms: int = 100
     trim_every_s: float | None = None
     domain: str = "checkpoints"
-    """Whose feeds: ``"checkpoints"`` (the thread logs') or ``"store"`` (the memory store's)."""
+    """Whose feeds: ``"checkpoints"`` (the thread logs'), ``"store"`` (the memory store's) or
+    ``"audit"`` (the agent middleware's audit feeds)."""
 
     def check(self) -> None:
         """Raises: InvalidInputError: an option out of range or of the wrong type."""

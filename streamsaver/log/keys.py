@@ -66,7 +66,7 @@ key family its keys live under (``P:<view>:...``)."""
 _PREFIX_RULE = re.compile(r"^[A-Za-z0-9._-]+(:[A-Za-z0-9._-]+)*$")
 KEY_KINDS = frozenset({
     "meta", "log", "feed", "pos", "full", "shallow", "lease", "projector", "sub", "analytics",
-    "slog", "sfeed", "spos", "items",
+    "slog", "sfeed", "spos", "items", "audit", "afeed",
 })
 """The words that follow a deployment's prefix in its keys (``P:<kind>:...``). A prefix with one
 of them after its first word would nest its keys among those of the deployment named by the
@@ -103,6 +103,16 @@ class ThreadKeys:
     def positions(self) -> str:
         """The hash of last applied event id per view."""
         return f"{self.prefix}:pos:{self.slot_tag}:{self.escaped_thread}"
+
+    @property
+    def audit(self) -> str:
+        """The thread's audit stream (model and tool calls, `streamsaver.middleware.audit`)."""
+        return f"{self.prefix}:audit:{self.slot_tag}:{self.escaped_thread}"
+
+    @property
+    def audit_feed(self) -> str:
+        """The audit feed of the thread's partition (consumer groups follow it)."""
+        return f"{self.prefix}:afeed:{self.slot_tag}"
 
     def base(self, view: ViewName, kind: str) -> str:
         """``P:view:kind:T:t``, the stem that per-namespace keys of one kind extend."""
@@ -258,6 +268,10 @@ class Keyspace:
     def feed(self, partition: int) -> str:
         """The feed stream of one partition."""
         return f"{self.prefix}:feed:{self.slot_tag(partition)}"
+
+    def audit_feed(self, partition: int) -> str:
+        """The agent audit feed of a partition (`ThreadKeys.audit_feed`)."""
+        return f"{self.prefix}:afeed:{self.slot_tag(partition)}"
 
     def lease(self, partition: int, view: ViewName) -> str:
         """The lease naming the projector worker that owns one partition of one view."""

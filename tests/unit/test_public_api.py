@@ -20,7 +20,7 @@ def test_error_tree() -> None:
     e = streamsaver.errors
     assert sorted(e.__all__) == sorted(
         ["ConcurrentChangeError", "ConfigurationError", "DurabilityError", "EmbeddedServerError", "EventDecodeError",
-         "EvictionPolicyError",
+         "EvictionPolicyError", "MiddlewareConfigError",
          "ExportFileError", "InvalidInputError", "MissingModuleError", "PayloadDecodeError", "ReplayJobError",
          "ServerTimeoutError", "ServerUnavailableError", "SettingsLostError", "StaleWriteOwnerError",
          "StreamSaverError", "TargetNotEmptyError", "ThreadExistsError", "WrongKeyTypeError"]

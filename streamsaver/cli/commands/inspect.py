@@ -16,10 +16,12 @@ def _short(value: str | None) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from streamsaver.ops.audit_trail import thread_audit
     from streamsaver.ops.inspection import thread_history
 
     with open_client(args) as client:
         rows = thread_history(client, args.prefix, args.thread)
+        audit = thread_audit(client, args.prefix, args.thread)
     if args.json:
         emit_json([dataclasses.asdict(r) for r in rows])
         return 0
@@ -29,6 +31,12 @@ def _run(args: argparse.Namespace) -> int:
           _short(r.parent_checkpoint_id), ", ".join(r.new_channels) or "-", ", ".join(r.writes) or "-",
           r.bytes, r.entry_id] for r in rows],
     ))
+    if audit:
+        print(f"\nagent calls audited beside the log ({len(audit)}):")
+        print(table(["type", "name", "cache", "route", "error", "in", "in bytes", "out bytes", "ms", "audit entry"],
+                    [[e.get(k) or "-" for k in ("type", "name", "cache", "route", "error")] + [
+                        e.get("in", "")[:12], e.get("in_bytes"), e.get("out_bytes"), e.get("ms"), e["id"]]
+                     for e in audit]))
     return 0
 
 
@@ -41,7 +49,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         description="Read one thread's log (not the views) and print every checkpoint in log "
         "order: step, source, namespace, checkpoint and parent ids, the channels whose value it "
         "stored, the writes tasks saved against it (task:channel), its size in the log and its "
-        "log entry id (usable with 'restore --at').",
+        "log entry id (usable with 'restore --at'); then the agent calls the audit middleware "
+        "recorded beside the log (docs/middleware.md), if any.",
     )
     parser.add_argument("thread", help="the thread id")
     parser.set_defaults(handler=_run)

@@ -67,5 +67,6 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
             keys.base(VIEW, "ids"),
             keys.base(VIEW, "ptrs"),
             keys.base(VIEW, "writes"),
-        )
+        ),
+        ("DEL", keys.audit),  # the agent audit beside the log goes with the thread (streamsaver.middleware)
     ]

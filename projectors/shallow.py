@@ -84,5 +84,6 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
     if not isinstance(event, ThreadDeleted):
         return []  # a marker (ThreadCopied, ThreadPruned, RunsDeleted) changes no view
     return [
-        (PURGE, keys.namespaces(VIEW), keys.base(VIEW, "cp"), "", keys.base(VIEW, "ptrs"), keys.base(VIEW, "writes"))
+        (PURGE, keys.namespaces(VIEW), keys.base(VIEW, "cp"), "", keys.base(VIEW, "ptrs"), keys.base(VIEW, "writes")),
+        ("DEL", keys.audit),  # the agent audit beside the log goes with the thread (streamsaver.middleware)
     ]

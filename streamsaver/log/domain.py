@@ -222,6 +222,6 @@ class Domain:
 
     def erase_stems(self, view: ViewName, log_id: str, keyspace: Keyspace) -> list[str | bytes]:
         """The key stems of one log's keys in `view`: the arguments of the purge op its
-        projector answers `erase` with (what a swap, a TTL block or a restore moves)."""
-        [(_, *stems)] = self.view(view).project(self.erase(log_id), keyspace)
+        projector answers `erase` with first (what a swap, a TTL block or a restore moves)."""
+        (_, *stems), *_ = self.view(view).project(self.erase(log_id), keyspace)
         return list(stems)

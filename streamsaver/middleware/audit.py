@@ -167,8 +167,9 @@ def _form(answer: Any) -> Any:
 
 
 def erase_audit(saver: Any, thread_id: str) -> int:
-    """Delete the audit stream of `thread_id` (``delete_thread`` leaves it: call both to erase a
-    thread); its copies in the partition's audit feed age out with the feed's cap. 1 if it existed."""
+    """Delete the audit stream of `thread_id` alone (``delete_thread`` erases it with the thread's
+    log in one atomic call); its copies in the partition's audit feed age out with the feed's cap.
+    1 if it existed."""
     return int(saver.redis.delete(saver.core.keys.thread(thread_id).audit))
 
 

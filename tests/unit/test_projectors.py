@@ -121,11 +121,14 @@ def test_shallow_view_keeps_writes_of_the_newest_checkpoint_even_saved_before_it
     ]
 
 
-def test_thread_deleted_purges_every_key_family_of_each_view() -> None:
+def test_thread_deleted_purges_every_key_family_of_each_view_and_the_audit() -> None:
+    audit = KS.thread("t").audit
     assert full.project(ThreadDeleted("t"), KS) == [
-        ("SS.PURGE", _key("full:ns"), _key("full:cp"), _key("full:ids"), _key("full:ptrs"), _key("full:writes"))
+        ("SS.PURGE", _key("full:ns"), _key("full:cp"), _key("full:ids"), _key("full:ptrs"), _key("full:writes")),
+        ("DEL", audit),
     ]
-    assert shallow.project(ThreadDeleted("t"), KS)[0][3] == ""
+    purge, erase_audit = shallow.project(ThreadDeleted("t"), KS)
+    assert purge[3] == "" and erase_audit == ("DEL", audit)
 
 
 def test_projecting_twice_gives_the_same_commands() -> None:

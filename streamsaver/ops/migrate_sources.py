@@ -24,7 +24,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from streamsaver.errors import ConfigurationError, InvalidInputError
 
-__all__ = ["SOURCE_KINDS", "Source", "SourceKind", "open_source"]
+__all__ = ["SOURCE_KINDS", "Source", "SourceKind", "import_optional", "open_source"]
 
 SourceKind = Literal["redis", "postgres", "sqlite"]
 SOURCE_KINDS: tuple[SourceKind, ...] = ("redis", "postgres", "sqlite")
@@ -60,7 +60,12 @@ class Source:
         return sorted(self.thread_lister())
 
 
-def _module(kind: SourceKind, name: str) -> Any:
+def import_optional(kind: SourceKind, name: str) -> Any:
+    """The module `name` of the `kind` source's package.
+
+    Raises:
+        ConfigurationError: the package is not installed (the message says what to install).
+    """
     try:
         return import_module(name)
     except ImportError as exc:
@@ -103,7 +108,7 @@ def _sqlite(url: str) -> Iterator[Source]:
     path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url
     if path != ":memory:" and not Path(path).is_file():
         raise InvalidInputError(f"no sqlite database at {path!r}")
-    saver_class = _module("sqlite", "langgraph.checkpoint.sqlite").SqliteSaver
+    saver_class = import_optional("sqlite", "langgraph.checkpoint.sqlite").SqliteSaver
     conn = sqlite3.connect(path, check_same_thread=False)
     try:
         def threads() -> list[str]:
@@ -116,7 +121,7 @@ def _sqlite(url: str) -> Iterator[Source]:
 
 @contextmanager
 def _postgres(url: str) -> Iterator[Source]:
-    saver_class = _module("postgres", "langgraph.checkpoint.postgres").PostgresSaver
+    saver_class = import_optional("postgres", "langgraph.checkpoint.postgres").PostgresSaver
     with saver_class.from_conn_string(url) as saver:
         def threads() -> list[str]:
             rows = saver.conn.execute("SELECT DISTINCT thread_id FROM checkpoints").fetchall()
@@ -127,8 +132,8 @@ def _postgres(url: str) -> Iterator[Source]:
 
 @contextmanager
 def _redis(url: str, prefixes: tuple[str, str] | None) -> Iterator[Source]:
-    module = _module("redis", "langgraph.checkpoint.redis")
-    util = _module("redis", "langgraph.checkpoint.redis.util")
+    module = import_optional("redis", "langgraph.checkpoint.redis")
+    util = import_optional("redis", "langgraph.checkpoint.redis.util")
     options = {} if prefixes is None else {"checkpoint_prefix": prefixes[0], "checkpoint_write_prefix": prefixes[1]}
     with module.RedisSaver.from_conn_string(url, **options) as saver:
         saver.setup()  # creates its indexes when absent; writes no checkpoint

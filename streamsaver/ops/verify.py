@@ -117,6 +117,7 @@ def verify(
     max_differences: int = 20,
     progress: Callable[[int], None] | None = None,
     domain: Domain = CHECKPOINTS,
+    compared: Callable[[int], None] | None = None,
 ) -> VerifyReport:
     """Fold every log of `domain` into scratch views and compare them with the live views.
 
@@ -128,6 +129,7 @@ def verify(
         max_differences: how many differences the report details (all are counted).
         progress: called with the number of events folded after each round trip.
         domain: whose logs and views (default: checkpoints).
+        compared: called with the number of keys compared after each batch (the second phase).
 
     Returns:
         The report; `VerifyReport.matches` is True when the views equal what the logs give.
@@ -147,6 +149,7 @@ def verify(
         report.threads, report.events = stats.threads, stats.events
         comparison = _Comparison(client, replayer.keyspace, replayer.target, chosen, report, max_differences)
         comparison.positions = domain.positions_family
+        comparison.compared = compared
         comparison.run()
     finally:
         _delete_prefix(client, replayer.target.prefix)
@@ -177,6 +180,8 @@ class _Comparison:
         self.views, self.report, self.limit = views, report, limit
         self.positions = "pos"
         """The key family of the positions hashes compared (the domain's)."""
+        self.compared: Callable[[int], None] | None = None
+        """Called with the number of keys of each batch compared (progress)."""
 
     def _patterns(self, keyspace: Keyspace) -> list[str]:
         return [keyspace.view_pattern(v) for v in self.views] + [keyspace.positions_pattern(self.positions)]
@@ -213,6 +218,8 @@ class _Comparison:
         values = [self._value(k, t, r) for k, t, r in zip(keys, types, pipe.execute(), strict=True)]
         for i, live in enumerate(live_keys):
             self.report.record(live, values[2 * i], values[2 * i + 1], self.limit)
+        if self.compared is not None:
+            self.compared(len(live_keys))
 
     def _is_positions(self, key: bytes) -> bool:
         stems = (self.live.positions_stem(self.positions), self.scratch.positions_stem(self.positions))

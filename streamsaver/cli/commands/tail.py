@@ -16,7 +16,8 @@ def _run(args: argparse.Namespace) -> int:
 
     with open_client(args) as client:
         events = feed_events(client, args.prefix, start="0-0" if args.from_start else "$")
-        for pointer in itertools.islice(events, args.count):
+        chosen = (p for p in events if _wanted(p, args))
+        for pointer in itertools.islice(chosen, args.count):
             if args.json:
                 print(json.dumps(pointer, sort_keys=True), flush=True)
             else:
@@ -24,6 +25,12 @@ def _run(args: argparse.Namespace) -> int:
                       f"thread={pointer.get('thread')!r} ns={pointer.get('ns', '')!r} "
                       f"checkpoint={pointer.get('cid', '-')} entry={pointer.get('id')}", flush=True)
     return 0
+
+
+def _wanted(pointer: dict[str, str], args: argparse.Namespace) -> bool:
+    """Whether `pointer` passes --thread and --type (each repeatable: any of them)."""
+    return (not args.thread or pointer.get("thread") in args.thread) and (
+        not args.type or pointer.get("type") in args.type)
 
 
 def _count(text: str) -> int:
@@ -43,6 +50,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         "on: type, thread, namespace, checkpoint id and log entry id (--json: one JSON object "
         "per line). Reads only; adds no consumer group.",
     )
-    parser.add_argument("--count", type=_count, default=None, help="stop after this many events")
+    parser.add_argument("--count", type=_count, default=None, help="stop after this many (shown) events")
+    parser.add_argument("--thread", action="append", metavar="THREAD_ID",
+                        help="only the events of this thread (repeatable)")
+    parser.add_argument("--type", action="append", metavar="EVENT_TYPE",
+                        help="only events of this type, e.g. CheckpointSaved, WritesSaved, ThreadDeleted (repeatable)")
     parser.add_argument("--from-start", action="store_true", help="print what the feeds hold first")
     parser.set_defaults(handler=_run)

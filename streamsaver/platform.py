@@ -8,8 +8,8 @@ that uses it, runs ``setup()`` (idempotent), and closes the client on exit::
 
     {
       "graphs": {"agent": "./agent.py:graph"},
-      "checkpointer": {"path": "streamsaver.platform:checkpointer"},
-      "store": {"path": "streamsaver.platform:store",
+      "checkpointer": {"path": "streamsaver.platform.checkpointer"},
+      "store": {"path": "streamsaver.platform.store",
                 "index": {"embed": "openai:text-embedding-3-small", "dims": 1536}}
     }
 
@@ -136,7 +136,7 @@ def store_factory(url: str | None = None, **options: Any) -> Callable[[], Abstra
 
 
 checkpointer = checkpointer_factory()
-"""``"checkpointer": {"path": "streamsaver.platform:checkpointer"}``."""
+"""``"checkpointer": {"path": "streamsaver.platform.checkpointer"}``."""
 
 store = store_factory()
-"""``"store": {"path": "streamsaver.platform:store"}``."""
+"""``"store": {"path": "streamsaver.platform.store"}``."""

@@ -31,9 +31,10 @@ async def _remember(state: State, *, store: BaseStore) -> dict[str, Any]:
 
 
 def _loaded(path: str) -> Any:
-    """What the server loads for ``{"path": "module:attribute"}``."""
-    module, _, attribute = path.partition(":")
-    return getattr(import_module(module), attribute)
+    """What langgraph-api 0.16 loads for ``{"path": "package.module.attribute"}`` (a module path
+    is split at its last dot; ``file.py:name`` is for files)."""
+    module, attribute = path.rsplit(".", 1)
+    return import_module(module).__dict__[attribute]
 
 
 EMBEDDINGS = '''
@@ -48,7 +49,7 @@ def platform_env(monkeypatch: pytest.MonkeyPatch, redis_url: str, prefix: str, t
     monkeypatch.setenv("STREAMSAVER_URL", redis_url)
     monkeypatch.setenv("STREAMSAVER_PREFIX", prefix)
     monkeypatch.setenv("LANGGRAPH_STORE", json.dumps({
-        "path": "streamsaver.platform:store",
+        "path": "streamsaver.platform.store",
         "index": {"embed": f"{tmp_path}/embeddings.py:embed", "dims": 2, "fields": ["text"]},
         "ttl": {"default_ttl": 60, "refresh_on_read": True},
     }))
@@ -58,7 +59,7 @@ def platform_env(monkeypatch: pytest.MonkeyPatch, redis_url: str, prefix: str, t
 async def test_the_factories_langgraph_json_names_run_a_graph_with_memory(
     platform_env: Path, client: redis.Redis, prefix: str
 ) -> None:
-    make_saver, make_store = _loaded("streamsaver.platform:checkpointer"), _loaded("streamsaver.platform:store")
+    make_saver, make_store = _loaded("streamsaver.platform.checkpointer"), _loaded("streamsaver.platform.store")
     async with make_saver() as saver, make_store() as store:
         assert isinstance(saver, AsyncStreamSaver) and isinstance(store, AsyncStreamStore)
         graph = (StateGraph(State).add_node("remember", _remember).add_edge(START, "remember")
@@ -74,7 +75,7 @@ async def test_the_factories_langgraph_json_names_run_a_graph_with_memory(
 
 
 async def test_each_entry_opens_its_own_saver_as_each_worker_thread_of_the_server_does(platform_env: Path) -> None:
-    make_saver = _loaded("streamsaver.platform:checkpointer")
+    make_saver = _loaded("streamsaver.platform.checkpointer")
     async with make_saver() as first, make_saver() as second:
         assert first is not second and first.redis is not second.redis
         assert await first.aget_tuple({"configurable": {"thread_id": "none"}}) is None
@@ -84,7 +85,7 @@ async def test_a_factory_without_a_server_says_what_to_set(monkeypatch: pytest.M
     monkeypatch.delenv("STREAMSAVER_URL", raising=False)
     monkeypatch.delenv("REDIS_URL", raising=False)
     with pytest.raises(ConfigurationError, match="STREAMSAVER_URL"):
-        async with _loaded("streamsaver.platform:checkpointer")():
+        async with _loaded("streamsaver.platform.checkpointer")():
             pass
 
 

@@ -70,7 +70,7 @@ def _instruments(tracer_provider: Any, meter_provider: Any) -> _Instruments:
     except ImportError as exc:
         raise ConfigurationError("streamsaver.telemetry needs opentelemetry-api: pip install 'streamsaver[otel]'") \
             from exc
-    from streamsaver import __version__
+    from streamsaver._version import __version__
 
     tracer = trace.get_tracer("streamsaver", __version__, tracer_provider=tracer_provider)
     meter = metrics.get_meter("streamsaver", __version__, meter_provider=meter_provider)

@@ -67,6 +67,7 @@ def run_subscriber(subscriber: Subscriber, args: argparse.Namespace) -> Subscrib
     start line and periodic status lines on stderr meanwhile."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    subscriber.prepare()  # idempotent: a server that cannot serve fails here, before the start line
     print(f"subscriber {subscriber.name} of group {subscriber.group!r}: "
           f"{'handling what the feeds hold' if args.burst else 'following the feeds (Ctrl-C stops)'}",
           file=sys.stderr, flush=True)

@@ -33,6 +33,7 @@ def _run(args: argparse.Namespace) -> int:
             worker.prepare()
             result: dict[str, object] = {"worker": worker.name, "views": args.view, "prepared": True}
         else:
+            worker.prepare()  # idempotent: a server that cannot serve fails here, before the start line
             print(f"projector worker {worker.name}: keeping {', '.join(args.view)} of {args.prefix!r} "
                   f"{'until the feeds are drained' if args.burst else 'current (Ctrl-C stops)'}",
                   file=sys.stderr, flush=True)

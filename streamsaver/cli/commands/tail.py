@@ -13,6 +13,7 @@ __all__ = ["register"]
 
 def _run(args: argparse.Namespace) -> int:
     from streamsaver.ops.inspection import feed_events
+    from streamsaver.ops.preview import entry_time
 
     with open_client(args) as client:
         events = feed_events(client, args.prefix, start="0-0" if args.from_start else "$")
@@ -21,7 +22,8 @@ def _run(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps(pointer, sort_keys=True), flush=True)
             else:
-                print(f"{pointer['feed_id']:>18}  p{pointer['partition']:<3} {pointer.get('type', '?'):<16} "
+                print(f"{entry_time(pointer['feed_id'])[11:]}  {pointer['feed_id']:>18}  p{pointer['partition']:<3} "
+                      f"{pointer.get('type', '?'):<16} "
                       f"thread={pointer.get('thread')!r} ns={pointer.get('ns', '')!r} "
                       f"checkpoint={pointer.get('cid', '-')} entry={pointer.get('id')}", flush=True)
     return 0
@@ -47,8 +49,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         parents=[common],
         help="print events as they are appended (all threads), until interrupted",
         description="Follow every partition feed and print one line per event appended from now "
-        "on: type, thread, namespace, checkpoint id and log entry id (--json: one JSON object "
-        "per line). Reads only; adds no consumer group.",
+        "on: its time (UTC), feed entry id, type, thread, namespace, checkpoint id and log entry id "
+        "(--json: one JSON object per line). Reads only; adds no consumer group.",
     )
     parser.add_argument("--count", type=_count, default=None, help="stop after this many (shown) events")
     parser.add_argument("--thread", action="append", metavar="THREAD_ID",

@@ -13,7 +13,7 @@ offers cheaply (``list(None)`` reads every checkpoint whole, and RedisSaver's st
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import import_module
@@ -52,7 +52,7 @@ class Source:
 
     kind: SourceKind
     saver: BaseCheckpointSaver[Any]
-    thread_lister: Any = field(repr=False)
+    thread_lister: Callable[[], list[str]] = field(repr=False)
     list_cap: int | None = None
 
     def thread_ids(self) -> list[str]:

@@ -27,6 +27,7 @@ from streamsaver.cli.commands import modules as subcommand_modules
 from streamsaver.cli.commands._shared import UsageError, common_options, server_options
 from streamsaver.cli.failures import explain
 from streamsaver.errors import StreamSaverError
+from streamsaver.ops.progress import set_mode as set_progress_mode
 
 __all__ = ["build_parser", "main"]
 
@@ -98,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _log_to_stderr(args.log_level)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
+        set_progress_mode(args.progress)
         return handler(args)
     except UsageError as exc:
         print(f"streamsaver: error: {exc}", file=sys.stderr)

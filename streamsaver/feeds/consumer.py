@@ -77,6 +77,8 @@ class PartitionConsumer(ABC, Generic[Unit, S]):
         self.heartbeat_at = float("-inf")
         self.joined = False
         self.stopping = False
+        self.running: S = stats()
+        """The counts of the `burst` or `loop` under way (read by status reports)."""
 
     @property
     def keys(self) -> Keyspace:
@@ -263,7 +265,7 @@ class PartitionConsumer(ABC, Generic[Unit, S]):
         """Prepare, then cycle over every unit whose lease is free until nothing is left to
         read, then release. Units another consumer holds are counted in ``busy`` per cycle."""
         yield from self.prepare()
-        total = self.stats_type()
+        total = self.running = self.stats_type()
         while True:
             stats = yield from self.cycle(balance=False)
             total.add(stats)
@@ -277,6 +279,7 @@ class PartitionConsumer(ABC, Generic[Unit, S]):
         retried with backoff. Releases everything at the end."""
         yield from self.prepare()
         total, backoff = self.stats_type(), 0.05
+        self.running = total
         while not self.stopping:
             try:
                 stats = yield from self.cycle(balance=True)

@@ -128,7 +128,8 @@ def _deployment(r: Any, prefix: str) -> Iterator[Finding]:
         unread += 0 if feed_groups else int(r.xlen(keyspace.feed(p)))
     if unread:
         yield Finding("feeds", "warning", f"{unread} feed entries on partitions no consumer group reads "
-                      "(they grow until trimmed)")
+                      "(they grow until trimmed: a retention policy, streamsaver trim-feeds --max-len N --save, "
+                      "applies at each trim-feeds run)")
     else:
         yield Finding("feeds", "ok", f"consumer groups: {', '.join(sorted(groups)) or 'none'}")
     for view in CHECKPOINTS.view_names:

@@ -20,6 +20,7 @@ from streamsaver.log.domain import Domain
 from streamsaver.log.events import CheckpointSaved, WritesSaved
 from streamsaver.log.keys import PROJECTOR_GROUP, Keyspace, ViewName, projector_group
 from streamsaver.log.stored import from_fields
+from streamsaver.ops.preview import entry_time, last_message
 
 __all__ = ["DeploymentStats", "HistoryRow", "PartitionHealth", "deployment_keyspace", "deployment_stats",
            "deployment_views", "feed_events", "group_health", "thread_history"]
@@ -60,6 +61,10 @@ class HistoryRow:
     bytes: int
     writes: list[str] = field(default_factory=list)
     """``task:channel`` of the writes saved against this checkpoint."""
+    time: str = ""
+    """When the entry was appended (UTC), from its id."""
+    preview: str | None = None
+    """The last message of its ``messages`` value, if it stored one (`streamsaver.ops.preview`)."""
 
 
 def _size(fields: dict[bytes, bytes]) -> int:
@@ -87,6 +92,8 @@ def thread_history(client: Redis, prefix: str, thread_id: str) -> list[HistoryRo
                 raw_id.decode(), event.checkpoint_ns, event.checkpoint_id, event.parent_checkpoint_id,
                 event.metadata.get("step"), event.metadata.get("source"),
                 [cv.channel for cv in event.values], _size(fields), early_writes.pop(key, []),
+                entry_time(raw_id.decode()),
+                next((last_message(cv.blob) for cv in event.values if cv.channel == "messages"), None),
             )
         elif isinstance(event, WritesSaved):
             key = (event.checkpoint_ns, event.checkpoint_id)

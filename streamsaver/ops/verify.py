@@ -130,6 +130,7 @@ def verify(
     progress: Callable[[int], None] | None = None,
     domain: Domain = CHECKPOINTS,
     serde: SerializerProtocol | None = None,
+    compared: Callable[[int], None] | None = None,
 ) -> VerifyReport:
     """Fold every log of `domain` into scratch views and compare them with the live views; of
     the checkpoint logs, also load every payload with `serde` (`streamsaver.ops.payloads`).
@@ -143,6 +144,7 @@ def verify(
         progress: called with the number of events folded after each round trip.
         domain: whose logs and views (default: checkpoints).
         serde: the serializer that loads the payloads (default: `SafeSerializer`; pass an `EncryptedSerializer`).
+        compared: called with the number of keys compared after each batch (the second phase).
 
     Returns:
         The report; `VerifyReport.matches` is True when the views equal what the logs give.
@@ -162,15 +164,23 @@ def verify(
         report.threads, report.events = stats.threads, stats.events
         comparison = _Comparison(client, replayer.keyspace, replayer.target, chosen, report, max_differences)
         comparison.positions = domain.positions_family
+        comparison.compared = compared
         comparison.run()
         if domain is CHECKPOINTS:
-            payloads = check_payloads(client, prefix, serde, limit=max_differences)
-            report.payloads_checked, report.corrupt = payloads.checked, payloads.corrupt
-            report.payloads_encrypted = payloads.encrypted
-            report.corrupt_payloads = payloads.details
+            _check_payloads(report, client, prefix, serde, max_differences)
     finally:
         _delete_prefix(client, replayer.target.prefix)
     return report
+
+
+def _check_payloads(
+    report: VerifyReport, client: Redis, prefix: str, serde: SerializerProtocol | None, limit: int
+) -> None:
+    """Load every payload of the checkpoint logs into `report` (`streamsaver.ops.payloads`)."""
+    payloads = check_payloads(client, prefix, serde, limit=limit)
+    report.payloads_checked, report.corrupt = payloads.checked, payloads.corrupt
+    report.payloads_encrypted = payloads.encrypted
+    report.corrupt_payloads = payloads.details
 
 
 def _delete_prefix(client: Redis, prefix: str) -> int:
@@ -197,6 +207,8 @@ class _Comparison:
         self.views, self.report, self.limit = views, report, limit
         self.positions = "pos"
         """The key family of the positions hashes compared (the domain's)."""
+        self.compared: Callable[[int], None] | None = None
+        """Called with the number of keys of each batch compared (progress)."""
 
     def _patterns(self, keyspace: Keyspace) -> list[str]:
         return [keyspace.view_pattern(v) for v in self.views] + [keyspace.positions_pattern(self.positions)]
@@ -233,6 +245,8 @@ class _Comparison:
         values = [self._value(k, t, r) for k, t, r in zip(keys, types, pipe.execute(), strict=True)]
         for i, live in enumerate(live_keys):
             self.report.record(live, values[2 * i], values[2 * i + 1], self.limit)
+        if self.compared is not None:
+            self.compared(len(live_keys))
 
     def _is_positions(self, key: bytes) -> bool:
         stems = (self.live.positions_stem(self.positions), self.scratch.positions_stem(self.positions))

@@ -45,6 +45,14 @@ def server_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
         "stderr: DEBUG, INFO, WARNING or ERROR (default: STREAMSAVER_LOG_LEVEL; unset, only the "
         "long-running commands log, at INFO)",
     )
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "always", "never"),
+        default=os.environ.get("STREAMSAVER_PROGRESS", "auto") if defaults else argparse.SUPPRESS,
+        help="progress of long commands, on stderr: auto (a redrawn line on a terminal, a status "
+        "line every 10 s otherwise), always (status lines, and a final one), never "
+        "(default: STREAMSAVER_PROGRESS or auto)",
+    )
 
 
 def common_options() -> argparse.ArgumentParser:

@@ -6,9 +6,13 @@ import argparse
 import dataclasses
 
 from streamsaver.cli.commands._shared import emit_json, open_client
-from streamsaver.cli.commands._table import table
+from streamsaver.cli.commands._table import table, terminal_width
 
 __all__ = ["register"]
+
+
+_FLEXIBLE = (7, 10, 6, 8)
+"""The columns a narrow terminal cuts, in this order: writes, log entry, new values, last message."""
 
 
 def _short(value: str | None) -> str:
@@ -22,22 +26,39 @@ def _run(args: argparse.Namespace) -> int:
     with open_client(args) as client:
         rows = thread_history(client, args.prefix, args.thread)
         audit = thread_audit(client, args.prefix, args.thread)
+    shown = rows[-args.limit:] if args.limit else rows
     if args.json:
-        emit_json([dataclasses.asdict(r) for r in rows])
+        emit_json([dataclasses.asdict(r) for r in shown])
         return 0
+    days = {r.time[:10] for r in shown}
+    one_day = len(days) == 1
     print(table(
-        ["step", "source", "ns", "checkpoint", "parent", "new values", "writes", "bytes", "log entry"],
+        ["step", "source", "ns", "checkpoint", "parent", "time", "new values", "writes", "last message",
+         "bytes", "log entry"],
         [[r.step, r.source, repr(r.checkpoint_ns) if r.checkpoint_ns else "''", _short(r.checkpoint_id),
-          _short(r.parent_checkpoint_id), ", ".join(r.new_channels) or "-", ", ".join(r.writes) or "-",
-          r.bytes, r.entry_id] for r in rows],
+          _short(r.parent_checkpoint_id), r.time[11:] if one_day else r.time,
+          ", ".join(r.new_channels) or "-", ", ".join(r.writes) or "-",
+          r.preview or "-", r.bytes, r.entry_id] for r in shown],
+        max_width=60, width=terminal_width(), flexible=_FLEXIBLE,
     ))
+    notes = [f"times are UTC{f', on {days.pop()}' if one_day else ''}"]
+    if len(shown) < len(rows):
+        notes.append(f"the last {len(shown)} of {len(rows)} checkpoints (--limit)")
+    print("; ".join(notes))
     if audit:
         print(f"\nagent calls audited beside the log ({len(audit)}):")
         print(table(["type", "name", "cache", "route", "error", "in", "in bytes", "out bytes", "ms", "audit entry"],
                     [[e.get(k) or "-" for k in ("type", "name", "cache", "route", "error")] + [
                         e.get("in", "")[:12], e.get("in_bytes"), e.get("out_bytes"), e.get("ms"), e["id"]]
-                     for e in audit]))
+                     for e in audit], width=terminal_width(), flexible=(5, 9)))
     return 0
+
+
+def _limit(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -48,9 +69,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         help="show a thread's history from its log: steps, sources, writes, ids, sizes",
         description="Read one thread's log (not the views) and print every checkpoint in log "
         "order: step, source, namespace, checkpoint and parent ids, the channels whose value it "
-        "stored, the writes tasks saved against it (task:channel), its size in the log and its "
-        "log entry id (usable with 'restore --at'); then the agent calls the audit middleware "
-        "recorded beside the log (docs/middleware.md), if any.",
+        "stored, the writes tasks saved against it (task:channel), the time it was appended (UTC), "
+        "the last message of its messages channel, its size in the log and its log entry id (usable "
+        "with 'restore --at'); then the agent calls the audit middleware recorded beside the log "
+        "(docs/middleware.md), if any. On a terminal the tables fit its width (the widest columns "
+        "are cut); piped, nothing is cut.",
     )
     parser.add_argument("thread", help="the thread id")
+    parser.add_argument("--limit", type=_limit, metavar="N", help="show only the last N checkpoints")
     parser.set_defaults(handler=_run)

@@ -6,9 +6,11 @@ import argparse
 import dataclasses
 import logging
 import signal
+import sys
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from streamsaver.cli.commands._running import status_lines
 from streamsaver.cli.commands._shared import emit_json, open_client
 
 if TYPE_CHECKING:
@@ -31,7 +33,12 @@ def _run(args: argparse.Namespace) -> int:
             worker.prepare()
             result: dict[str, object] = {"worker": worker.name, "views": args.view, "prepared": True}
         else:
-            stats = worker.run_burst() if args.burst else _until_signal(worker)
+            worker.prepare()  # idempotent: a server that cannot serve fails here, before the start line
+            print(f"projector worker {worker.name}: keeping {', '.join(args.view)} of {args.prefix!r} "
+                  f"{'until the feeds are drained' if args.burst else 'current (Ctrl-C stops)'}",
+                  file=sys.stderr, flush=True)
+            with status_lines(f"projector worker {worker.name}", lambda: worker.core.running):
+                stats = worker.run_burst() if args.burst else _until_signal(worker)
             result = {"worker": worker.name, "views": args.view, **dataclasses.asdict(stats)}
     if args.json:
         emit_json(result)

@@ -13,17 +13,26 @@ __all__ = ["register"]
 
 def _run(args: argparse.Namespace) -> int:
     from streamsaver.ops.inspection import feed_events
+    from streamsaver.ops.preview import entry_time
 
     with open_client(args) as client:
         events = feed_events(client, args.prefix, start="0-0" if args.from_start else "$")
-        for pointer in itertools.islice(events, args.count):
+        chosen = (p for p in events if _wanted(p, args))
+        for pointer in itertools.islice(chosen, args.count):
             if args.json:
                 print(json.dumps(pointer, sort_keys=True), flush=True)
             else:
-                print(f"{pointer['feed_id']:>18}  p{pointer['partition']:<3} {pointer.get('type', '?'):<16} "
+                print(f"{entry_time(pointer['feed_id'])[11:]}  {pointer['feed_id']:>18}  p{pointer['partition']:<3} "
+                      f"{pointer.get('type', '?'):<16} "
                       f"thread={pointer.get('thread')!r} ns={pointer.get('ns', '')!r} "
                       f"checkpoint={pointer.get('cid', '-')} entry={pointer.get('id')}", flush=True)
     return 0
+
+
+def _wanted(pointer: dict[str, str], args: argparse.Namespace) -> bool:
+    """Whether `pointer` passes --thread and --type (each repeatable: any of them)."""
+    return (not args.thread or pointer.get("thread") in args.thread) and (
+        not args.type or pointer.get("type") in args.type)
 
 
 def _count(text: str) -> int:
@@ -40,9 +49,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         parents=[common],
         help="print events as they are appended (all threads), until interrupted",
         description="Follow every partition feed and print one line per event appended from now "
-        "on: type, thread, namespace, checkpoint id and log entry id (--json: one JSON object "
-        "per line). Reads only; adds no consumer group.",
+        "on: its time (UTC), feed entry id, type, thread, namespace, checkpoint id and log entry id "
+        "(--json: one JSON object per line). Reads only; adds no consumer group.",
     )
-    parser.add_argument("--count", type=_count, default=None, help="stop after this many events")
+    parser.add_argument("--count", type=_count, default=None, help="stop after this many (shown) events")
+    parser.add_argument("--thread", action="append", metavar="THREAD_ID",
+                        help="only the events of this thread (repeatable)")
+    parser.add_argument("--type", action="append", metavar="EVENT_TYPE",
+                        help="only events of this type, e.g. CheckpointSaved, WritesSaved, ThreadDeleted (repeatable)")
     parser.add_argument("--from-start", action="store_true", help="print what the feeds hold first")
     parser.set_defaults(handler=_run)

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from streamsaver.cli.commands._shared import chosen_views, emit_json, open_client
-from streamsaver.ops.progress import Progress
+from streamsaver.ops.progress import Phases
 
 if TYPE_CHECKING:
     from streamsaver.ops.verify import VerifyReport
@@ -34,10 +34,12 @@ def _verify_all(client: Any, args: argparse.Namespace) -> list[VerifyReport]:
     store_logs = [] if args.view else _store_logs(client, args.prefix)
     total = sum(int(client.xlen(log)) for log in [*logs, *store_logs])
     limit = args.max_differences
-    with Progress("events", total, enabled=None if not args.json else False) as bar:
-        reports = [verify(client, args.prefix, views, max_differences=limit, progress=bar.advance)]
+    with Phases(enabled=None if not args.json else False) as phases:
+        folded, compared = phases.counter("events folded", total), phases.counter("keys compared")
+        reports = [verify(client, args.prefix, views, max_differences=limit, progress=folded, compared=compared)]
         if store_logs:
-            reports.append(verify(client, args.prefix, max_differences=limit, progress=bar.advance, domain=STORE))
+            reports.append(verify(client, args.prefix, max_differences=limit, progress=folded, compared=compared,
+                                  domain=STORE))
     return reports
 
 

@@ -159,10 +159,11 @@ def put_writes(
 ) -> Program[None]:
     """`put_writes`: one durable append; none (no round trip) for no writes. With `fence`, only
     while its claim is the thread's current one (`StaleWriteOwnerError`)."""
+    if writes:  # the request names keys of the deployment: a first call sets the saver up first
+        yield from ready(core)
     command = core.put_writes_request(config, writes, task_id, task_path)
     if command is None:
         return
-    yield from ready(core)
     yield from _append(core, command, thread_id_of(config), fence)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from redis.backoff import NoBackoff
 
 from streamsaver import AsyncStreamSaver
 from streamsaver.drivers import alane
+from streamsaver.server.embedded import EmbeddedRedis
 
 
 async def _steps(saver: AsyncStreamSaver, thread: str, steps: int = 3) -> None:
@@ -150,14 +152,50 @@ async def test_clients_of_either_protocol_get_a_lane_and_read_alike(redis_url: s
 
 
 async def test_clients_with_a_command_path_of_their_own_get_no_lane(redis_url: str) -> None:
-    class Traced(redis.asyncio.Redis):
-        pass
-
     single = redis.asyncio.Redis.from_url(redis_url, single_connection_client=True)
-    subclass = Traced.from_url(redis_url)
+    subclass = _Traced.from_url(redis_url)
     blocking = redis.asyncio.Redis(connection_pool=redis.asyncio.BlockingConnectionPool.from_url(redis_url))
     try:
         assert [alane.AsyncLane.of(c) for c in (single, subclass, blocking)] == [None, None, None]
     finally:
         for c in (single, subclass, blocking):
             await c.aclose()
+
+
+async def test_a_server_loading_its_data_delays_an_async_call_instead_of_failing_it(prefix: str) -> None:
+    """``LOADING`` from a restarting server is waited out (the driver's rare path, off the lane's
+    one coroutine), for a saver with a lane and for one whose client keeps ``execute_command``."""
+    debug = ["--enable-debug-command", "yes", "--key-load-delay", "200",
+             "--loading-process-events-interval-bytes", "1024"]
+    with EmbeddedRedis(extra_args=debug) as loading, redis.Redis.from_url(loading.url) as admin:
+        plain = redis.asyncio.Redis.from_url(loading.url, retry=Retry(NoBackoff(), 0))
+        traced = _Traced.from_url(loading.url, retry=Retry(NoBackoff(), 0))
+        try:
+            savers = [AsyncStreamSaver(client, prefix=prefix) for client in (plain, traced)]
+            assert [saver._adriver.lane is not None for saver in savers] == [True, False]
+            for saver in savers:
+                await saver.setup()
+            admin.execute_command("DEBUG", "POPULATE", 5000, "filler")
+            for n, saver in enumerate(savers):
+                reload = threading.Thread(target=admin.execute_command, args=("DEBUG", "RELOAD"))
+                reload.start()
+                with redis.Redis.from_url(loading.url) as probe:
+                    for _ in range(100_000):  # until the server says it is loading
+                        try:
+                            probe.ping()
+                        except redis.BusyLoadingError:
+                            break
+                    else:
+                        pytest.fail("the server never reported LOADING")
+                checkpoint, versions = new_checkpoint({"step": n})
+                await saver.aput(config(f"t{n}"), checkpoint, {}, versions)
+                reload.join()
+                latest = await saver.aget_tuple(config(f"t{n}"))
+                assert latest is not None and latest.checkpoint["id"] == checkpoint["id"]
+        finally:
+            await plain.aclose()
+            await traced.aclose()
+
+
+class _Traced(redis.asyncio.Redis):
+    """A client subclass: no lane (its command path may hold more than redis-py's)."""

@@ -181,9 +181,11 @@ class AsyncDriver:
                 if lane is not None and lane.open():
                     # A plain client's steps need no routing: a `Routed` step is its command.
                     replies = await lane.send([step.command if isinstance(step, Routed) else step for step in steps])
-                elif len(steps) == 1:
-                    return [await execute(self.redis, steps[0])]
                 else:
+                    if lane is not None:  # execute_command was wrapped since: the pool needs them
+                        await lane.release_idle()
+                    if len(steps) == 1:
+                        return [await execute(self.redis, steps[0])]
                     replies = await self._send_raw(steps)
                 if (error := failed_reply(replies)) is not None:
                     raise error
@@ -234,9 +236,11 @@ class AsyncDriver:
         lane = self.lane
         if lane is not None and lane.open():
             replies = await lane.send([step.command if isinstance(step, Routed) else step for step in steps])
-        elif len(steps) == 1:
-            return [await execute(self.redis, steps[0])]
         else:
+            if lane is not None:
+                await lane.release_idle()
+            if len(steps) == 1:
+                return [await execute(self.redis, steps[0])]
             replies = await self._send_raw(steps)
         if (error := failed_reply(replies)) is not None:
             raise error

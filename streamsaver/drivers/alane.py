@@ -104,6 +104,13 @@ class AsyncLane:
         finally:
             await self._give_back(connection)
 
+    async def release_idle(self) -> None:
+        """Give the pool back every connection the lane keeps: while ``execute_command`` is
+        wrapped the saver's calls go through the pool, whose size its driver's slots assume."""
+        while self._idle:
+            connection, _ = self._idle.pop()
+            await self._alive_pool().release(connection)
+
     async def _take(self) -> Any:
         if os.getpid() != self._pid:  # a forked child shares the parent's sockets: forget them
             self._idle, self._pid = [], os.getpid()

@@ -199,3 +199,26 @@ async def test_a_server_loading_its_data_delays_an_async_call_instead_of_failing
 
 class _Traced(redis.asyncio.Redis):
     """A client subclass: no lane (its command path may hold more than redis-py's)."""
+
+
+async def test_a_full_pool_of_calls_succeeds_after_execute_command_is_wrapped(
+    redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver lets as many calls run as the pool holds connections; once a tracer wraps
+    ``execute_command`` they go through the pool, so the lane must give back what it kept."""
+    client = redis.asyncio.Redis.from_url(redis_url, max_connections=16)
+    try:
+        saver = AsyncStreamSaver(client, prefix=prefix)
+        await _busy(saver, "kept", 4)
+        assert _lane_of(saver)._idle  # the lane holds connections out of the pool now
+        plain = redis.asyncio.Redis.execute_command
+
+        @functools.wraps(plain)
+        async def traced(self: redis.asyncio.Redis, *args: Any, **options: Any) -> Any:
+            return await plain(self, *args, **options)
+
+        monkeypatch.setattr(redis.asyncio.Redis, "execute_command", traced)
+        found = await asyncio.gather(*(saver.aget_tuple(config(f"kept-{i % 4}")) for i in range(16)))
+        assert all(item is not None for item in found)
+    finally:
+        await client.aclose()

@@ -13,6 +13,7 @@ from typing import Any, TypeVar, cast
 
 from redis.exceptions import BusyLoadingError, NoScriptError, RedisError, ResponseError
 
+from streamsaver.drivers.alane import AsyncLane
 from streamsaver.drivers.cluster import enqueue, execute, initialize, is_cluster, node_name, refused
 from streamsaver.drivers.wire import (
     LOADING_PAUSE_S,
@@ -23,7 +24,7 @@ from streamsaver.drivers.wire import (
     named_server_error,
 )
 from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused, Wait
-from streamsaver.log.routing import Step
+from streamsaver.log.routing import Routed, Step
 
 __all__ = ["AsyncDriver", "pool_size"]
 
@@ -50,8 +51,9 @@ def pool_size(client: Any) -> int:
 
 
 class AsyncDriver:
-    """Runs programs with an asyncio client. At most `slots` `Call` steps are in flight at once
-    (a plain redis.asyncio pool raises past its size instead of waiting); the rest wait.
+    """Runs programs with an asyncio client; `lane`, when given, carries every `Call` while open.
+    At most `slots` `Call` steps are in flight at once (a plain redis.asyncio pool raises past
+    its size instead of waiting); the rest wait.
     ``LOADING`` and `name_errors` as in `streamsaver.drivers.sync.SyncDriver`.
 
     Raises:
@@ -66,9 +68,10 @@ class AsyncDriver:
         other: Callable[[Any], Coroutine[Any, Any, Any]] = _unknown,
         stopping: Callable[[], bool] = _never,
         name_errors: bool = False,
+        lane: AsyncLane | None = None,
     ) -> None:
         check_client(client)
-        self.redis, self._other, self._stopping = client, other, stopping
+        self.redis, self._other, self._stopping, self.lane = client, other, stopping, lane
         self._name_errors = name_errors
         self._slots = asyncio.Semaphore(slots) if slots else None
         self._cluster = is_cluster(client)
@@ -167,35 +170,78 @@ class AsyncDriver:
         return list(await pipe.execute(raise_on_error=False))
 
     async def _call(self, call: Call) -> list[Any]:
+        # One coroutine on the hot path: the first attempt is sent here, and only a rare end
+        # (NOSCRIPT, LOADING, a refusal) goes on in `_again`.
         slots = self._slots
         if slots is not None:
             await slots.acquire()
         try:
-            for _ in range(LOADING_RETRIES):
-                try:
-                    return await self._sent(call)
-                except BusyLoadingError:  # a restarting server reading its data: it ran nothing
-                    await asyncio.sleep(LOADING_PAUSE_S)
-            return await self._sent(call)
+            steps, lane = call.steps, self.lane
+            try:
+                if lane is not None and lane.open():
+                    # A plain client's steps need no routing: a `Routed` step is its command.
+                    replies = await lane.send([step.command if isinstance(step, Routed) else step for step in steps])
+                else:
+                    if lane is not None:  # execute_command was wrapped since: the pool needs them
+                        await lane.release_idle()
+                    if len(steps) == 1:
+                        return [await execute(self.redis, steps[0])]
+                    replies = await self._send_raw(steps)
+                if (error := failed_reply(replies)) is not None:
+                    raise error
+                return replies
+            except (BusyLoadingError, ResponseError) as error:
+                return await self._again(call, error)
         finally:
             if slots is not None:
                 slots.release()
 
+    async def _again(self, call: Call, error: BusyLoadingError | ResponseError) -> list[Any]:
+        """After a first attempt failed with `error`: send again once the scripts are reloaded
+        (NOSCRIPT) or the server has loaded its data (LOADING, `LOADING_RETRIES` times at most);
+        any other refusal is the program's to handle."""
+        if not isinstance(error, BusyLoadingError):
+            if not isinstance(error, NoScriptError):
+                raise refused(error) from None
+            try:
+                return await self._reloaded(call)
+            except BusyLoadingError:  # a restarting server reading its data: it ran nothing
+                pass
+        for _ in range(LOADING_RETRIES - 1):
+            await asyncio.sleep(LOADING_PAUSE_S)
+            try:
+                return await self._sent(call)
+            except BusyLoadingError:
+                continue
+        await asyncio.sleep(LOADING_PAUSE_S)
+        return await self._sent(call)
+
     async def _sent(self, call: Call) -> list[Any]:
         try:
-            try:
-                return await self._once(call.steps)
-            except NoScriptError:  # a flushed or restarted server: the script ran nothing
-                log.info("NOSCRIPT (the server was flushed or restarted): reloading the scripts and sending again")
-                await self._send_raw(call.reload())
-                return await self._once(call.steps)
+            return await self._once(call.steps)
+        except NoScriptError:  # a flushed or restarted server: the script ran nothing
+            return await self._reloaded(call)
         except ResponseError as error:
             raise refused(error) from None
 
+    async def _reloaded(self, call: Call) -> list[Any]:
+        log.info("NOSCRIPT (the server was flushed or restarted): reloading the scripts and sending again")
+        try:
+            await self._send_raw(call.reload())
+            return await self._once(call.steps)
+        except ResponseError as error:  # NOSCRIPT again, or a refusal
+            raise refused(error) from None
+
     async def _once(self, steps: Sequence[Step]) -> list[Any]:
-        if len(steps) == 1:
-            return [await execute(self.redis, steps[0])]
-        replies = await self._send_raw(steps)
+        lane = self.lane
+        if lane is not None and lane.open():
+            replies = await lane.send([step.command if isinstance(step, Routed) else step for step in steps])
+        else:
+            if lane is not None:
+                await lane.release_idle()
+            if len(steps) == 1:
+                return [await execute(self.redis, steps[0])]
+            replies = await self._send_raw(steps)
         if (error := failed_reply(replies)) is not None:
             raise error
         return replies

@@ -54,16 +54,17 @@ from redis.exceptions import DataError, ResponseError
 try:
     from redis.observability.providers import get_observability_instance
 
-    def _metrics_enabled() -> bool:
+    def metrics_enabled() -> bool:
+        """Whether redis-py records metrics (a lane would skip them)."""
         return bool(get_observability_instance().is_enabled())
 
 except ImportError:  # pragma: no cover - redis-py before 8 records no metrics
 
-    def _metrics_enabled() -> bool:
+    def metrics_enabled() -> bool:
         return False
 
 
-__all__ = ["IDLE_MAX", "STALE_S", "Lane"]
+__all__ = ["IDLE_MAX", "STALE_S", "Lane", "metrics_enabled", "pack"]
 
 IDLE_MAX = 16
 """The most connections a lane keeps between calls (and at most an eighth of the pool's
@@ -112,7 +113,7 @@ class Lane:
         if (
             type(pool) is not redis.ConnectionPool
             or getattr(pool, "cache", None) is not None
-            or _metrics_enabled()
+            or metrics_enabled()
         ):
             return None
         with _lanes_lock:  # one lane per pool, whichever savers share it
@@ -135,7 +136,7 @@ class Lane:
                 allows.
             DataError: an argument hiredis cannot pack.
         """
-        packed = [b"".join(_pack(command) for command in commands)]
+        packed = [b"".join(pack(command) for command in commands)]
         connection = self._take()
         try:
             return connection.retry.call_with_retry(  # type: ignore[no-any-return]
@@ -176,7 +177,12 @@ class Lane:
         return pool
 
 
-def _pack(command: Sequence[str | bytes | int]) -> bytes:
+def pack(command: Sequence[str | bytes | int]) -> bytes:
+    """`command` in the Redis protocol, packed by hiredis (the asyncio lane's too).
+
+    Raises:
+        DataError: an argument hiredis cannot pack.
+    """
     head = command[0]
     if isinstance(head, str) and " " in head:  # as redis-py: "SCRIPT LOAD" is two words
         command = [*head.split(), *command[1:]]

@@ -27,6 +27,7 @@ from langgraph.store.base.batch import AsyncBatchedBaseStore
 from redis.asyncio.retry import Retry
 
 from streamsaver.drivers.aio import AsyncDriver
+from streamsaver.drivers.alane import AsyncLane
 from streamsaver.drivers.cluster import aconnect
 from streamsaver.drivers.wire import client_options
 from streamsaver.log.keys import DEFAULT_PREFIX
@@ -52,7 +53,7 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
         self.ttl_config = ttl_config(default_ttl, refresh_on_read)
         self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index)
         self.index_config = index
-        self._driver = AsyncDriver(redis_client, other=async_embedder(index))
+        self._driver = AsyncDriver(redis_client, other=async_embedder(index), lane=AsyncLane.of(redis_client))
 
     @classmethod
     @asynccontextmanager

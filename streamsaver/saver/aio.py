@@ -23,6 +23,7 @@ from redis.asyncio.retry import Retry
 from streamsaver.checkpoints import programs
 from streamsaver.checkpoints.ownership import claimed
 from streamsaver.drivers.aio import AsyncDriver, pool_size
+from streamsaver.drivers.alane import AsyncLane
 from streamsaver.drivers.cluster import aconnect, cluster_enabled
 from streamsaver.drivers.wire import client_options
 from streamsaver.saver.dropin import conn_string_source
@@ -41,7 +42,7 @@ class AsyncStreamSaver(SaverShell[Redis | RedisCluster]):
     """
 
     def _bind(self, client: Redis | RedisCluster) -> None:
-        self._adriver = AsyncDriver(client, slots=pool_size(client), name_errors=True)
+        self._adriver = AsyncDriver(client, slots=pool_size(client), name_errors=True, lane=AsyncLane.of(client))
 
     def _connect(self, url: str, connection_args: dict[str, Any]) -> Redis | RedisCluster:
         options = client_options(connection_args, retry_class=Retry)

@@ -18,7 +18,8 @@ from streamsaver.log.events import ItemDeleted, ItemPut
 from streamsaver.log.keys import DEFAULT_PARTITIONS, Keyspace, item_stem
 from streamsaver.log.routing import Step
 from streamsaver.scripts import STORE_GET
-from streamsaver.store.queries import item_of, knn_request, list_request, namespaces_of, search_items, search_request
+from streamsaver.store.knn import KnnSearch
+from streamsaver.store.queries import item_of, list_request, namespaces_of, search_items, search_request
 from streamsaver.store.vectors import VectorIndex
 
 __all__ = ["StoreCore"]
@@ -80,17 +81,22 @@ class StoreCore:
             by_log.setdefault(log_id, []).append(event)
         return by_log
 
-    def requests(self, ops: Sequence[Op], vectors: Vectors, queries: Mapping[int, bytes]) -> list[Step]:
+    def knn_searches(self, ops: Sequence[Op], queries: Mapping[int, bytes]) -> dict[int, KnnSearch]:
+        """The searches by meaning among `ops`: those with a query vector in `queries` (by op position)."""
+        return {n: KnnSearch(self.index, op, queries[n]) for n, op in enumerate(ops)
+                if isinstance(op, SearchOp) and n in queries}
+
+    def requests(self, ops: Sequence[Op], vectors: Vectors, knn: Mapping[int, KnnSearch]) -> list[Step]:
         """One round trip for the whole batch: one atomic append per partition written (writes
-        first, so the batch's reads see them), then one request per read op, in op order; a
-        search with a query vector in `queries` (by op position) is a KNN search."""
+        first, so the batch's reads see them), then the requests of each read op, in op order
+        (a search by meaning in `knn` sends its first round trip's)."""
         by_log = self.events(ops, vectors)
         steps: list[Step] = [append_batch_call(STORE, events, self.keyspace, (VIEW,)) for events in by_log.values()]
         for n, op in enumerate(ops):
             if isinstance(op, GetOp):
                 steps.append(self._get(op))
-            elif isinstance(op, SearchOp) and n in queries:
-                steps.append(knn_request(self.index, op, queries[n]))
+            elif n in knn:
+                steps.extend(knn[n].first())
             elif isinstance(op, SearchOp):
                 steps.append(search_request(self.index, op))
             elif isinstance(op, ListNamespacesOp):
@@ -102,19 +108,33 @@ class StoreCore:
         refresh = "1" if op.refresh_ttl else "0"  # BaseStore resolved it from refresh_on_read
         return STORE_GET.evalsha_args([keys.item(item_stem(tuple(op.namespace), op.key))], [refresh])
 
-    def results(self, ops: Sequence[Op], replies: Sequence[Any]) -> list[Result]:
-        """The result of each op, in op order, from the replies to `requests`."""
+    def replies_by_op(self, ops: Sequence[Op], replies: Sequence[Any], knn: Mapping[int, KnnSearch]) -> list[list[Any]]:
+        """The replies to `requests`, grouped by op (none for a write), in op order."""
         writes = len({self.keyspace.store_partition(op.namespace[0]) for op in ops if isinstance(op, PutOp)})
         reads = iter(replies[writes:])
+        grouped: list[list[Any]] = []
+        for n, op in enumerate(ops):
+            count = 0 if isinstance(op, PutOp) else len(knn[n].first()) if n in knn else 1
+            grouped.append([next(reads) for _ in range(count)])
+        return grouped
+
+    def results(
+        self, ops: Sequence[Op], replies: Sequence[list[Any]], knn: Mapping[int, KnnSearch],
+        more: Mapping[int, list[Any]],
+    ) -> list[Result]:
+        """The result of each op, in op order, from its replies (`replies_by_op`) and, for a
+        search by meaning, the replies to its follow-up (`more`, see `KnnSearch.follow_up`)."""
         results: list[Result] = []
-        for op in ops:
+        for n, op in enumerate(ops):
             if isinstance(op, GetOp):
-                [document] = next(reads)
+                [document] = replies[n][0]
                 results.append(item_of(document))
+            elif n in knn and self.vectors is not None:
+                results.append(knn[n].page(replies[n], more.get(n, []), self.vectors.score))
             elif isinstance(op, SearchOp):
-                results.append(search_items(next(reads), self.vectors.score if self.vectors else None))
+                results.append(search_items(replies[n][0]))
             elif isinstance(op, ListNamespacesOp):
-                results.append(namespaces_of(next(reads), op))
+                results.append(namespaces_of(replies[n][0], op))
             else:
                 results.append(None)
         return results

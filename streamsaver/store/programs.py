@@ -48,7 +48,8 @@ def _embedded(index: VectorIndex, ops: Sequence[Op]) -> Program[tuple[dict[int, 
 
 def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     """Every op of `ops`, in one round trip (after the embeddings it needs, when the store has
-    a vector index); their results in op order.
+    a vector index; and a second when a search by meaning's page came back short, see
+    `streamsaver.store.knn`); their results in op order.
 
     Raises:
         InvalidNamespaceError, InvalidInputError: an invalid op, or an embedder's answer of the
@@ -61,8 +62,14 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     queries: dict[int, bytes] = {}
     if core.vectors is not None:
         vectors, queries = yield from _embedded(core.vectors, checked)
-    replies: list[Any] = yield Call(core.requests(checked, vectors, queries), _reload)
-    return core.results(checked, replies)
+    knn = core.knn_searches(checked, queries)
+    replies = core.replies_by_op(checked, (yield Call(core.requests(checked, vectors, knn), _reload)), knn)
+    follow = {n: steps for n, search in knn.items() if (steps := search.follow_up(replies[n]))}
+    more: dict[int, list[Any]] = {}
+    if follow:  # a search by meaning whose page came back short: one more round trip finishes it
+        answers = iter((yield Call([step for steps in follow.values() for step in steps], _reload)))
+        more = {n: [next(answers) for _ in steps] for n, steps in follow.items()}
+    return core.results(checked, replies, knn, more)
 
 
 def set_up(core: StoreCore, cluster: bool = False) -> Program[None]:

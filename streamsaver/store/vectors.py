@@ -5,16 +5,23 @@ call a model, and the log keeps the vectors so replay never re-embeds), and scor
 Scores follow LangGraph's PostgresStore for each metric: cosine ``1 - cosine distance``,
 inner product the inner product, l2 ``1 - euclidean distance``. RediSearch reports ``1 - cos``,
 ``1 - ip`` and the squared euclidean distance, which `VectorIndex.score` converts.
+
+The index holds float32 (or float16) numbers, so `VectorIndex.checked` rounds each embedding to
+that precision and keeps the shortest decimal of each number (``0.68683404``, not
+``0.6868340508821383``): the log entry and the item document carry half the digits, RedisJSON
+parses half the text on every put, and the index reads exactly the numbers it would have read
+from the long form. Replay reads the logged numbers back as they are.
 """
 
 from __future__ import annotations
 
 import math
-import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+import numpy as np
+import orjson
 from langgraph.store.base import IndexConfig, PutOp
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
@@ -23,6 +30,8 @@ from streamsaver.errors import ConfigurationError, InvalidInputError
 __all__ = ["Embed", "VectorIndex"]
 
 _METRICS = {"cosine": "cosine", "l2": "l2", "inner_product": "ip"}
+_DATATYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "float16": np.dtype("<f2")}
+"""The vector types an index may hold, and the little-endian numpy type of each."""
 
 
 @dataclass(frozen=True)
@@ -56,10 +65,13 @@ class VectorIndex:
         dims, metric = options.get("dims"), options.get("distance_type", "cosine")
         ann = dict(options.get("ann_index_config") or {})
         algorithm = ann.pop("vector_type", "flat")
+        datatype = ann.pop("datatype", "float32")
         if not isinstance(dims, int) or dims <= 0 or metric not in _METRICS or algorithm not in ("flat", "hnsw"):
             raise ConfigurationError(f"index needs positive int dims, a metric of {sorted(_METRICS)}, flat or hnsw")
+        if datatype not in _DATATYPES:
+            raise ConfigurationError(f"ann_index_config datatype is one of {sorted(_DATATYPES)}, not {datatype!r}")
         fields = tuple(options.get("fields") or ["$"])
-        attrs = {"dims": dims, "distance_metric": _METRICS[metric], "algorithm": algorithm, "datatype": "float32"}
+        attrs = {"dims": dims, "distance_metric": _METRICS[metric], "algorithm": algorithm, "datatype": datatype}
         tunables = {k: v for k, v in ann.items() if k in ("m", "ef_construction", "ef_runtime", "epsilon")}
         return cls(dims, fields, metric, attrs | tunables)
 
@@ -73,23 +85,40 @@ class VectorIndex:
             text for path in paths for text in get_text_at_path(op.value, path if path == "$" else tokenize_path(path))
         ]
 
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The numpy type of the index's numbers (little-endian float32 or float16)."""
+        return _DATATYPES[str(self.attrs["datatype"])]
+
     def checked(self, vectors: Any, count: int) -> list[tuple[float, ...]]:
-        """The embedder's answer as `count` vectors of `dims` floats.
+        """The embedder's answer as `count` vectors of `dims` finite numbers, each rounded to the
+        index's precision and kept as its shortest decimal (see the module docstring).
 
         Raises:
-            InvalidInputError: another count, or a vector of other dimensions.
+            InvalidInputError: another count, a vector of other dimensions, or a number that is
+                not finite (or overflows a float16 index).
         """
-        found = [tuple(float(x) for x in vector) for vector in vectors]
+        found = [list(vector) for vector in vectors]
         if len(found) != count:
             raise InvalidInputError(f"the embedder returned {len(found)} vectors for {count} texts")
         for vector in found:
             if len(vector) != self.dims:
                 raise InvalidInputError(f"the embedder returned a vector of {len(vector)} dimensions, not {self.dims}")
-        return found
+        if not found:
+            return []
+        try:
+            with np.errstate(over="ignore"):
+                array = np.asarray(found, dtype=np.float64).astype(self.dtype)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"the embedder returned a vector that is not numbers: {exc}") from exc
+        if not np.isfinite(array).all():
+            raise InvalidInputError(f"the embedder returned a number that is not finite as {self.attrs['datatype']}")
+        rows: list[list[float]] = orjson.loads(orjson.dumps(array, option=orjson.OPT_SERIALIZE_NUMPY))
+        return [tuple(row) for row in rows]
 
     def blob(self, vector: Sequence[float]) -> bytes:
-        """A query vector as the index reads it (float32, little-endian)."""
-        return struct.pack(f"<{len(vector)}f", *vector)
+        """A query vector as the index reads it (the index's type, little-endian)."""
+        return np.asarray(vector, dtype=np.float64).astype(self.dtype).tobytes()
 
     def score(self, distance: float) -> float:
         """The PostgresStore score of a RediSearch distance."""

@@ -32,6 +32,7 @@ from streamsaver.drivers.wire import client_options
 from streamsaver.log.keys import DEFAULT_PREFIX
 from streamsaver.memory.options import async_embedder, store_core, ttl_config
 from streamsaver.store import erasure, programs
+from streamsaver.store.hybrid import search_op
 from streamsaver.store.validation import check_ops
 
 __all__ = ["AsyncStreamStore"]
@@ -82,8 +83,15 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
     async def asearch(
         self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
         filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0, refresh_ttl: bool | None = None,
+        hybrid: bool | None = None,
     ) -> list[SearchItem]:
+        """LangGraph's ``asearch``, with `StreamStore.search`'s `hybrid` switch (a call that
+        sets it runs as a batch of its own)."""
         check_ops([SearchOp(namespace_prefix, filter, limit, offset, query)])
+        if hybrid is not None:
+            refresh = self.core.refresh_on_read if refresh_ttl is None else refresh_ttl
+            op = search_op(SearchOp(namespace_prefix, filter, limit, offset, query, refresh), hybrid)
+            return (await self.abatch([op]))[0]  # type: ignore[return-value]
         return await super().asearch(
             namespace_prefix, query=query, filter=filter, limit=limit, offset=offset, refresh_ttl=refresh_ttl
         )

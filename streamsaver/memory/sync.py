@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from langgraph.store.base import BaseStore, IndexConfig, Op, Result
+from langgraph.store.base import BaseStore, IndexConfig, Op, Result, SearchItem, SearchOp
 from redis import Redis
 
 from streamsaver.drivers.cluster import connect
@@ -18,6 +18,7 @@ from streamsaver.drivers.wire import client_options
 from streamsaver.log.keys import DEFAULT_PREFIX
 from streamsaver.memory.options import embedder, store_core, ttl_config
 from streamsaver.store import erasure, programs
+from streamsaver.store.hybrid import search_op
 
 __all__ = ["StreamStore"]
 
@@ -71,6 +72,18 @@ class StreamStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         return self._driver.run(programs.batch(self.core, ops))
+
+    def search(
+        self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
+        filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0, refresh_ttl: bool | None = None,
+        hybrid: bool | None = None,
+    ) -> list[SearchItem]:
+        """LangGraph's ``search``; `hybrid` switches the BM25 ranking of a `query` on or off for
+        this call (None: on when the index config declares ``text_fields``; see
+        `streamsaver.store.hybrid`)."""
+        refresh = self.core.refresh_on_read if refresh_ttl is None else refresh_ttl
+        op = search_op(SearchOp(namespace_prefix, filter, limit, offset, query, refresh), hybrid)
+        return self.batch([op])[0]  # type: ignore[return-value]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """`batch` in a worker thread; prefer `AsyncStreamStore` in async code."""

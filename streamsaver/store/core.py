@@ -18,6 +18,7 @@ from streamsaver.log.events import ItemDeleted, ItemPut
 from streamsaver.log.keys import DEFAULT_PARTITIONS, Keyspace, item_stem
 from streamsaver.log.routing import Step
 from streamsaver.scripts import STORE_GET
+from streamsaver.store.hybrid import text_query, wants_text
 from streamsaver.store.knn import KnnSearch
 from streamsaver.store.queries import item_of, list_request, namespaces_of, search_items, search_request
 from streamsaver.store.vectors import VectorIndex
@@ -56,7 +57,7 @@ class StoreCore:
 
     def __post_init__(self) -> None:
         self.keyspace = Keyspace(self.prefix, self.partitions or DEFAULT_PARTITIONS)
-        self.domain = STORE if self.vectors is None else with_vectors(self.vectors.attrs)
+        self.domain = STORE if self.vectors is None else with_vectors(self.vectors.attrs, self.vectors.text)
 
     @property
     def index(self) -> str:
@@ -82,9 +83,19 @@ class StoreCore:
         return by_log
 
     def knn_searches(self, ops: Sequence[Op], queries: Mapping[int, bytes]) -> dict[int, KnnSearch]:
-        """The searches by meaning among `ops`: those with a query vector in `queries` (by op position)."""
-        return {n: KnnSearch(self.index, op, queries[n]) for n, op in enumerate(ops)
-                if isinstance(op, SearchOp) and n in queries}
+        """The searches by meaning among `ops`: those with a query vector in `queries` (by op
+        position), each hybrid when it ranks by text too (`streamsaver.store.hybrid.wants_text`).
+
+        Raises:
+            InvalidInputError: ``hybrid=True`` on a store without text fields.
+        """
+        text = self.vectors.text if self.vectors is not None else ()
+        searches: dict[int, KnnSearch] = {}
+        for n, op in enumerate(ops):
+            if isinstance(op, SearchOp) and n in queries:
+                clause = text_query(text, op.query or "") if wants_text(op, text) else None
+                searches[n] = KnnSearch(self.index, op, queries[n], clause)
+        return searches
 
     def requests(self, ops: Sequence[Op], vectors: Vectors, knn: Mapping[int, KnnSearch]) -> list[Step]:
         """One round trip for the whole batch: one atomic append per partition written (writes

@@ -26,10 +26,14 @@ from langgraph.store.base import IndexConfig, PutOp
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from streamsaver.errors import ConfigurationError, InvalidInputError
+from streamsaver.store.hybrid import text_fields
 
-__all__ = ["Embed", "VectorIndex"]
+__all__ = ["HNSW_EF_RUNTIME", "Embed", "VectorIndex"]
 
 _METRICS = {"cosine": "cosine", "l2": "l2", "inner_product": "ip"}
+HNSW_EF_RUNTIME = 40
+"""The default ``ef_runtime`` of an HNSW index: RediSearch's 10 gave a recall@10 of 0.90 on the
+benchmark's 10,000 items (``benchmarks/store.py``), 40 gives 0.99."""
 _DATATYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "float16": np.dtype("<f2")}
 """The vector types an index may hold, and the little-endian numpy type of each."""
 
@@ -46,20 +50,25 @@ class Embed:
 @dataclass(frozen=True)
 class VectorIndex:
     """A store's vector index: the dimensions, the paths embedded by default (``["$"]``: the
-    whole value), the metric and the redisvl attributes of the index field."""
+    whole value), the metric, the redisvl attributes of the index field, and the TEXT index
+    fields of a hybrid search (`streamsaver.store.hybrid`; none: vectors alone)."""
 
     dims: int
     fields: tuple[str, ...]
     metric: str
     attrs: Mapping[str, Any]
+    text: tuple[Mapping[str, Any], ...] = ()
 
     @classmethod
     def of(cls, config: IndexConfig) -> VectorIndex:
         """The index `config` asks for (``dims``, ``fields``; ``distance_type`` cosine, l2 or
-        inner_product; ``ann_index_config``: ``{"vector_type": "flat" | "hnsw", "m", ...}``).
+        inner_product; ``ann_index_config``: ``{"vector_type": "flat" | "hnsw", "m", ...,
+        "datatype": "float32" | "float16"}``; ``text_fields``: paths ranked by BM25 too). An HNSW
+        index's ``ef_runtime`` is `HNSW_EF_RUNTIME` unless given.
 
         Raises:
-            ConfigurationError: no positive ``dims``, or an unknown metric or index type.
+            ConfigurationError: no positive ``dims``, or an unknown metric, index type, datatype,
+                or text field.
         """
         options = cast(Mapping[str, Any], config)
         dims, metric = options.get("dims"), options.get("distance_type", "cosine")
@@ -73,7 +82,9 @@ class VectorIndex:
         fields = tuple(options.get("fields") or ["$"])
         attrs = {"dims": dims, "distance_metric": _METRICS[metric], "algorithm": algorithm, "datatype": datatype}
         tunables = {k: v for k, v in ann.items() if k in ("m", "ef_construction", "ef_runtime", "epsilon")}
-        return cls(dims, fields, metric, attrs | tunables)
+        if algorithm == "hnsw":
+            tunables = {"ef_runtime": HNSW_EF_RUNTIME} | tunables
+        return cls(dims, fields, metric, attrs | tunables, tuple(text_fields(options)))
 
     def texts(self, op: PutOp) -> list[str]:
         """The texts of a put to embed: of its own `index` paths, or the index's (none for

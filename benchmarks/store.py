@@ -18,6 +18,8 @@ Tables (Markdown, to stdout and `--out`):
    (RediSearch then picks brute force over the filtered items or HNSW in batches, by the
    filter's size), for every store; for HNSW the recall at growing ``EF_RUNTIME`` (sent in the
    query) and the smallest giving 0.99.
+   The same for a store with ``text_fields`` (hybrid retrieval): against the vectors' exact
+   neighbours, hybrid and ``hybrid=False`` on the same items.
 4. bytes per item: the server's ``used_memory`` grown by each Redis store's fill, over the items
    (StreamStore's includes its log and feed: the truth the views are rebuilt from).
 """
@@ -46,9 +48,11 @@ OPS = ("put", "get", "filtered search", "vector search", "list_namespaces")
 EF_RUNTIMES = (10, 20, 40, 80, 160, 320, 640)
 
 
-def index_config(embeddings: data.ClusteredEmbeddings, vector_type: str = "flat") -> dict[str, Any]:
-    return {"dims": embeddings.dims, "embed": embeddings, "fields": ["text"], "distance_type": "cosine",
-            "ann_index_config": {"vector_type": vector_type}}
+def index_config(embeddings: data.ClusteredEmbeddings, vector_type: str = "flat", text: bool = False) -> dict[
+        str, Any]:
+    config = {"dims": embeddings.dims, "embed": embeddings, "fields": ["text"], "distance_type": "cosine",
+              "ann_index_config": {"vector_type": vector_type}}
+    return config | {"text_fields": ["text"]} if text else config
 
 
 def fill(store: BaseStore, n: int, chunk: int = 500) -> None:
@@ -122,7 +126,7 @@ def get_floor(client: redis.Redis, store: StreamStore, n: int, samples: int) -> 
 
 
 def recall(store: BaseStore, embeddings: data.ClusteredEmbeddings, vectors: Any, queries: int,
-           filtered: bool) -> str:
+           filtered: bool, **options: Any) -> str:
     """Mean recall@10 of `store`'s vector search against exact brute force, over the whole store
     (no namespace prefix; a store that fails such a search is asked under ``("users",)``, which
     holds every item, and the figure is marked *)."""
@@ -130,7 +134,7 @@ def recall(store: BaseStore, embeddings: data.ClusteredEmbeddings, vectors: Any,
     for j in range(queries):
         bucket = j % data.BUCKETS if filtered else None
         want = data.exact_top(embeddings, vectors, data.query(j), 10, bucket)
-        search = {"query": data.query(j), "limit": 10, "filter": {"bucket": bucket} if filtered else None}
+        search = {"query": data.query(j), "limit": 10, "filter": {"bucket": bucket} if filtered else None, **options}
         try:
             found = store.search((), **search)  # type: ignore[arg-type]
         except Exception:  # noqa: BLE001 - the peer's search fails on an empty prefix
@@ -192,8 +196,9 @@ def run(n: int, dims: int, samples: int, queries: int) -> str:
     with EmbeddedRedis() as server:
         client = redis.Redis.from_url(server.url)
 
-        def ours(kind: str) -> StreamStore:
-            store = StreamStore(client, prefix=f"b{uuid.uuid4().hex[:8]}", index=index_config(embeddings, kind))
+        def ours(kind: str, text: bool = False) -> StreamStore:
+            config = index_config(embeddings, kind, text)
+            store = StreamStore(client, prefix=f"b{uuid.uuid4().hex[:8]}", index=config)  # type: ignore[arg-type]
             store.setup()
             return store
 
@@ -206,6 +211,7 @@ def run(n: int, dims: int, samples: int, queries: int) -> str:
         if peer is not None:
             stores["RedisStore (peer)"], sizes["RedisStore (peer)"] = _filled(client, lambda: peer, n)
         hnsw, sizes["StreamStore (HNSW)"] = _filled(client, lambda: ours("hnsw"), n)
+        hybrid, sizes["StreamStore (FLAT, text_fields)"] = _filled(client, lambda: ours("flat", True), n)
         medians = measure_ops(stores, n, samples)
         base = medians["StreamStore"]
         out.append("## Ops (median; ratio to StreamStore)\n")
@@ -219,6 +225,9 @@ def run(n: int, dims: int, samples: int, queries: int) -> str:
         for name, store in {**stores, "StreamStore (HNSW, default ef_runtime)": hnsw}.items():
             label = f"{name} (FLAT)" if name == "StreamStore" else name
             rows.append([label, *(recall(store, embeddings, vectors, queries, f) for f in (False, True))])
+        for label, switch in (("hybrid: BM25 + vectors, RRF", True), ("hybrid=False: vectors alone", False)):
+            rows.append([f"StreamStore (FLAT, text_fields) {label}",
+                         *(recall(hybrid, embeddings, vectors, queries, f, hybrid=switch) for f in (False, True))])
         out.append(_table(["store", "no filter", "filter keeping 10%"], rows))
         out.append("\n\n(* the store fails a search without a namespace prefix: asked under (\"users\",))")
         for filtered in (False, True):

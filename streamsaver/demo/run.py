@@ -13,8 +13,10 @@ from urllib.parse import urlsplit, urlunsplit
 from redis import Redis
 
 from streamsaver.demo import scenes
+from streamsaver.demo.memory_store import DIMS, MemoryStoreFacts, WordEmbeddings, long_term_memory
 from streamsaver.demo.show import Show
 from streamsaver.demo.stored import StoredFacts, command, what_is_stored
+from streamsaver.memory.sync import StreamStore
 from streamsaver.saver.sync import StreamSaver
 from streamsaver.server.embedded import EmbeddedRedis
 
@@ -37,6 +39,8 @@ class DemoReport:
     subgraph: scenes.SubgraphFacts
     parallel: scenes.ParallelFacts
     stored: StoredFacts
+    long_term: MemoryStoreFacts | None = None
+    """The long-term memory scene (`streamsaver.demo.memory_store`)."""
 
 
 def run_demo(url: str | None = None, *, out: TextIO | None = None) -> DemoReport:
@@ -101,11 +105,14 @@ def _run(client: Redis, show: Show, url: str, embedded: bool) -> DemoReport:
     parallel = scenes.parallel(saver, show)
     threads = [memory.thread_id, approval.thread_id, subgraph.thread_id, parallel.thread_id]
     stored = what_is_stored(client, saver, show, threads, detail=parallel.thread_id)
+    store = StreamStore(client, prefix=prefix, index={"dims": DIMS, "embed": WordEmbeddings(), "fields": ["text"]})
+    store.setup()
+    long_term = long_term_memory(saver, store, show)
     show.title("Done")
     if embedded:
         show.say("The embedded server stops now, and its data with it.")
     else:
         show.say(f"Everything stays on the server under {prefix + ':*'!r} for you to explore.")
     return DemoReport(
-        url, embedded, prefix, memory, approval, time_travel, subgraph, parallel, stored
+        url, embedded, prefix, memory, approval, time_travel, subgraph, parallel, stored, long_term
     )

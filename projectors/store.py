@@ -11,7 +11,10 @@ are TAG queries. Namespaces match label by label through the prefix digests: ``(
 never matches ``("malice",)``.
 
 A delete removes the document; `StorePartitionErased` purges the partition (``SS.PURGE`` over
-the set of its item stems). A TTL is the document's own (``PEXPIRE``, or ``PERSIST`` without).
+the set of its item stems). A TTL is the document's own: ``PEXPIREAT`` the put's time plus its
+TTL (`deadline_ms`), or ``PERSIST`` without. The deadline comes from the event, so a replay gives
+an item the deadline its put gave it (a reading refresh since is not logged: it is lost) and an
+item whose deadline has passed is not made again (Redis deletes a key whose deadline is past).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from streamsaver.log.codec import canonical_json, escape, strict_json, tag
 from streamsaver.log.events import Event, ItemDeleted, ItemPut, StorePartitionErased
 from streamsaver.log.keys import STORE_VIEW, Keyspace, ViewName, item_stem
 
-__all__ = ["FIELDS", "VIEW", "field_tag", "namespace_tag", "project", "value_tags", "vector_field"]
+__all__ = ["FIELDS", "VIEW", "deadline_ms", "field_tag", "namespace_tag", "project", "value_tags", "vector_field"]
 
 VIEW: Final[ViewName] = STORE_VIEW
 
@@ -78,6 +81,12 @@ def _document(event: ItemPut, stem: str) -> bytes:
     return strict_json(body)
 
 
+def deadline_ms(event: ItemPut) -> int:
+    """When an expiring item's put makes it expire: the put's time (the writer's clock) plus its
+    TTL, in Unix milliseconds."""
+    return event.at // 1000 + event.ttl_ms
+
+
 def vector_field(attrs: Mapping[str, Any]) -> dict[str, Any]:
     """The index field of an item's embeddings (``$.i.e[*]``: each one a vector, so the best
     of an item's embedded fields scores it), in redisvl's format; `attrs` as redisvl's
@@ -91,7 +100,7 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
         keys = keyspace.store(event.log_id)
         stem = item_stem(event.namespace, event.key)
         doc = keys.item(stem)
-        expiry: Command = ("PEXPIRE", doc, str(event.ttl_ms)) if event.ttl_ms > 0 else ("PERSIST", doc)
+        expiry: Command = ("PEXPIREAT", doc, str(deadline_ms(event))) if event.ttl_ms > 0 else ("PERSIST", doc)
         return [
             ("JSON.SET", doc, "$", f'{{"c":{event.at}}}', "NX"),
             ("JSON.SET", doc, "$.i", _document(event, stem)),

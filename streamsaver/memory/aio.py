@@ -48,10 +48,11 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
     def __init__(
         self, redis_client: Any, *, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
         default_ttl: float | None = None, refresh_on_read: bool = True, index: IndexConfig | None = None,
+        allow_eviction: bool = False,
     ) -> None:
         super().__init__()
         self.ttl_config = ttl_config(default_ttl, refresh_on_read)
-        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index)
+        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction)
         self.index_config = index
         self._driver = AsyncDriver(redis_client, other=async_embedder(index))
 

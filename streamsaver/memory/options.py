@@ -29,7 +29,8 @@ def ttl_config(default_ttl: float | None, refresh_on_read: bool) -> TTLConfig:
 
 
 def store_core(client: Any, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
-               refresh_on_read: bool = True, index: IndexConfig | None = None) -> StoreCore:
+               refresh_on_read: bool = True, index: IndexConfig | None = None,
+               allow_eviction: bool = False) -> StoreCore:
     """The core of a store on `client`.
 
     Raises:
@@ -37,7 +38,7 @@ def store_core(client: Any, prefix: str = DEFAULT_PREFIX, partitions: int | None
     """
     if is_cluster(client):
         raise ConfigurationError("StreamStore runs on one Redis server; Redis Cluster is not built yet (docs/store.md)")
-    return StoreCore(prefix, partitions, refresh_on_read, VectorIndex.of(index) if index else None)
+    return StoreCore(prefix, partitions, refresh_on_read, VectorIndex.of(index) if index else None, allow_eviction)
 
 
 def _embeddings(index: IndexConfig | None) -> Embeddings | None:

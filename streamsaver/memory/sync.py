@@ -39,6 +39,9 @@ class StreamStore(BaseStore):
             None meaning ``["$"]``; ``distance_type`` cosine, l2 or inner_product;
             ``ann_index_config`` ``{"vector_type": "flat" | "hnsw", ...}``). The embeddings are
             computed here before the write is sent, and logged with it.
+        allow_eviction: let setup accept a server whose ``maxmemory-policy`` evicts keys
+            (``allkeys-*``, ``volatile-*``): an evicted item document or log entry is lost
+            without an error. Refused by default (`EvictionPolicyError`), as by the savers.
 
     `put`, `delete` and `get` make one round trip each; `batch` one for all its ops (an atomic
     append per partition written, then the reads); `search` and `list_namespaces` one.
@@ -49,9 +52,10 @@ class StreamStore(BaseStore):
     def __init__(
         self, redis_client: Redis, *, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
         default_ttl: float | None = None, refresh_on_read: bool = True, index: IndexConfig | None = None,
+        allow_eviction: bool = False,
     ) -> None:
         self.ttl_config = ttl_config(default_ttl, refresh_on_read)
-        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index)
+        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction)
         self.index_config = index
         self._driver = SyncDriver(redis_client, lane=Lane.of(redis_client), other=embedder(index))
 

@@ -46,12 +46,14 @@ class StoreCore:
             shells hand it to LangGraph's ``BaseStore``, which resolves each op's ``refresh_ttl``).
         vectors: the vector index (None: no search by meaning).
         domain: the store domain whose index setup creates (with the vector field, if any).
+        allow_eviction: whether setup accepts a server whose maxmemory-policy evicts keys.
     """
 
     prefix: str
     partitions: int | None = None
     refresh_on_read: bool = True
     vectors: VectorIndex | None = None
+    allow_eviction: bool = False
     keyspace: Keyspace = field(init=False)
     domain: Domain = field(init=False)
 

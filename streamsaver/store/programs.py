@@ -74,6 +74,12 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
 
 def set_up(core: StoreCore, cluster: bool = False) -> Program[None]:
     """Probe the modules, fix the partition count, create the items index and load the store's
-    scripts (`streamsaver.log.setup` with the store domain). Idempotent."""
-    keyspace, _ = yield from setup.program(core.domain, core.prefix, core.partitions, (VIEW,), cluster)
+    scripts (`streamsaver.log.setup` with the store domain). Idempotent.
+
+    Raises:
+        EvictionPolicyError: the server evicts keys and the core does not allow it.
+    """
+    keyspace, _ = yield from setup.program(
+        core.domain, core.prefix, core.partitions, (VIEW,), cluster, allow_eviction=core.allow_eviction
+    )
     core.keyspace = keyspace

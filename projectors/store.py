@@ -5,7 +5,8 @@ An item's document is ``{"c": created, "i": {...}}``: the first put creates it w
 upsert keeps ``created_at`` without reading state. ``i`` holds the namespace (``ns`` labels,
 ``n`` escaped labels joined by '.', ``d`` depth, ``p`` a digest of every namespace prefix), the
 key ``k``, the value ``v``, ``u`` (updated, microseconds), ``t`` (TTL ms, 0: none), ``id``
-(the item's stem, ``s:k``), ``e`` (its embeddings, when it has any) and ``f``: an equality
+(the item's stem, ``s:k``), ``e`` (its embeddings, when it has any, with ``m`` the model that
+computed them and ``ep`` the put's own paths, if it gave some) and ``f``: an equality
 digest of every (path, value) pair of the value, nested keys included, so ``$eq``/``$in``/``$ne``
 are TAG queries. Namespaces match label by label through the prefix digests: ``("alice",)``
 never matches ``("malice",)``.
@@ -78,13 +79,16 @@ def _document(event: ItemPut, stem: str) -> bytes:
     }
     if event.vectors:
         body["e"] = [list(vector) for vector in event.vectors]
+        body["m"] = event.model
+        if event.paths is not None:
+            body["ep"] = list(event.paths)
     return strict_json(body)
 
 
 def deadline_ms(event: ItemPut) -> int:
     """When an expiring item's put makes it expire: the put's time (the writer's clock) plus its
-    TTL, in Unix milliseconds."""
-    return event.at // 1000 + event.ttl_ms
+    TTL, in Unix milliseconds; or the deadline the put kept (a re-embedding's)."""
+    return event.expires_ms or event.at // 1000 + event.ttl_ms
 
 
 def vector_field(attrs: Mapping[str, Any]) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from streamsaver.drivers.cluster import aconnect
 from streamsaver.drivers.wire import client_options
 from streamsaver.log.keys import DEFAULT_PREFIX
 from streamsaver.memory.options import async_embedder, store_core, ttl_config
-from streamsaver.store import erasure, programs
+from streamsaver.store import erasure, programs, reembed
 from streamsaver.store.hybrid import search_op
 from streamsaver.store.validation import check_ops
 
@@ -76,6 +76,10 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
     async def apurge(self, prefix: tuple[str, ...]) -> int:
         """As `StreamStore.purge`."""
         return await self._driver.run(erasure.purge(self.core, prefix))
+
+    async def areembed(self, prefix: tuple[str, ...] = (), *, everything: bool = False) -> int:
+        """As `StreamStore.reembed` (``aembed_documents``)."""
+        return await self._driver.run(reembed.reembed(self.core, prefix, everything))
 
     async def aget(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None) -> Item | None:
         check_ops([GetOp(namespace, key)])

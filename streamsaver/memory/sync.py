@@ -17,7 +17,7 @@ from streamsaver.drivers.sync import SyncDriver
 from streamsaver.drivers.wire import client_options
 from streamsaver.log.keys import DEFAULT_PREFIX
 from streamsaver.memory.options import embedder, store_core, ttl_config
-from streamsaver.store import erasure, programs
+from streamsaver.store import erasure, programs, reembed
 from streamsaver.store.hybrid import search_op
 
 __all__ = ["StreamStore"]
@@ -102,3 +102,9 @@ class StreamStore(BaseStore):
     async def apurge(self, prefix: tuple[str, ...]) -> int:
         """`purge` in a worker thread."""
         return await asyncio.to_thread(self.purge, prefix)
+
+    def reembed(self, prefix: tuple[str, ...] = (), *, everything: bool = False) -> int:
+        """Embed again, with this store's embedding, every item under `prefix` whose embeddings
+        another model computed (every embedded item with `everything`), each as a logged put that
+        keeps its value, ``updated_at`` and deadline (`streamsaver.store.reembed`); how many."""
+        return self._driver.run(reembed.reembed(self.core, prefix, everything))

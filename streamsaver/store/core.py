@@ -80,7 +80,10 @@ class StoreCore:
                 event = ItemDeleted(log_id, namespace, key, at)
             else:
                 ttl_ms = max(1, round(op.ttl * 60_000)) if op.ttl else 0
-                event = ItemPut(log_id, namespace, key, dict(op.value), at, ttl_ms, tuple(vectors.get(n, ())))
+                found = tuple(vectors.get(n, ()))
+                model = self.vectors.model if found and self.vectors is not None else ""
+                paths = tuple(op.index) if found and isinstance(op.index, list) else None
+                event = ItemPut(log_id, namespace, key, dict(op.value), at, ttl_ms, found, model, paths)
             by_log.setdefault(log_id, []).append(event)
         return by_log
 

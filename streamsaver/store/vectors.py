@@ -28,7 +28,7 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.store.hybrid import text_fields
 
-__all__ = ["HNSW_EF_RUNTIME", "Embed", "VectorIndex"]
+__all__ = ["HNSW_EF_RUNTIME", "Embed", "VectorIndex", "model_name"]
 
 _METRICS = {"cosine": "cosine", "l2": "l2", "inner_product": "ip"}
 HNSW_EF_RUNTIME = 40
@@ -36,6 +36,19 @@ HNSW_EF_RUNTIME = 40
 benchmark's 10,000 items (``benchmarks/store.py``), 40 gives 0.99."""
 _DATATYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "float16": np.dtype("<f2")}
 """The vector types an index may hold, and the little-endian numpy type of each."""
+
+
+def model_name(config: Mapping[str, Any]) -> str:
+    """The name of an index config's embedding: its ``model`` when the config names one, else
+    the ``embed`` string (``"openai:text-embedding-3-small"``), else the embeddings object's
+    ``model`` or ``model_name``, else the qualified name of its class or function."""
+    embed = config.get("embed")
+    named = config.get("model") or (embed if isinstance(embed, str) else None)
+    named = named or getattr(embed, "model", None) or getattr(embed, "model_name", None)
+    if isinstance(named, str) and named:
+        return named
+    kind = embed if callable(embed) and not hasattr(embed, "embed_documents") else type(embed)
+    return f"{getattr(kind, '__module__', '?')}.{getattr(kind, '__qualname__', type(embed).__name__)}"
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,8 @@ class VectorIndex:
     metric: str
     attrs: Mapping[str, Any]
     text: tuple[Mapping[str, Any], ...] = ()
+    model: str = ""
+    """The embedding's name, logged with every embedding it computes (`model_name`)."""
 
     @classmethod
     def of(cls, config: IndexConfig) -> VectorIndex:
@@ -84,7 +99,7 @@ class VectorIndex:
         tunables = {k: v for k, v in ann.items() if k in ("m", "ef_construction", "ef_runtime", "epsilon")}
         if algorithm == "hnsw":
             tunables = {"ef_runtime": HNSW_EF_RUNTIME} | tunables
-        return cls(dims, fields, metric, attrs | tunables, tuple(text_fields(options)))
+        return cls(dims, fields, metric, attrs | tunables, tuple(text_fields(options)), model_name(options))
 
     def texts(self, op: PutOp) -> list[str]:
         """The texts of a put to embed: of its own `index` paths, or the index's (none for

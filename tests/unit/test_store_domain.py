@@ -24,12 +24,22 @@ KS = Keyspace("p", 8)
     "event",
     [
         ItemPut("3", ("alice", "mem ories", "é"), "k:1/2", {"a": [1, {"b": None}], "c": 2.5}, 1_700_000_000, 60_000),
+        ItemPut("1", ("a",), "k", {"t": "x"}, 5, 0, ((0.5, -1.25),), "some-model", ("t", "u[*]"), 1_800_000_000_000),
+        ItemPut("1", ("a",), "k", {"t": "x"}, 5, 0, ((0.5, -1.25),), "some-model"),
         ItemDeleted("3", ("alice",), "k", 17),
         StorePartitionErased("3"),
     ],
 )
 def test_store_events_round_trip_through_their_stored_form(event: object) -> None:
     assert item_from_fields(item_fields(event)) == event  # type: ignore[arg-type]
+
+
+def test_a_version_1_item_put_still_reads() -> None:
+    """Logs written before the embedding's model was logged replay as they are."""
+    v1 = {b"type": b"ItemPut", b"v": b"1", b"thread": b"2", b"labels": b'["a"]', b"key": b"k", b"at": b"7",
+          b"value": b'{"t":"x"}', b"ttl": b"0", b"vectors": b"[[0.5,1.0]]"}
+    assert item_from_fields(v1) == ItemPut("2", ("a",), "k", {"t": "x"}, 7, 0, ((0.5, 1.0),))
+    assert item_fields(item_from_fields(v1))[b"v"] == b"2"
 
 
 def test_every_key_of_a_batch_append_carries_the_partition_tag() -> None:

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.store.base import (
     NOT_PROVIDED,
     GetOp,
@@ -34,6 +35,7 @@ from streamsaver.memory.options import async_embedder, store_core, ttl_config
 from streamsaver.store import erasure, programs, reembed
 from streamsaver.store.hybrid import search_op
 from streamsaver.store.validation import check_ops
+from streamsaver.store.values import encoded
 
 __all__ = ["AsyncStreamStore"]
 
@@ -48,11 +50,11 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
     def __init__(
         self, redis_client: Any, *, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
         default_ttl: float | None = None, refresh_on_read: bool = True, index: IndexConfig | None = None,
-        allow_eviction: bool = False,
+        allow_eviction: bool = False, serde: SerializerProtocol | None = None,
     ) -> None:
         super().__init__()
         self.ttl_config = ttl_config(default_ttl, refresh_on_read)
-        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction)
+        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction, serde)
         self.index_config = index
         self._driver = AsyncDriver(redis_client, other=async_embedder(index))
 
@@ -106,6 +108,7 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
         index: Literal[False] | list[str] | None = None, *, ttl: float | NotProvided | None = NOT_PROVIDED,
     ) -> None:
         check_ops([PutOp(namespace, key, value, index, None if isinstance(ttl, NotProvided) else ttl)])
+        encoded(value, self.core.serde)  # a value the serde cannot encode fails this call alone
         await super().aput(namespace, key, value, index, ttl=ttl)
 
     async def adelete(self, namespace: tuple[str, ...], key: str) -> None:

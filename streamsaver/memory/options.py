@@ -6,6 +6,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.store.base import IndexConfig, TTLConfig
 from langgraph.store.base.embed import ensure_embeddings
 
@@ -30,7 +31,7 @@ def ttl_config(default_ttl: float | None, refresh_on_read: bool) -> TTLConfig:
 
 def store_core(client: Any, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
                refresh_on_read: bool = True, index: IndexConfig | None = None,
-               allow_eviction: bool = False) -> StoreCore:
+               allow_eviction: bool = False, serde: SerializerProtocol | None = None) -> StoreCore:
     """The core of a store on `client`.
 
     Raises:
@@ -38,7 +39,10 @@ def store_core(client: Any, prefix: str = DEFAULT_PREFIX, partitions: int | None
     """
     if is_cluster(client):
         raise ConfigurationError("StreamStore runs on one Redis server; Redis Cluster is not built yet (docs/store.md)")
-    return StoreCore(prefix, partitions, refresh_on_read, VectorIndex.of(index) if index else None, allow_eviction)
+    vectors = VectorIndex.of(index) if index else None
+    if serde is None:
+        return StoreCore(prefix, partitions, refresh_on_read, vectors, allow_eviction)
+    return StoreCore(prefix, partitions, refresh_on_read, vectors, allow_eviction, serde)
 
 
 def _embeddings(index: IndexConfig | None) -> Embeddings | None:

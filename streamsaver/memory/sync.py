@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.store.base import BaseStore, IndexConfig, Op, Result, SearchItem, SearchOp
 from redis import Redis
 
@@ -42,6 +43,9 @@ class StreamStore(BaseStore):
         allow_eviction: let setup accept a server whose ``maxmemory-policy`` evicts keys
             (``allkeys-*``, ``volatile-*``): an evicted item document or log entry is lost
             without an error. Refused by default (`EvictionPolicyError`), as by the savers.
+        serde: what encodes the parts of a value that are not plain JSON (LangChain messages,
+            datetimes, ...; `streamsaver.store.values`); default the savers' safe serializer.
+            An ``EncryptedSerializer`` encrypts those parts at rest.
 
     `put`, `delete` and `get` make one round trip each; `batch` one for all its ops (an atomic
     append per partition written, then the reads); `search` and `list_namespaces` one.
@@ -52,10 +56,10 @@ class StreamStore(BaseStore):
     def __init__(
         self, redis_client: Redis, *, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
         default_ttl: float | None = None, refresh_on_read: bool = True, index: IndexConfig | None = None,
-        allow_eviction: bool = False,
+        allow_eviction: bool = False, serde: SerializerProtocol | None = None,
     ) -> None:
         self.ttl_config = ttl_config(default_ttl, refresh_on_read)
-        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction)
+        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction, serde)
         self.index_config = index
         self._driver = SyncDriver(redis_client, lane=Lane.of(redis_client), other=embedder(index))
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, Result, SearchOp
 
 from projectors.store import VIEW
@@ -17,10 +18,12 @@ from streamsaver.log.domain import Domain
 from streamsaver.log.events import ItemDeleted, ItemPut
 from streamsaver.log.keys import DEFAULT_PARTITIONS, Keyspace, item_stem
 from streamsaver.log.routing import Step
+from streamsaver.log.serde import SafeSerializer
 from streamsaver.scripts import STORE_GET
 from streamsaver.store.hybrid import text_query, wants_text
 from streamsaver.store.knn import KnnSearch
 from streamsaver.store.queries import item_of, list_request, namespaces_of, search_items, search_request
+from streamsaver.store.values import encoded
 from streamsaver.store.vectors import VectorIndex
 
 __all__ = ["StoreCore"]
@@ -47,6 +50,7 @@ class StoreCore:
         vectors: the vector index (None: no search by meaning).
         domain: the store domain whose index setup creates (with the vector field, if any).
         allow_eviction: whether setup accepts a server whose maxmemory-policy evicts keys.
+        serde: what encodes the parts of values that are not plain JSON (`streamsaver.store.values`).
     """
 
     prefix: str
@@ -54,6 +58,7 @@ class StoreCore:
     refresh_on_read: bool = True
     vectors: VectorIndex | None = None
     allow_eviction: bool = False
+    serde: SerializerProtocol = field(default_factory=SafeSerializer)
     keyspace: Keyspace = field(init=False)
     domain: Domain = field(init=False)
 
@@ -69,7 +74,11 @@ class StoreCore:
     def events(self, ops: Sequence[Op], vectors: Vectors) -> dict[str, list[Event]]:
         """The events of a batch's writes (with their `vectors`), by store partition (log id),
         in batch order; for several writes of one item only the last counts, as in LangGraph's
-        stores."""
+        stores. Values are `encoded` (their parts that are not JSON through the serde).
+
+        Raises:
+            InvalidInputError: a value with a part the serde cannot encode.
+        """
         last = {(tuple(op.namespace), op.key): (n, op) for n, op in enumerate(ops) if isinstance(op, PutOp)}
         at = _now_micros()
         by_log: dict[str, list[Event]] = {}
@@ -83,7 +92,8 @@ class StoreCore:
                 found = tuple(vectors.get(n, ()))
                 model = self.vectors.model if found and self.vectors is not None else ""
                 paths = tuple(op.index) if found and isinstance(op.index, list) else None
-                event = ItemPut(log_id, namespace, key, dict(op.value), at, ttl_ms, found, model, paths)
+                value = encoded(op.value, self.serde)
+                event = ItemPut(log_id, namespace, key, value, at, ttl_ms, found, model, paths)
             by_log.setdefault(log_id, []).append(event)
         return by_log
 
@@ -99,7 +109,7 @@ class StoreCore:
         for n, op in enumerate(ops):
             if isinstance(op, SearchOp) and n in queries:
                 clause = text_query(text, op.query or "") if wants_text(op, text) else None
-                searches[n] = KnnSearch(self.index, op, queries[n], clause)
+                searches[n] = KnnSearch(self.index, op, queries[n], clause, self.serde)
         return searches
 
     def requests(self, ops: Sequence[Op], vectors: Vectors, knn: Mapping[int, KnnSearch]) -> list[Step]:
@@ -144,11 +154,11 @@ class StoreCore:
         for n, op in enumerate(ops):
             if isinstance(op, GetOp):
                 [document] = replies[n][0]
-                results.append(item_of(document))
+                results.append(item_of(document, self.serde))
             elif n in knn and self.vectors is not None:
                 results.append(knn[n].page(replies[n], more.get(n, []), self.vectors.score))
             elif isinstance(op, SearchOp):
-                results.append(search_items(replies[n][0]))
+                results.append(search_items(replies[n][0], None, self.serde))
             elif isinstance(op, ListNamespacesOp):
                 results.append(namespaces_of(replies[n][0], op))
             else:

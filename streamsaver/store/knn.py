@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.store.base import SearchItem, SearchOp
 
 from streamsaver.store.hybrid import fuse
@@ -47,12 +48,14 @@ def _count(reply: Any) -> int:
 @dataclass(frozen=True)
 class KnnSearch:
     """One ``search(query=...)`` op against the index `index`, with its query vector `vector`
-    and, for a hybrid search, its full-text clause `text` (`streamsaver.store.hybrid.text_query`)."""
+    and, for a hybrid search, its full-text clause `text` (`streamsaver.store.hybrid.text_query`);
+    `serde` decodes the values (`streamsaver.store.values`)."""
 
     index: str
     op: SearchOp
     vector: bytes
     text: str | None = None
+    serde: SerializerProtocol | None = None
 
     @property
     def reach(self) -> int:
@@ -102,10 +105,10 @@ class KnnSearch:
 
     def _scored(self, first: Sequence[Any], more: Sequence[Any], score: Callable[[float], float] | None) -> list[
             SearchItem]:
-        knn = search_items(more[0] if len(more) == 2 else first[int(self._ranged)], score)
+        knn = search_items(more[0] if len(more) == 2 else first[int(self._ranged)], score, self.serde)
         if self.text is None:
             return knn
-        return fuse([knn, search_items(first[-1])])
+        return fuse([knn, search_items(first[-1], None, self.serde)])
 
     def follow_up(self, replies: Sequence[Any]) -> list[Command]:
         """What finishes a short page after the first round trip's `replies` (none: it is whole)."""
@@ -121,6 +124,6 @@ class KnnSearch:
         """The page from the first round trip's replies and the follow-up's (`more`, maybe none)."""
         scored = self._scored(first, more, score)
         seen = {(tuple(item.namespace), item.key) for item in scored}
-        unscored = [item for item in (search_items(more[-1]) if more else [])
+        unscored = [item for item in (search_items(more[-1], None, self.serde) if more else [])
                     if (tuple(item.namespace), item.key) not in seen]
         return [*scored, *unscored][self.op.offset : self.reach]

@@ -15,11 +15,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 import orjson
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.store.base import Item, ListNamespacesOp, SearchItem, SearchOp
 
 from projectors.store import field_tag, namespace_tag
 from streamsaver.log.codec import unescape
 from streamsaver.store.validation import RANGE_OPERATORS
+from streamsaver.store.values import decoded, holds_encoded
 
 __all__ = [
     "item_of", "list_request", "namespaces_of", "page_request", "query_terms", "search_items", "search_request",
@@ -101,16 +103,18 @@ def _datetime(micros: int) -> datetime:
     return datetime.fromtimestamp(micros / 1_000_000, tz=timezone.utc)
 
 
-def item_of(document: bytes | str | None) -> Item | None:
-    """The item an item document holds (None for none)."""
+def item_of(document: bytes | str | None, serde: SerializerProtocol | None = None) -> Item | None:
+    """The item an item document holds (None for none); with `serde`, its value's encoded parts
+    loaded back (`streamsaver.store.values`)."""
     if document is None:
         return None
     doc = orjson.loads(document)
     if isinstance(doc, list):  # a JSONPath reply wraps the root
         doc = doc[0]
     body = doc["i"]
+    value = decoded(body["v"], serde) if serde is not None and holds_encoded(document) else body["v"]
     return Item(
-        value=body["v"], key=body["k"], namespace=tuple(body["ns"]),
+        value=value, key=body["k"], namespace=tuple(body["ns"]),
         created_at=_datetime(doc["c"]), updated_at=_datetime(body["u"]),
     )
 
@@ -125,11 +129,14 @@ def _rows(reply: Any) -> Iterator[dict[bytes, Any]]:
         yield dict(zip(row[::2], row[1::2], strict=True))
 
 
-def search_items(reply: Any, score: Callable[[float], float] | None = None) -> list[SearchItem]:
-    """The items of a search's reply, in its order; with `score`, each scored from its ``dist``."""
+def search_items(
+    reply: Any, score: Callable[[float], float] | None = None, serde: SerializerProtocol | None = None
+) -> list[SearchItem]:
+    """The items of a search's reply, in its order; with `score`, each scored from its ``dist``;
+    with `serde`, values decoded as `item_of` does."""
     found: list[SearchItem] = []
     for row in _rows(reply):
-        item = item_of(row.get(b"doc"))
+        item = item_of(row.get(b"doc"), serde)
         if item is not None:
             value = score(float(row[b"dist"])) if score is not None and b"dist" in row else None
             found.append(SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, value))

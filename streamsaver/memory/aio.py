@@ -62,7 +62,7 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
     @asynccontextmanager
     async def from_conn_string(cls, url: str, **options: Any) -> AsyncIterator[AsyncStreamStore]:
         """A store on a new asyncio client for `url`, closed on exit."""
-        client = await aconnect(url, cluster=False, **client_options(retry_class=Retry))
+        client = await aconnect(url, cluster=None, **client_options(retry_class=Retry))
         try:
             yield cls(client, **options)
         finally:

@@ -67,7 +67,7 @@ class StreamStore(BaseStore):
     @contextmanager
     def from_conn_string(cls, url: str, **options: Any) -> Iterator[StreamStore]:
         """A store on a new client for `url` (``redis://``, ``rediss://``, ``unix://``), closed on exit."""
-        client = connect(url, cluster=False, **client_options())
+        client = connect(url, cluster=None, **client_options())
         try:
             yield cls(client, **options)
         finally:

@@ -13,13 +13,16 @@ from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, Result, Sea
 
 from projectors.store import VIEW
 from projectors.store_domain import STORE, with_vectors
+from streamsaver.log import setup
 from streamsaver.log.append import append_batch_call
+from streamsaver.log.codec import unescape
 from streamsaver.log.domain import Domain
 from streamsaver.log.events import ItemDeleted, ItemPut
 from streamsaver.log.keys import DEFAULT_PARTITIONS, Keyspace, item_stem
-from streamsaver.log.routing import Step
+from streamsaver.log.routing import Command, IndexTarget, Step, Topology, index_targets
 from streamsaver.log.serde import SafeSerializer
 from streamsaver.scripts import STORE_GET
+from streamsaver.store.fanout import fanned, merged
 from streamsaver.store.hybrid import text_query, wants_text
 from streamsaver.store.knn import KnnSearch
 from streamsaver.store.queries import item_of, list_request, namespaces_of, search_items, search_request
@@ -31,6 +34,9 @@ __all__ = ["StoreCore"]
 Event = ItemPut | ItemDeleted
 Vectors = Mapping[int, Sequence[tuple[float, ...]]]
 """The embeddings of a batch's puts, by the op's position in the batch."""
+
+
+_QUERIES = frozenset({"FT.AGGREGATE", "FT.SEARCH"})
 
 
 def _now_micros() -> int:
@@ -51,6 +57,7 @@ class StoreCore:
         domain: the store domain whose index setup creates (with the vector field, if any).
         allow_eviction: whether setup accepts a server whose maxmemory-policy evicts keys.
         serde: what encodes the parts of values that are not plain JSON (`streamsaver.store.values`).
+        cluster: whether the store runs on Redis Cluster (its queries go to every primary).
     """
 
     prefix: str
@@ -59,8 +66,11 @@ class StoreCore:
     vectors: VectorIndex | None = None
     allow_eviction: bool = False
     serde: SerializerProtocol = field(default_factory=SafeSerializer)
+    cluster: bool = False
     keyspace: Keyspace = field(init=False)
     domain: Domain = field(init=False)
+    topology: Topology | None = field(default=None, init=False)
+    """The cluster's slot map, read by setup (None: one server)."""
 
     def __post_init__(self) -> None:
         self.keyspace = Keyspace(self.prefix, self.partitions or DEFAULT_PARTITIONS)
@@ -70,6 +80,11 @@ class StoreCore:
     def index(self) -> str:
         """The items index."""
         return self.keyspace.index(VIEW)
+
+    @property
+    def targets(self) -> tuple[IndexTarget, ...]:
+        """Where the items index lives: one server, or one index per primary of a cluster."""
+        return index_targets(self.keyspace, VIEW, self.topology)
 
     def events(self, ops: Sequence[Op], vectors: Vectors) -> dict[str, list[Event]]:
         """The events of a batch's writes (with their `vectors`), by store partition (log id),
@@ -109,40 +124,66 @@ class StoreCore:
         for n, op in enumerate(ops):
             if isinstance(op, SearchOp) and n in queries:
                 clause = text_query(text, op.query or "") if wants_text(op, text) else None
-                searches[n] = KnnSearch(self.index, op, queries[n], clause, self.serde)
+                searches[n] = KnnSearch(self.index, op, queries[n], clause, self.serde, fill=self.topology is None)
         return searches
 
-    def requests(self, ops: Sequence[Op], vectors: Vectors, knn: Mapping[int, KnnSearch]) -> list[Step]:
-        """One round trip for the whole batch: one atomic append per partition written (writes
-        first, so the batch's reads see them), then the requests of each read op, in op order
-        (a search by meaning in `knn` sends its first round trip's)."""
-        by_log = self.events(ops, vectors)
-        steps: list[Step] = [append_batch_call(STORE, events, self.keyspace, (VIEW,)) for events in by_log.values()]
+    def reads(self, ops: Sequence[Op], knn: Mapping[int, KnnSearch]) -> list[list[Command]]:
+        """The read commands of each op, in op order (none for a write; a search by meaning in
+        `knn`, its first round trip's)."""
+        reads: list[list[Command]] = []
         for n, op in enumerate(ops):
             if isinstance(op, GetOp):
-                steps.append(self._get(op))
+                reads.append([self._get(op)])
             elif n in knn:
-                steps.extend(knn[n].first())
+                reads.append(knn[n].first())
             elif isinstance(op, SearchOp):
-                steps.append(search_request(self.index, op))
+                reads.append([search_request(self.index, op)])
             elif isinstance(op, ListNamespacesOp):
-                steps.append(list_request(self.index, op))
-        return steps
+                reads.append([list_request(self.index, op)])
+            else:
+                reads.append([])
+        return reads
+
+    def requests(self, ops: Sequence[Op], vectors: Vectors, reads: Sequence[Sequence[Command]]) -> list[Step]:
+        """One round trip for the whole batch: one atomic append per partition written (writes
+        first, so the batch's reads see them), then the `reads` (each query on the items index
+        on every primary of a cluster, `streamsaver.store.fanout`)."""
+        by_log = self.events(ops, vectors)
+        steps: list[Step] = [append_batch_call(STORE, events, self.keyspace, (VIEW,)) for events in by_log.values()]
+        return steps + self.fan([command for commands in reads for command in commands])
+
+    def _fanned(self, command: Command) -> list[Step]:
+        return fanned(command, self.index, self.targets) if command[0] in _QUERIES else [command]
+
+    def fan(self, commands: Sequence[Command]) -> list[Step]:
+        """The steps of `commands`: queries on the items index sent to every index of it."""
+        return [step for command in commands for step in self._fanned(command)]
+
+    def gather(self, commands: Sequence[Command], replies: Sequence[Any]) -> list[Any]:
+        """The reply of each of `commands` from the replies to their `fan` steps."""
+        answers = iter(replies)
+        return [merged(command, [next(answers) for _ in self._fanned(command)]) for command in commands]
+
+    def load_scripts(self) -> list[Step]:
+        """What a call sends on ``NOSCRIPT``: the store's scripts (on every primary of a cluster)."""
+        return setup.load_scripts(STORE.setup_scripts, self.topology)
+
+    def item_key(self, stem: str) -> str:
+        """The document key of the item whose stem (escaped labels, ':', escaped key) is `stem`."""
+        first = unescape(stem.split(":", 1)[0].split(".", 1)[0])
+        return self.keyspace.store(self.keyspace.store_partition(first)).item(stem)
 
     def _get(self, op: GetOp) -> list[str | bytes | int]:
         keys = self.keyspace.store(self.keyspace.store_partition(op.namespace[0]))
         refresh = "1" if op.refresh_ttl else "0"  # BaseStore resolved it from refresh_on_read
         return STORE_GET.evalsha_args([keys.item(item_stem(tuple(op.namespace), op.key))], [refresh])
 
-    def replies_by_op(self, ops: Sequence[Op], replies: Sequence[Any], knn: Mapping[int, KnnSearch]) -> list[list[Any]]:
-        """The replies to `requests`, grouped by op (none for a write), in op order."""
+    def replies_by_op(self, ops: Sequence[Op], replies: Sequence[Any], reads: Sequence[Sequence[Command]]) -> list[
+            list[Any]]:
+        """The replies to `requests`, merged per read command and grouped by op, in op order."""
         writes = len({self.keyspace.store_partition(op.namespace[0]) for op in ops if isinstance(op, PutOp)})
-        reads = iter(replies[writes:])
-        grouped: list[list[Any]] = []
-        for n, op in enumerate(ops):
-            count = 0 if isinstance(op, PutOp) else len(knn[n].first()) if n in knn else 1
-            grouped.append([next(reads) for _ in range(count)])
-        return grouped
+        answers = iter(self.gather([command for commands in reads for command in commands], replies[writes:]))
+        return [[next(answers) for _ in commands] for commands in reads]
 
     def results(
         self, ops: Sequence[Op], replies: Sequence[list[Any]], knn: Mapping[int, KnnSearch],

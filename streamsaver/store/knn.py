@@ -56,6 +56,8 @@ class KnnSearch:
     vector: bytes
     text: str | None = None
     serde: SerializerProtocol | None = None
+    fill: bool = True
+    """Whether a short page is filled with the items without embeddings (not on a cluster)."""
 
     @property
     def reach(self) -> int:
@@ -117,13 +119,14 @@ class KnnSearch:
         steps: list[Command] = []
         if self._ranged and _count(replies[0]) > self._rows * KNN_WIDENING:
             steps.append(self._knn(_count(replies[0])))
-        steps.append(self._unscored(self.reach))
+        if self.fill:
+            steps.append(self._unscored(self.reach))
         return steps
 
     def page(self, first: Sequence[Any], more: Sequence[Any], score: Callable[[float], float]) -> list[SearchItem]:
         """The page from the first round trip's replies and the follow-up's (`more`, maybe none)."""
         scored = self._scored(first, more, score)
         seen = {(tuple(item.namespace), item.key) for item in scored}
-        unscored = [item for item in (search_items(more[-1], None, self.serde) if more else [])
+        unscored = [item for item in (search_items(more[-1], None, self.serde) if more and self.fill else [])
                     if (tuple(item.namespace), item.key) not in seen]
         return [*scored, *unscored][self.op.offset : self.reach]

@@ -28,7 +28,6 @@ from langgraph.store.base import PutOp
 from projectors.store import VIEW
 from projectors.store_domain import STORE
 from streamsaver.errors import ConcurrentChangeError, ConfigurationError
-from streamsaver.log import setup
 from streamsaver.log.append import append_batch_call
 from streamsaver.log.codec import escape
 from streamsaver.log.events import ItemPut
@@ -46,9 +45,6 @@ PAGE = 50
 ATTEMPTS = 5
 """How many times a page is read again when writes keep racing it."""
 
-
-def _reload() -> Sequence[Step]:
-    return setup.load_scripts(STORE.setup_scripts)
 
 
 def _text(value: Any) -> str:
@@ -81,7 +77,7 @@ def _page(core: StoreCore, index: VectorIndex, log_id: str, stems: Sequence[str]
         reads: list[Step] = []
         for stem in stems:
             reads += [["JSON.GET", keys.item(stem), "$.i"], ["PEXPIRETIME", keys.item(stem)]]
-        replies = yield Call(reads, _reload)
+        replies = yield Call(reads, core.load_scripts)
         due: list[tuple[str, bytes, dict[str, Any], int]] = []
         for stem, raw, deadline in zip(stems, replies[::2], replies[1::2], strict=True):
             if raw is not None and _due(body := orjson.loads(raw)[0], index, everything):
@@ -94,7 +90,7 @@ def _page(core: StoreCore, index: VectorIndex, log_id: str, stems: Sequence[str]
         events = _events(index, log_id, [(body, deadline) for _, _, body, deadline in due], vectors)
         guards = [(keys.item(stem), "$.i", raw) for stem, raw, _, _ in due]
         try:
-            yield Call([append_batch_call(STORE, events, core.keyspace, (VIEW,), guards)], _reload)
+            yield Call([append_batch_call(STORE, events, core.keyspace, (VIEW,), guards)], core.load_scripts)
             return len(events)
         except Refused as exc:
             if not exc.starts("STALE"):
@@ -122,7 +118,7 @@ def reembed(core: StoreCore, prefix: Sequence[str] = (), everything: bool = Fals
                else [str(n) for n in range(core.keyspace.partitions)])
     done = 0
     for log_id in log_ids:
-        [members] = yield Call([["SMEMBERS", core.keyspace.store(log_id).items]], _reload)
+        [members] = yield Call([["SMEMBERS", core.keyspace.store(log_id).items]], core.load_scripts)
         stems = sorted(s for s in map(_text, members) if not labels or s.split(":", 1)[0] == escaped
                        or s.split(":", 1)[0].startswith(escaped + "."))
         for at in range(0, len(stems), PAGE):

@@ -1,5 +1,6 @@
-"""The store suite runs every test on `StreamStore` and on `AsyncStreamStore` (one Redis server:
-the store does not run on Redis Cluster yet). `StoreAdapter` gives both one async face."""
+"""The store suite runs every test on `StreamStore` and on `AsyncStreamStore` (one Redis server;
+test_store_cluster.py runs the store on the embedded cluster). `StoreAdapter` gives both one
+async face."""
 
 from __future__ import annotations
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
+import orjson
+
 from projectors.commands import PURGE, Command
 from streamsaver.log.codec import canonical_json, escape, strict_json, tag
 from streamsaver.log.events import Event, ItemDeleted, ItemPut, StorePartitionErased
@@ -47,13 +49,20 @@ FIELDS: list[dict[str, Any]] = [
 sorting vector, not searchable."""
 
 
+_SCALARS = (str, int, bool, type(None))
+"""Values whose canonical JSON is their plain JSON (no float to normalise, no keys to sort)."""
+
+
 def namespace_tag(labels: Sequence[str]) -> str:
     """The digest of one namespace prefix (every label of `labels`)."""
-    return tag(canonical_json(list(labels)))
+    return tag(orjson.dumps(list(labels)))  # labels are strings: their canonical JSON
 
 
 def field_tag(path: Sequence[str], value: Any) -> str:
-    """The equality digest of the value at `path` (keys of nested objects) of an item's value."""
+    """The equality digest of the value at `path` (keys of nested objects) of an item's value:
+    of the canonical JSON of ``[path, value]``."""
+    if type(value) in _SCALARS:  # the common case, spelled without `canonical_json`'s walk
+        return tag(orjson.dumps([list(path), value]))
     return tag(canonical_json([list(path), value]))
 
 

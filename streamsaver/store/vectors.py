@@ -124,19 +124,22 @@ class VectorIndex:
             InvalidInputError: another count, a vector of other dimensions, or a number that is
                 not finite (or overflows a float16 index).
         """
-        found = [list(vector) for vector in vectors]
-        if len(found) != count:
-            raise InvalidInputError(f"the embedder returned {len(found)} vectors for {count} texts")
-        for vector in found:
-            if len(vector) != self.dims:
-                raise InvalidInputError(f"the embedder returned a vector of {len(vector)} dimensions, not {self.dims}")
-        if not found:
-            return []
         try:
-            with np.errstate(over="ignore"):
-                array = np.asarray(found, dtype=np.float64).astype(self.dtype)
+            array = np.asarray(vectors, dtype=np.float64)
         except (TypeError, ValueError) as exc:
+            if "inhomogeneous" in str(exc):  # vectors of several lengths
+                raise InvalidInputError(f"the embedder returned vectors of other dimensions than {self.dims}") from exc
             raise InvalidInputError(f"the embedder returned a vector that is not numbers: {exc}") from exc
+        found = len(array) if array.ndim else 0
+        if found != count:
+            raise InvalidInputError(f"the embedder returned {found} vectors for {count} texts")
+        if count == 0:
+            return []
+        if array.ndim != 2 or array.shape[1] != self.dims:
+            width = array.shape[1] if array.ndim == 2 else "other"
+            raise InvalidInputError(f"the embedder returned a vector of {width} dimensions, not {self.dims}")
+        with np.errstate(over="ignore"):
+            array = array.astype(self.dtype)
         if not np.isfinite(array).all():
             raise InvalidInputError(f"the embedder returned a number that is not finite as {self.attrs['datatype']}")
         rows: list[list[float]] = orjson.loads(orjson.dumps(array, option=orjson.OPT_SERIALIZE_NUMPY))

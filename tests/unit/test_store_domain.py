@@ -91,3 +91,14 @@ def test_a_search_applies_every_condition_before_its_limit() -> None:
 def test_invalid_ops_are_refused(op: object) -> None:
     with pytest.raises((InvalidNamespaceError, InvalidInputError)):
         check_ops([op])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    "value", ["x", "é", 0, -(2**63), 2**64 - 1, True, None, 2.0, 2.5, [1, 2.0], {"b": 1, "a": 2.0}]
+)
+def test_equality_digests_are_of_canonical_json(value: object) -> None:
+    """The fast spelling of plain values gives the canonical digest (2.0 matches 2)."""
+    from streamsaver.log.codec import canonical_json, tag
+
+    assert field_tag(("k", "n"), value) == tag(canonical_json([["k", "n"], value]))
+    assert namespace_tag(("a", "b")) == tag(canonical_json(["a", "b"]))

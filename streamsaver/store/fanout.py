@@ -105,9 +105,15 @@ def merged(command: Command, replies: Sequence[Any]) -> Any:
     return [len(rows), *([name for pair in row.items() for name in pair] for row in rows)]
 
 
+def _merged_page(reply: Any) -> bool:
+    """Whether `reply` is a merged query reply (a count, then rows), not another read's."""
+    return isinstance(reply, list) and bool(reply) and type(reply[0]) is int and all(
+        isinstance(row, list) for row in reply[1:])
+
+
 def missing(reply: Any) -> list[str]:
     """The stems (``id``) of the rows of a merged page that have no document yet."""
-    if not isinstance(reply, list):
+    if not _merged_page(reply):
         return []
     return [_text(row[b"id"]) for row in _rows(reply) if b"doc" not in row and b"id" in row]
 
@@ -115,7 +121,7 @@ def missing(reply: Any) -> list[str]:
 def with_documents(reply: Any, documents: dict[str, Any]) -> Any:
     """`reply` with each row's document from `documents` (by stem); rows whose document is gone
     (deleted or expired since the query) are left out."""
-    if not isinstance(reply, list) or not missing(reply):
+    if not missing(reply):
         return reply
     rows = [row for row in _rows(reply) if b"doc" in row or documents.get(_text(row[b"id"])) is not None]
     for row in rows:

@@ -58,7 +58,7 @@ def index_config(embeddings: data.ClusteredEmbeddings, vector_type: str = "flat"
     return config | {"text_fields": ["text"]} if text else config
 
 
-def fill(store: BaseStore, n: int, chunk: int = 500) -> None:
+def fill(store: BaseStore, n: int, chunk: int = 100) -> None:
     """Put items 0 .. n-1 into `store`, `chunk` at a time through ``batch``."""
     ops = [PutOp(ns, k, v) for ns, k, v in data.items(n)]
     for at in range(0, n, chunk):
@@ -197,7 +197,7 @@ def run(n: int, dims: int, samples: int, queries: int) -> str:
     vectors = data.matrix(embeddings, n)
     out: list[str] = [f"# Store benchmark: {n:,} items, {dims} dims, {samples} samples per op\n"]
     with EmbeddedRedis() as server:
-        client = redis.Redis.from_url(server.url)
+        client = redis.Redis.from_url(server.url, socket_timeout=600)  # an HNSW fill's batch takes long
 
         def ours(kind: str, text: bool = False) -> StreamStore:
             config = index_config(embeddings, kind, text)

@@ -25,6 +25,7 @@ from langgraph.store.base import BaseStore
 
 from streamsaver.demo.graphs import ChatState, Saver
 from streamsaver.demo.show import Show
+from streamsaver.memory.sync import StreamStore
 
 __all__ = ["DIMS", "MemoryStoreFacts", "WordEmbeddings", "build_memory_agent", "long_term_memory"]
 
@@ -81,6 +82,8 @@ class MemoryStoreFacts:
     thread, and the answer another user gets to the same question."""
 
     user_id: str
+    prefix: str
+    """The key prefix of the scene's saver and store."""
     stored: list[str]
     answers: dict[str, str]
     other_user_answer: str
@@ -109,4 +112,6 @@ def long_term_memory(saver: Saver, store: BaseStore, show: Show) -> MemoryStoreF
     other = _say(graph, "bob", "memory-3", ASKED[0])
     show.say(f"User 'bob' asks {ASKED[0]!r}: {other}")
     stored = sorted(item.value["text"] for item in store.search(("users", user, "facts"), limit=10))
-    return MemoryStoreFacts(user, stored, answers, other)
+    if isinstance(store, StreamStore):
+        show.say(f"Its saver and store write under {store.core.prefix + ':*'!r}.")
+    return MemoryStoreFacts(user, store.core.prefix if isinstance(store, StreamStore) else "", stored, answers, other)

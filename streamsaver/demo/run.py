@@ -93,6 +93,16 @@ def _introduce(client: Redis, show: Show, url: str, embedded: bool, prefix: str)
     show.say(f"Key prefix: {prefix!r} (new for every run, so runs on a shared server never mix)")
 
 
+def _long_term(client: Redis, show: Show, prefix: str) -> MemoryStoreFacts:
+    """The long-term memory scene, on a saver and a store of its own key prefix (so the
+    checkpoint scenes' deployment stays as they left it)."""
+    saver = StreamSaver(client, prefix=prefix)
+    saver.setup()
+    store = StreamStore(client, prefix=prefix, index={"dims": DIMS, "embed": WordEmbeddings(), "fields": ["text"]})
+    store.setup()
+    return long_term_memory(saver, store, show)
+
+
 def _run(client: Redis, show: Show, url: str, embedded: bool) -> DemoReport:
     prefix = f"demo-{uuid.uuid4().hex[:8]}"
     saver = StreamSaver(client, prefix=prefix)
@@ -105,9 +115,7 @@ def _run(client: Redis, show: Show, url: str, embedded: bool) -> DemoReport:
     parallel = scenes.parallel(saver, show)
     threads = [memory.thread_id, approval.thread_id, subgraph.thread_id, parallel.thread_id]
     stored = what_is_stored(client, saver, show, threads, detail=parallel.thread_id)
-    store = StreamStore(client, prefix=prefix, index={"dims": DIMS, "embed": WordEmbeddings(), "fields": ["text"]})
-    store.setup()
-    long_term = long_term_memory(saver, store, show)
+    long_term = _long_term(client, show, f"{prefix}-memory")
     show.title("Done")
     if embedded:
         show.say("The embedded server stops now, and its data with it.")

@@ -22,7 +22,7 @@ def test_facts_told_on_one_thread_are_recalled_on_another(redis_url: str, prefix
     facts = long_term_memory(saver, store, Show(io.StringIO()))
     fresh = StreamStore(client, prefix=prefix, index=index)  # type: ignore[arg-type]
     held = sorted(item.value["text"] for item in fresh.search(("users", "ada", "facts"), limit=10))
-    assert facts.stored == held == sorted(TOLD)
+    assert facts.stored == held == sorted(TOLD) and facts.prefix == prefix
     for question, fact in zip(ASKED, TOLD, strict=True):
         assert facts.answers[question] == f"You told me: {fact}"
     assert facts.other_user_answer == "I do not know that about you yet."

@@ -99,7 +99,7 @@ class KnnSearch:
         a hybrid search, the text ranking."""
         steps: list[Command] = []
         if self._ranged:
-            steps.append(["FT.SEARCH", self.index, query_terms(self.op)[0], "LIMIT", 0, 0, "DIALECT", 2])
+            steps.append(["FT.SEARCH", self.index, query_terms(self.op)[0], "LIMIT", 0, 0, "DIALECT", 2, "TIMEOUT", 0])
         steps.append(self._knn(self._rows * (KNN_WIDENING if self._ranged else 1)))
         if self.text is not None:
             steps.append(self._ranked(self.text))

@@ -81,10 +81,12 @@ def page_request(
 ) -> Command:
     """One ``FT.AGGREGATE`` page: the rows of `query` (then the clauses `before`, then the
     `ranges`), sorted by `sort` (two fields and their directions), cut by `offset` and `limit`,
-    and only then their documents loaded (`search_items` reads the reply)."""
+    and only then their documents loaded (`search_items` reads the reply). ``TIMEOUT 0``: at
+    RediSearch's own timeout (500 ms) a query cut short answers the rows it reached as if whole."""
     return [
         "FT.AGGREGATE", index, query, *before, *_ranges(ranges), "SORTBY", len(sort), *sort,
         "MAX", max(offset + limit, 1), "LIMIT", offset, limit, "LOAD", 3, "$", "AS", "doc", *params, "DIALECT", 2,
+        "TIMEOUT", 0,
     ]
 
 
@@ -160,7 +162,7 @@ def list_request(index: str, op: ListNamespacesOp) -> Command:
     leading labels of the prefix condition (`namespaces_of` finishes the listing)."""
     fixed = _fixed_prefix(op)
     query = f"@p:{{{namespace_tag(fixed)}}}" if fixed else "*"
-    return ["FT.AGGREGATE", index, query, "GROUPBY", 1, "@n", "DIALECT", 2]
+    return ["FT.AGGREGATE", index, query, "GROUPBY", 1, "@n", "DIALECT", 2, "TIMEOUT", 0]
 
 
 def _matches(namespace: tuple[str, ...], path: Sequence[str], suffix: bool) -> bool:

@@ -9,6 +9,7 @@ import redis
 
 from projectors.store_domain import STORE
 from streamsaver import StreamStore
+from streamsaver.log.keys import item_stem
 from streamsaver.ops.replay import Replayer
 
 
@@ -28,7 +29,8 @@ def test_replay_neither_resurrects_expired_items_nor_restarts_ttls(redis_url: st
     store.put(("t",), "short", {"v": 1}, ttl=0.002)  # 120 ms
     store.put(("t",), "long", {"v": 2}, ttl=10)
     store.put(("t",), "forever", {"v": 3})
-    docs = {key.rsplit(b":", 1)[1]: key for key in client.scan_iter(f"{prefix}:items:doc:*")}
+    keys = store.core.keyspace.store(store.core.keyspace.store_partition("t"))
+    docs = {name.encode(): keys.item(item_stem(("t",), name)).encode() for name in ("short", "long", "forever")}
     deadline = client.pexpiretime(docs[b"long"])
     assert deadline > 0 and client.pexpiretime(docs[b"forever"]) == -1
     assert _gone(client, docs[b"short"])

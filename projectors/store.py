@@ -5,13 +5,17 @@ An item's document is ``{"c": created, "i": {...}}``: the first put creates it w
 upsert keeps ``created_at`` without reading state. ``i`` holds the namespace (``ns`` labels,
 ``n`` escaped labels joined by '.', ``d`` depth, ``p`` a digest of every namespace prefix), the
 key ``k``, the value ``v``, ``u`` (updated, microseconds), ``t`` (TTL ms, 0: none), ``id``
-(the item's stem, ``s:k``), ``e`` (its embeddings, when it has any) and ``f``: an equality
+(the item's stem, ``s:k``), ``e`` (its embeddings, when it has any, with ``m`` the model that
+computed them and ``ep`` the put's own paths, if it gave some) and ``f``: an equality
 digest of every (path, value) pair of the value, nested keys included, so ``$eq``/``$in``/``$ne``
 are TAG queries. Namespaces match label by label through the prefix digests: ``("alice",)``
 never matches ``("malice",)``.
 
 A delete removes the document; `StorePartitionErased` purges the partition (``SS.PURGE`` over
-the set of its item stems). A TTL is the document's own (``PEXPIRE``, or ``PERSIST`` without).
+the set of its item stems). A TTL is the document's own: ``PEXPIREAT`` the put's time plus its
+TTL (`deadline_ms`), or ``PERSIST`` without. The deadline comes from the event, so a replay gives
+an item the deadline its put gave it (a reading refresh since is not logged: it is lost) and an
+item whose deadline has passed is not made again (Redis deletes a key whose deadline is past).
 """
 
 from __future__ import annotations
@@ -19,12 +23,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
+import orjson
+
 from projectors.commands import PURGE, Command
 from streamsaver.log.codec import canonical_json, escape, strict_json, tag
 from streamsaver.log.events import Event, ItemDeleted, ItemPut, StorePartitionErased
 from streamsaver.log.keys import STORE_VIEW, Keyspace, ViewName, item_stem
 
-__all__ = ["FIELDS", "VIEW", "field_tag", "namespace_tag", "project", "value_tags", "vector_field"]
+__all__ = ["FIELDS", "VIEW", "deadline_ms", "field_tag", "namespace_tag", "project", "value_tags", "vector_field"]
 
 VIEW: Final[ViewName] = STORE_VIEW
 
@@ -43,13 +49,20 @@ FIELDS: list[dict[str, Any]] = [
 sorting vector, not searchable."""
 
 
+_SCALARS = (str, int, bool, type(None))
+"""Values whose canonical JSON is their plain JSON (no float to normalise, no keys to sort)."""
+
+
 def namespace_tag(labels: Sequence[str]) -> str:
     """The digest of one namespace prefix (every label of `labels`)."""
-    return tag(canonical_json(list(labels)))
+    return tag(orjson.dumps(list(labels)))  # labels are strings: their canonical JSON
 
 
 def field_tag(path: Sequence[str], value: Any) -> str:
-    """The equality digest of the value at `path` (keys of nested objects) of an item's value."""
+    """The equality digest of the value at `path` (keys of nested objects) of an item's value:
+    of the canonical JSON of ``[path, value]``."""
+    if type(value) in _SCALARS:  # the common case, spelled without `canonical_json`'s walk
+        return tag(orjson.dumps([list(path), value]))
     return tag(canonical_json([list(path), value]))
 
 
@@ -75,7 +88,16 @@ def _document(event: ItemPut, stem: str) -> bytes:
     }
     if event.vectors:
         body["e"] = [list(vector) for vector in event.vectors]
+        body["m"] = event.model
+        if event.paths is not None:
+            body["ep"] = list(event.paths)
     return strict_json(body)
+
+
+def deadline_ms(event: ItemPut) -> int:
+    """When an expiring item's put makes it expire: the put's time (the writer's clock) plus its
+    TTL, in Unix milliseconds; or the deadline the put kept (a re-embedding's)."""
+    return event.expires_ms or event.at // 1000 + event.ttl_ms
 
 
 def vector_field(attrs: Mapping[str, Any]) -> dict[str, Any]:
@@ -91,7 +113,7 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
         keys = keyspace.store(event.log_id)
         stem = item_stem(event.namespace, event.key)
         doc = keys.item(stem)
-        expiry: Command = ("PEXPIRE", doc, str(event.ttl_ms)) if event.ttl_ms > 0 else ("PERSIST", doc)
+        expiry: Command = ("PEXPIREAT", doc, str(deadline_ms(event))) if event.ttl_ms > 0 else ("PERSIST", doc)
         return [
             ("JSON.SET", doc, "$", f'{{"c":{event.at}}}', "NX"),
             ("JSON.SET", doc, "$.i", _document(event, stem)),

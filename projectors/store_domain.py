@@ -49,9 +49,10 @@ STORE = Domain(
 """The store domain: a log per store partition, folded into the items view."""
 
 
-def with_vectors(attrs: Mapping[str, Any]) -> Domain:
-    """The store domain whose index also holds the items' embeddings (`projectors.store.vector_field`).
-    Its events, projector and keys are `STORE`'s: only what setup creates differs."""
+def with_vectors(attrs: Mapping[str, Any], text: Sequence[Mapping[str, Any]] = ()) -> Domain:
+    """The store domain whose index also holds the items' embeddings (`projectors.store.vector_field`)
+    and the `text` fields a hybrid search ranks by BM25. Its events, projector and keys are
+    `STORE`'s: only what setup creates differs."""
     [items] = STORE.views
-    view = dataclasses.replace(items, index_fields=[*store.FIELDS, store.vector_field(attrs)])
+    view = dataclasses.replace(items, index_fields=[*store.FIELDS, store.vector_field(attrs), *text])
     return dataclasses.replace(STORE, views=(view,))

@@ -14,8 +14,10 @@ from urllib.parse import urlsplit, urlunsplit
 from redis import Redis
 
 from streamsaver.demo import scenes
+from streamsaver.demo.memory_store import DIMS, MemoryStoreFacts, WordEmbeddings, long_term_memory
 from streamsaver.demo.show import Show
 from streamsaver.demo.stored import StoredFacts, command, what_is_stored
+from streamsaver.memory.sync import StreamStore
 from streamsaver.saver.sync import StreamSaver
 from streamsaver.server.embedded import EmbeddedRedis
 
@@ -43,6 +45,8 @@ class DemoReport:
     stored: StoredFacts
     middleware: MiddlewareFacts | None = None
     """The agent middleware scene (None when langchain, the ``middleware`` extra, is not installed)."""
+    long_term: MemoryStoreFacts | None = None
+    """The long-term memory scene (`streamsaver.demo.memory_store`)."""
 
 
 def run_demo(url: str | None = None, *, out: TextIO | None = None) -> DemoReport:
@@ -101,6 +105,16 @@ def _middleware_scene(client: Redis, saver: StreamSaver, show: Show) -> Middlewa
     return middleware_scene(client, saver, show)
 
 
+def _long_term(client: Redis, show: Show, prefix: str) -> MemoryStoreFacts:
+    """The long-term memory scene, on a saver and a store of its own key prefix (so the
+    checkpoint scenes' deployment stays as they left it)."""
+    saver = StreamSaver(client, prefix=prefix)
+    saver.setup()
+    store = StreamStore(client, prefix=prefix, index={"dims": DIMS, "embed": WordEmbeddings(), "fields": ["text"]})
+    store.setup()
+    return long_term_memory(saver, store, show)
+
+
 def _run(client: Redis, show: Show, url: str, embedded: bool) -> DemoReport:
     prefix = f"demo-{uuid.uuid4().hex[:8]}"
     saver = StreamSaver(client, prefix=prefix)
@@ -114,11 +128,12 @@ def _run(client: Redis, show: Show, url: str, embedded: bool) -> DemoReport:
     threads = [memory.thread_id, approval.thread_id, subgraph.thread_id, parallel.thread_id]
     stored = what_is_stored(client, saver, show, threads, detail=parallel.thread_id)
     agents = _middleware_scene(client, saver, show) if find_spec("langchain") else None
+    long_term = _long_term(client, show, f"{prefix}-memory")
     show.title("Done")
     if embedded:
         show.say("The embedded server stops now, and its data with it.")
     else:
         show.say(f"Everything stays on the server under {prefix + ':*'!r} for you to explore.")
     return DemoReport(
-        url, embedded, prefix, memory, approval, time_travel, subgraph, parallel, stored, agents
+        url, embedded, prefix, memory, approval, time_travel, subgraph, parallel, stored, agents, long_term
     )

@@ -143,12 +143,15 @@ def apply_batch_call(
 
 
 def append_batch_call(
-    domain: Domain, events: Sequence[Event], keyspace: Keyspace, views: Sequence[ViewName]
+    domain: Domain, events: Sequence[Event], keyspace: Keyspace, views: Sequence[ViewName],
+    guards: Sequence[tuple[str, str, bytes]] = (),
 ) -> list[Arg]:
     """The EVALSHA arguments that append `events` of ONE log, in order, each with its feed
     pointer and projected into `views`, all in one atomic script (``append_batch.lua``, the
     domain's `LogScripts.append_batch`); the reply is the entry ids. No repeat probe, no TTL
-    block: a domain whose events expire says so in its projections.
+    block: a domain whose events expire says so in its projections. Each of `guards` (a JSON
+    document key of the log's slot, a JSONPath, the reply ``JSON.GET`` of it must give) makes
+    the script refuse the whole append with ``STALE`` when the document changed since it was read.
 
     Raises:
         InvalidInputError: no events, events of more than one log, or a domain without the script.
@@ -171,4 +174,9 @@ def append_batch_call(
         args.append(_count(len(pointer)))
         args += pointer
         _add_view_blocks(args, domain, event, keyspace, views, declared)
+    if guards:  # after the events: their count, then (key, JSONPath, expected reply) each
+        args.append(_count(len(guards)))
+        for key, path, expected in guards:
+            args += [key, path, expected]
+            declared[key] = None
     return script.evalsha_args(list(declared), args)

@@ -172,7 +172,9 @@ class ItemPut:
     last write (or refreshing read). Logged in the store partition `log_id` of the namespace."""
 
     TYPE: ClassVar[str] = "ItemPut"
-    VERSION: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 2
+    """2: the embedding's model, the put's own paths and a kept deadline (`model`, `paths`,
+    `expires_ms`); version 1 entries (without them) read as their defaults."""
 
     log_id: str
     namespace: tuple[str, ...]
@@ -183,6 +185,14 @@ class ItemPut:
     vectors: tuple[tuple[float, ...], ...] = ()
     """The embeddings the writer computed for the item's indexed fields (one per text): replay
     never re-embeds."""
+    model: str = ""
+    """The name of the model that computed `vectors` ("" without vectors, or logged before
+    version 2): what a re-embedding compares."""
+    paths: tuple[str, ...] | None = None
+    """The put's own paths to embed (None: the index's)."""
+    expires_ms: int = 0
+    """When set (a re-embedding's put, which keeps the item's deadline), the item's deadline in
+    Unix milliseconds instead of `at` plus `ttl_ms`."""
 
     @property
     def thread_id(self) -> str:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 __all__ = [
     "BODY", "BODY_POINTER", "CHANNEL_PREFIX", "CHECKPOINT_ID", "CURRENT_CHECKPOINT", "EMPTY_TYPE", "ENTRY_ID",
-    "ITEM_KEY", "ITEM_TTL", "ITEM_VALUE", "ITEM_VECTORS", "KEPT", "LABELS", "METADATA", "NAMESPACE", "OWNER", "PARENT",
-    "PINNED", "REQUEUED_FOR", "RUNS", "SOURCE", "STRATEGY", "TASK", "TASK_PATH", "THREAD", "TYPE", "UNTIL", "VERSION",
+    "ITEM_EMBEDDING", "ITEM_EXPIRES", "ITEM_KEY", "ITEM_TTL", "ITEM_VALUE", "ITEM_VECTORS", "KEPT", "LABELS",
+    "METADATA", "NAMESPACE", "OWNER", "PARENT", "PINNED",
+    "REQUEUED_FOR", "RUNS", "SOURCE", "STRATEGY", "TASK", "TASK_PATH", "THREAD", "TYPE", "UNTIL", "VERSION",
     "VERSIONS", "WRITE_PREFIX", "WRITTEN_AT",
 ]
 
@@ -48,6 +49,11 @@ WRITTEN_AT = b"at"
 ITEM_TTL = b"ttl"
 ITEM_VECTORS = b"vectors"
 """An ItemPut's embeddings, a JSON list of float lists (absent: none)."""
+ITEM_EXPIRES = b"expires"
+"""An ItemPut's kept deadline (version 2, only when set): Unix milliseconds."""
+ITEM_EMBEDDING = b"embedding"
+"""What computed an ItemPut's embeddings (version 2, only with vectors): a JSON object with the
+model's name ``model``, the dimensions ``dims`` and, for a put's own paths, ``paths``."""
 
 EMPTY_TYPE = "empty"
 """The stored type of a channel value with a new version but no value (LangGraph's convention);

@@ -9,6 +9,7 @@ labels (``labels``), so an entry reads without the writer's code.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import orjson
 
@@ -16,6 +17,8 @@ from streamsaver.errors import EventDecodeError
 from streamsaver.log.codec import strict_json
 from streamsaver.log.events import Event, ItemDeleted, ItemPut, StorePartitionErased
 from streamsaver.log.fields import (
+    ITEM_EMBEDDING,
+    ITEM_EXPIRES,
     ITEM_KEY,
     ITEM_TTL,
     ITEM_VALUE,
@@ -53,8 +56,14 @@ def item_fields(event: Event) -> Fields:
     if isinstance(event, ItemPut):
         fields[ITEM_VALUE] = strict_json(event.value)
         fields[ITEM_TTL] = b"%d" % event.ttl_ms
+        if event.expires_ms:
+            fields[ITEM_EXPIRES] = b"%d" % event.expires_ms
         if event.vectors:
             fields[ITEM_VECTORS] = orjson.dumps([list(vector) for vector in event.vectors])
+            embedding: dict[str, Any] = {"model": event.model, "dims": len(event.vectors[0])}
+            if event.paths is not None:
+                embedding["paths"] = list(event.paths)
+            fields[ITEM_EMBEDDING] = orjson.dumps(embedding)
     return fields
 
 
@@ -71,7 +80,13 @@ def _item_put(f: Fields) -> ItemPut:
         raise ValueError("an item's value must be a JSON object")
     log_id, key = f[THREAD].decode(), f[ITEM_KEY].decode("utf-8", "surrogatepass")
     vectors = tuple(tuple(float(x) for x in vector) for vector in orjson.loads(f.get(ITEM_VECTORS, b"[]")))
-    return ItemPut(log_id, _labels(f), key, value, int(f[WRITTEN_AT]), int(f[ITEM_TTL]), vectors)
+    embedding = orjson.loads(f.get(ITEM_EMBEDDING, b"{}"))  # absent in version 1 entries
+    if not isinstance(embedding, dict):
+        raise ValueError("an ItemPut's embedding must be a JSON object")
+    paths = embedding.get("paths")
+    return ItemPut(log_id, _labels(f), key, value, int(f[WRITTEN_AT]), int(f[ITEM_TTL]), vectors,
+                   str(embedding.get("model", "")), None if paths is None else tuple(str(p) for p in paths),
+                   int(f.get(ITEM_EXPIRES, b"0")))
 
 
 def _item_deleted(f: Fields) -> ItemDeleted:
@@ -82,10 +97,10 @@ def _erased(f: Fields) -> StorePartitionErased:
     return StorePartitionErased(f[THREAD].decode())
 
 
-_DECODERS: dict[str, tuple[int, Callable[[Fields], Event]]] = {
-    ItemPut.TYPE: (ItemPut.VERSION, _item_put),
-    ItemDeleted.TYPE: (ItemDeleted.VERSION, _item_deleted),
-    StorePartitionErased.TYPE: (StorePartitionErased.VERSION, _erased),
+_DECODERS: dict[str, tuple[frozenset[int], Callable[[Fields], Event]]] = {
+    ItemPut.TYPE: (frozenset({1, ItemPut.VERSION}), _item_put),  # version 1 lacks only the embedding
+    ItemDeleted.TYPE: (frozenset({ItemDeleted.VERSION}), _item_deleted),
+    StorePartitionErased.TYPE: (frozenset({StorePartitionErased.VERSION}), _erased),
 }
 
 
@@ -105,10 +120,10 @@ def item_from_fields(
         f = dict(zip(pairs, pairs, strict=True))
     try:
         type_name, version = f[TYPE].decode(), int(f[VERSION])
-        current, decode = _DECODERS[type_name]
+        readable, decode = _DECODERS[type_name]
     except (KeyError, ValueError, UnicodeDecodeError) as exc:
         raise EventDecodeError(f"not a readable store event: {exc!r}", event_id=event_id) from exc
-    if version != current:
+    if version not in readable:
         raise EventDecodeError(f"{type_name} v{version} is not a version this streamsaver reads", event_id=event_id)
     try:
         return decode(f)

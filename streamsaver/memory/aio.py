@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.store.base import (
     NOT_PROVIDED,
     GetOp,
@@ -32,8 +33,10 @@ from streamsaver.drivers.cluster import aconnect
 from streamsaver.drivers.wire import client_options
 from streamsaver.log.keys import DEFAULT_PREFIX
 from streamsaver.memory.options import async_embedder, store_core, ttl_config
-from streamsaver.store import erasure, programs
+from streamsaver.store import erasure, programs, reembed
+from streamsaver.store.hybrid import search_op
 from streamsaver.store.validation import check_ops
+from streamsaver.store.values import encoded
 
 __all__ = ["AsyncStreamStore"]
 
@@ -48,10 +51,11 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
     def __init__(
         self, redis_client: Any, *, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
         default_ttl: float | None = None, refresh_on_read: bool = True, index: IndexConfig | None = None,
+        allow_eviction: bool = False, serde: SerializerProtocol | None = None,
     ) -> None:
         super().__init__()
         self.ttl_config = ttl_config(default_ttl, refresh_on_read)
-        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index)
+        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction, serde)
         self.index_config = index
         self._driver = AsyncDriver(redis_client, other=async_embedder(index), lane=AsyncLane.of(redis_client))
 
@@ -59,7 +63,7 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
     @asynccontextmanager
     async def from_conn_string(cls, url: str, **options: Any) -> AsyncIterator[AsyncStreamStore]:
         """A store on a new asyncio client for `url`, closed on exit."""
-        client = await aconnect(url, cluster=False, **client_options(retry_class=Retry))
+        client = await aconnect(url, cluster=None, **client_options(retry_class=Retry))
         try:
             yield cls(client, **options)
         finally:
@@ -76,6 +80,10 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
         """As `StreamStore.purge`."""
         return await self._driver.run(erasure.purge(self.core, prefix))
 
+    async def areembed(self, prefix: tuple[str, ...] = (), *, everything: bool = False) -> int:
+        """As `StreamStore.reembed` (``aembed_documents``)."""
+        return await self._driver.run(reembed.reembed(self.core, prefix, everything))
+
     async def aget(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None) -> Item | None:
         check_ops([GetOp(namespace, key)])
         return await super().aget(namespace, key, refresh_ttl=refresh_ttl)
@@ -83,8 +91,15 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
     async def asearch(
         self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
         filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0, refresh_ttl: bool | None = None,
+        hybrid: bool | None = None,
     ) -> list[SearchItem]:
+        """LangGraph's ``asearch``, with `StreamStore.search`'s `hybrid` switch (a call that
+        sets it runs as a batch of its own)."""
         check_ops([SearchOp(namespace_prefix, filter, limit, offset, query)])
+        if hybrid is not None:
+            refresh = self.core.refresh_on_read if refresh_ttl is None else refresh_ttl
+            op = search_op(SearchOp(namespace_prefix, filter, limit, offset, query, refresh), hybrid)
+            return (await self.abatch([op]))[0]  # type: ignore[return-value]
         return await super().asearch(
             namespace_prefix, query=query, filter=filter, limit=limit, offset=offset, refresh_ttl=refresh_ttl
         )
@@ -94,6 +109,7 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
         index: Literal[False] | list[str] | None = None, *, ttl: float | NotProvided | None = NOT_PROVIDED,
     ) -> None:
         check_ops([PutOp(namespace, key, value, index, None if isinstance(ttl, NotProvided) else ttl)])
+        encoded(value, self.core.serde)  # a value the serde cannot encode fails this call alone
         await super().aput(namespace, key, value, index, ttl=ttl)
 
     async def adelete(self, namespace: tuple[str, ...], key: str) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.store.base import IndexConfig, TTLConfig
 from langgraph.store.base.embed import ensure_embeddings
 
@@ -29,15 +30,14 @@ def ttl_config(default_ttl: float | None, refresh_on_read: bool) -> TTLConfig:
 
 
 def store_core(client: Any, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
-               refresh_on_read: bool = True, index: IndexConfig | None = None) -> StoreCore:
-    """The core of a store on `client`.
-
-    Raises:
-        ConfigurationError: a Redis Cluster client (the store runs on one server for now).
-    """
-    if is_cluster(client):
-        raise ConfigurationError("StreamStore runs on one Redis server; Redis Cluster is not built yet (docs/store.md)")
-    return StoreCore(prefix, partitions, refresh_on_read, VectorIndex.of(index) if index else None)
+               refresh_on_read: bool = True, index: IndexConfig | None = None,
+               allow_eviction: bool = False, serde: SerializerProtocol | None = None) -> StoreCore:
+    """The core of a store on `client` (a server or a cluster)."""
+    vectors = VectorIndex.of(index) if index else None
+    core = StoreCore(prefix, partitions, refresh_on_read, vectors, allow_eviction, cluster=is_cluster(client))
+    if serde is not None:
+        core.serde = serde
+    return core
 
 
 def _embeddings(index: IndexConfig | None) -> Embeddings | None:

@@ -8,7 +8,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from langgraph.store.base import BaseStore, IndexConfig, Op, Result
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.store.base import BaseStore, IndexConfig, Op, Result, SearchItem, SearchOp
 from redis import Redis
 
 from streamsaver.drivers.cluster import connect
@@ -17,7 +18,8 @@ from streamsaver.drivers.sync import SyncDriver
 from streamsaver.drivers.wire import client_options
 from streamsaver.log.keys import DEFAULT_PREFIX
 from streamsaver.memory.options import embedder, store_core, ttl_config
-from streamsaver.store import erasure, programs
+from streamsaver.store import erasure, programs, reembed
+from streamsaver.store.hybrid import search_op
 
 __all__ = ["StreamStore"]
 
@@ -38,6 +40,12 @@ class StreamStore(BaseStore):
             None meaning ``["$"]``; ``distance_type`` cosine, l2 or inner_product;
             ``ann_index_config`` ``{"vector_type": "flat" | "hnsw", ...}``). The embeddings are
             computed here before the write is sent, and logged with it.
+        allow_eviction: let setup accept a server whose ``maxmemory-policy`` evicts keys
+            (``allkeys-*``, ``volatile-*``): an evicted item document or log entry is lost
+            without an error. Refused by default (`EvictionPolicyError`), as by the savers.
+        serde: what encodes the parts of a value that are not plain JSON (LangChain messages,
+            datetimes, ...; `streamsaver.store.values`); default the savers' safe serializer.
+            An ``EncryptedSerializer`` encrypts those parts at rest.
 
     `put`, `delete` and `get` make one round trip each; `batch` one for all its ops (an atomic
     append per partition written, then the reads); `search` and `list_namespaces` one.
@@ -48,9 +56,10 @@ class StreamStore(BaseStore):
     def __init__(
         self, redis_client: Redis, *, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
         default_ttl: float | None = None, refresh_on_read: bool = True, index: IndexConfig | None = None,
+        allow_eviction: bool = False, serde: SerializerProtocol | None = None,
     ) -> None:
         self.ttl_config = ttl_config(default_ttl, refresh_on_read)
-        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index)
+        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction, serde)
         self.index_config = index
         self._driver = SyncDriver(redis_client, lane=Lane.of(redis_client), other=embedder(index))
 
@@ -58,7 +67,7 @@ class StreamStore(BaseStore):
     @contextmanager
     def from_conn_string(cls, url: str, **options: Any) -> Iterator[StreamStore]:
         """A store on a new client for `url` (``redis://``, ``rediss://``, ``unix://``), closed on exit."""
-        client = connect(url, cluster=False, **client_options())
+        client = connect(url, cluster=None, **client_options())
         try:
             yield cls(client, **options)
         finally:
@@ -71,6 +80,18 @@ class StreamStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         return self._driver.run(programs.batch(self.core, ops))
+
+    def search(
+        self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
+        filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0, refresh_ttl: bool | None = None,
+        hybrid: bool | None = None,
+    ) -> list[SearchItem]:
+        """LangGraph's ``search``; `hybrid` switches the BM25 ranking of a `query` on or off for
+        this call (None: on when the index config declares ``text_fields``; see
+        `streamsaver.store.hybrid`)."""
+        refresh = self.core.refresh_on_read if refresh_ttl is None else refresh_ttl
+        op = search_op(SearchOp(namespace_prefix, filter, limit, offset, query, refresh), hybrid)
+        return self.batch([op])[0]  # type: ignore[return-value]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """`batch` in a worker thread; prefer `AsyncStreamStore` in async code."""
@@ -85,3 +106,9 @@ class StreamStore(BaseStore):
     async def apurge(self, prefix: tuple[str, ...]) -> int:
         """`purge` in a worker thread."""
         return await asyncio.to_thread(self.purge, prefix)
+
+    def reembed(self, prefix: tuple[str, ...] = (), *, everything: bool = False) -> int:
+        """Embed again, with this store's embedding, every item under `prefix` whose embeddings
+        another model computed (every embedded item with `everything`), each as a logged put that
+        keeps its value, ``updated_at`` and deadline (`streamsaver.store.reembed`); how many."""
+        return self._driver.run(reembed.reembed(self.core, prefix, everything))

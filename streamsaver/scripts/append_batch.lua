@@ -4,7 +4,10 @@
 -- KEYS[1] log (stream), KEYS[2] partition feed (stream), KEYS[3] positions (hash); then every
 --         key the view ops name, declared for Redis Cluster (read from ARGV)
 -- ARGV: ne, then ne events, each: nf, nf event field/value args; np, np feed pointer args;
---       nv, then nv view blocks (view name, op count, ops: argc, args...)
+--       nv, then nv view blocks (view name, op count, ops: argc, args...); then (optional) ng
+--       and ng guards, each a JSON document key (declared in KEYS too), a JSONPath and the JSON
+--       text JSON.GET of it must reply (the append is refused with STALE, before any write,
+--       when one differs: a compare-and-set).
 -- Returns: the ids of the appended log entries, in order.
 -- When the log expires, the keys the call wrote that have no expiry of their own get its
 -- deadline (a TTL a projection set, an item's, is kept).
@@ -20,6 +23,11 @@ for _ = 1, tonumber(ARGV[1]) do
   at = at + 1 + tonumber(ARGV[at])  -- its feed pointer
   err, at = check_view_keys(at + 1, tonumber(ARGV[at]))
   if err then return err end
+end
+for g = at + 1, at + 3 * (tonumber(ARGV[at]) or 0), 3 do
+  if redis.pcall('JSON.GET', ARGV[g], ARGV[g + 1]) ~= ARGV[g + 2] then
+    return redis.error_reply('STALE the document ' .. ARGV[g] .. ' changed since it was read')
+  end
 end
 
 local ids, positions, touched = {}, {}, {KEYS[3]}

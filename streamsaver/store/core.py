@@ -8,17 +8,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, Result, SearchOp
 
 from projectors.store import VIEW
 from projectors.store_domain import STORE, with_vectors
+from streamsaver.log import setup
 from streamsaver.log.append import append_batch_call
+from streamsaver.log.codec import unescape
 from streamsaver.log.domain import Domain
 from streamsaver.log.events import ItemDeleted, ItemPut
 from streamsaver.log.keys import DEFAULT_PARTITIONS, Keyspace, item_stem
-from streamsaver.log.routing import Step
+from streamsaver.log.routing import Command, IndexTarget, Step, Topology, index_targets
+from streamsaver.log.serde import SafeSerializer
 from streamsaver.scripts import STORE_GET
-from streamsaver.store.queries import item_of, knn_request, list_request, namespaces_of, search_items, search_request
+from streamsaver.store.fanout import fanned, merged
+from streamsaver.store.hybrid import text_query, wants_text
+from streamsaver.store.knn import KnnSearch
+from streamsaver.store.queries import item_of, list_request, namespaces_of, search_items, search_request
+from streamsaver.store.values import encoded
 from streamsaver.store.vectors import VectorIndex
 
 __all__ = ["StoreCore"]
@@ -26,6 +34,9 @@ __all__ = ["StoreCore"]
 Event = ItemPut | ItemDeleted
 Vectors = Mapping[int, Sequence[tuple[float, ...]]]
 """The embeddings of a batch's puts, by the op's position in the batch."""
+
+
+_QUERIES = frozenset({"FT.AGGREGATE", "FT.SEARCH"})
 
 
 def _now_micros() -> int:
@@ -44,28 +55,45 @@ class StoreCore:
             shells hand it to LangGraph's ``BaseStore``, which resolves each op's ``refresh_ttl``).
         vectors: the vector index (None: no search by meaning).
         domain: the store domain whose index setup creates (with the vector field, if any).
+        allow_eviction: whether setup accepts a server whose maxmemory-policy evicts keys.
+        serde: what encodes the parts of values that are not plain JSON (`streamsaver.store.values`).
+        cluster: whether the store runs on Redis Cluster (its queries go to every primary).
     """
 
     prefix: str
     partitions: int | None = None
     refresh_on_read: bool = True
     vectors: VectorIndex | None = None
+    allow_eviction: bool = False
+    serde: SerializerProtocol = field(default_factory=SafeSerializer)
+    cluster: bool = False
     keyspace: Keyspace = field(init=False)
     domain: Domain = field(init=False)
+    topology: Topology | None = field(default=None, init=False)
+    """The cluster's slot map, read by setup (None: one server)."""
 
     def __post_init__(self) -> None:
         self.keyspace = Keyspace(self.prefix, self.partitions or DEFAULT_PARTITIONS)
-        self.domain = STORE if self.vectors is None else with_vectors(self.vectors.attrs)
+        self.domain = STORE if self.vectors is None else with_vectors(self.vectors.attrs, self.vectors.text)
 
     @property
     def index(self) -> str:
         """The items index."""
         return self.keyspace.index(VIEW)
 
+    @property
+    def targets(self) -> tuple[IndexTarget, ...]:
+        """Where the items index lives: one server, or one index per primary of a cluster."""
+        return index_targets(self.keyspace, VIEW, self.topology)
+
     def events(self, ops: Sequence[Op], vectors: Vectors) -> dict[str, list[Event]]:
         """The events of a batch's writes (with their `vectors`), by store partition (log id),
         in batch order; for several writes of one item only the last counts, as in LangGraph's
-        stores."""
+        stores. Values are `encoded` (their parts that are not JSON through the serde).
+
+        Raises:
+            InvalidInputError: a value with a part the serde cannot encode.
+        """
         last = {(tuple(op.namespace), op.key): (n, op) for n, op in enumerate(ops) if isinstance(op, PutOp)}
         at = _now_micros()
         by_log: dict[str, list[Event]] = {}
@@ -76,45 +104,104 @@ class StoreCore:
                 event = ItemDeleted(log_id, namespace, key, at)
             else:
                 ttl_ms = max(1, round(op.ttl * 60_000)) if op.ttl else 0
-                event = ItemPut(log_id, namespace, key, dict(op.value), at, ttl_ms, tuple(vectors.get(n, ())))
+                found = tuple(vectors.get(n, ()))
+                model = self.vectors.model if found and self.vectors is not None else ""
+                paths = tuple(op.index) if found and isinstance(op.index, list) else None
+                value = encoded(op.value, self.serde)
+                event = ItemPut(log_id, namespace, key, value, at, ttl_ms, found, model, paths)
             by_log.setdefault(log_id, []).append(event)
         return by_log
 
-    def requests(self, ops: Sequence[Op], vectors: Vectors, queries: Mapping[int, bytes]) -> list[Step]:
-        """One round trip for the whole batch: one atomic append per partition written (writes
-        first, so the batch's reads see them), then one request per read op, in op order; a
-        search with a query vector in `queries` (by op position) is a KNN search."""
-        by_log = self.events(ops, vectors)
-        steps: list[Step] = [append_batch_call(STORE, events, self.keyspace, (VIEW,)) for events in by_log.values()]
+    def knn_searches(self, ops: Sequence[Op], queries: Mapping[int, bytes]) -> dict[int, KnnSearch]:
+        """The searches by meaning among `ops`: those with a query vector in `queries` (by op
+        position), each hybrid when it ranks by text too (`streamsaver.store.hybrid.wants_text`).
+
+        Raises:
+            InvalidInputError: ``hybrid=True`` on a store without text fields.
+        """
+        text = self.vectors.text if self.vectors is not None else ()
+        searches: dict[int, KnnSearch] = {}
+        for n, op in enumerate(ops):
+            if isinstance(op, SearchOp) and n in queries:
+                clause = text_query(text, op.query or "") if wants_text(op, text) else None
+                searches[n] = KnnSearch(self.index, op, queries[n], clause, self.serde, fill=self.topology is None)
+        return searches
+
+    def reads(self, ops: Sequence[Op], knn: Mapping[int, KnnSearch]) -> list[list[Command]]:
+        """The read commands of each op, in op order (none for a write; a search by meaning in
+        `knn`, its first round trip's)."""
+        reads: list[list[Command]] = []
         for n, op in enumerate(ops):
             if isinstance(op, GetOp):
-                steps.append(self._get(op))
-            elif isinstance(op, SearchOp) and n in queries:
-                steps.append(knn_request(self.index, op, queries[n]))
+                reads.append([self._get(op)])
+            elif n in knn:
+                reads.append(knn[n].first())
             elif isinstance(op, SearchOp):
-                steps.append(search_request(self.index, op))
+                reads.append([search_request(self.index, op)])
             elif isinstance(op, ListNamespacesOp):
-                steps.append(list_request(self.index, op))
-        return steps
+                reads.append([list_request(self.index, op)])
+            else:
+                reads.append([])
+        return reads
+
+    def requests(self, ops: Sequence[Op], vectors: Vectors, reads: Sequence[Sequence[Command]]) -> list[Step]:
+        """One round trip for the whole batch: one atomic append per partition written (writes
+        first, so the batch's reads see them), then the `reads` (each query on the items index
+        on every primary of a cluster, `streamsaver.store.fanout`)."""
+        by_log = self.events(ops, vectors)
+        steps: list[Step] = [append_batch_call(STORE, events, self.keyspace, (VIEW,)) for events in by_log.values()]
+        return steps + self.fan([command for commands in reads for command in commands])
+
+    def _fanned(self, command: Command) -> list[Step]:
+        return fanned(command, self.index, self.targets) if command[0] in _QUERIES else [command]
+
+    def fan(self, commands: Sequence[Command]) -> list[Step]:
+        """The steps of `commands`: queries on the items index sent to every index of it."""
+        return [step for command in commands for step in self._fanned(command)]
+
+    def gather(self, commands: Sequence[Command], replies: Sequence[Any]) -> list[Any]:
+        """The reply of each of `commands` from the replies to their `fan` steps."""
+        answers = iter(replies)
+        return [merged(command, [next(answers) for _ in self._fanned(command)]) for command in commands]
+
+    def load_scripts(self) -> list[Step]:
+        """What a call sends on ``NOSCRIPT``: the store's scripts (on every primary of a cluster)."""
+        return setup.load_scripts(STORE.setup_scripts, self.topology)
+
+    def item_key(self, stem: str) -> str:
+        """The document key of the item whose stem (escaped labels, ':', escaped key) is `stem`."""
+        first = unescape(stem.split(":", 1)[0].split(".", 1)[0])
+        return self.keyspace.store(self.keyspace.store_partition(first)).item(stem)
 
     def _get(self, op: GetOp) -> list[str | bytes | int]:
         keys = self.keyspace.store(self.keyspace.store_partition(op.namespace[0]))
         refresh = "1" if op.refresh_ttl else "0"  # BaseStore resolved it from refresh_on_read
         return STORE_GET.evalsha_args([keys.item(item_stem(tuple(op.namespace), op.key))], [refresh])
 
-    def results(self, ops: Sequence[Op], replies: Sequence[Any]) -> list[Result]:
-        """The result of each op, in op order, from the replies to `requests`."""
+    def replies_by_op(self, ops: Sequence[Op], replies: Sequence[Any], reads: Sequence[Sequence[Command]]) -> list[
+            list[Any]]:
+        """The replies to `requests`, merged per read command and grouped by op, in op order."""
         writes = len({self.keyspace.store_partition(op.namespace[0]) for op in ops if isinstance(op, PutOp)})
-        reads = iter(replies[writes:])
+        answers = iter(self.gather([command for commands in reads for command in commands], replies[writes:]))
+        return [[next(answers) for _ in commands] for commands in reads]
+
+    def results(
+        self, ops: Sequence[Op], replies: Sequence[list[Any]], knn: Mapping[int, KnnSearch],
+        more: Mapping[int, list[Any]],
+    ) -> list[Result]:
+        """The result of each op, in op order, from its replies (`replies_by_op`) and, for a
+        search by meaning, the replies to its follow-up (`more`, see `KnnSearch.follow_up`)."""
         results: list[Result] = []
-        for op in ops:
+        for n, op in enumerate(ops):
             if isinstance(op, GetOp):
-                [document] = next(reads)
-                results.append(item_of(document))
+                [document] = replies[n][0]
+                results.append(item_of(document, self.serde))
+            elif n in knn and self.vectors is not None:
+                results.append(knn[n].page(replies[n], more.get(n, []), self.vectors.score))
             elif isinstance(op, SearchOp):
-                results.append(search_items(next(reads), self.vectors.score if self.vectors else None))
+                results.append(search_items(replies[n][0], None, self.serde))
             elif isinstance(op, ListNamespacesOp):
-                results.append(namespaces_of(next(reads), op))
+                results.append(namespaces_of(replies[n][0], op))
             else:
                 results.append(None)
         return results

@@ -13,7 +13,7 @@ append raced it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langgraph.store.base import InvalidNamespaceError
@@ -38,8 +38,8 @@ ATTEMPTS = 5
 """How many times a purge rereads the log when appends keep racing it."""
 
 
-def _reload() -> Sequence[Step]:
-    return setup.load_scripts((*STORE.setup_scripts, REWRITE))
+def _reloads(core: StoreCore) -> Callable[[], Sequence[Step]]:
+    return lambda: [*core.load_scripts(), *setup.load_scripts((REWRITE,), core.topology)]
 
 
 def under(namespace: Sequence[str], prefix: Sequence[str]) -> bool:
@@ -107,7 +107,7 @@ def purge(core: StoreCore, prefix: Sequence[str]) -> Program[int]:
     keys = core.keyspace.store(log_id)
     for _ in range(ATTEMPTS):
         reads: list[Step] = [read_log(keys.log), ["XRANGE", keys.feed, "-", "+"], ["SMEMBERS", keys.items]]
-        log_reply, feed_reply, members = yield Call(reads, _reload)
+        log_reply, feed_reply, members = yield Call(reads, _reloads(core))
         entries = decode_log(log_reply, STORE.decode)
         erase = _erase_commands(keys, labels, entries, _pointer_ids(feed_reply), members)
         if not erase:
@@ -116,7 +116,7 @@ def purge(core: StoreCore, prefix: Sequence[str]) -> Program[int]:
         guard = entries[-1][0] if entries else ""
         call = erase_call(STORE, core.keyspace, log_id, (VIEW,), guard=guard, kept=kept, erase=erase)
         try:
-            yield Call([call], _reload)
+            yield Call([call], _reloads(core))
             return len(entries) - len(kept)
         except Refused as exc:
             if not exc.starts("STALE"):

@@ -13,19 +13,15 @@ from typing import Any
 from langgraph.store.base import Op, PutOp, Result, SearchOp
 
 from projectors.store import VIEW
-from projectors.store_domain import STORE
 from streamsaver.log import setup
 from streamsaver.log.program import Call, Program
-from streamsaver.log.routing import Step
 from streamsaver.store.core import StoreCore
+from streamsaver.store.fanout import missing, with_documents
 from streamsaver.store.validation import check_ops
 from streamsaver.store.vectors import Embed, VectorIndex
 
 __all__ = ["batch", "set_up"]
 
-
-def _reload() -> Sequence[Step]:
-    return setup.load_scripts(STORE.setup_scripts)
 
 
 def _embedded(index: VectorIndex, ops: Sequence[Op]) -> Program[tuple[dict[int, Any], dict[int, bytes]]]:
@@ -48,7 +44,8 @@ def _embedded(index: VectorIndex, ops: Sequence[Op]) -> Program[tuple[dict[int, 
 
 def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     """Every op of `ops`, in one round trip (after the embeddings it needs, when the store has
-    a vector index); their results in op order.
+    a vector index; and a second when a search by meaning's page came back short, see
+    `streamsaver.store.knn`); their results in op order.
 
     Raises:
         InvalidNamespaceError, InvalidInputError: an invalid op, or an embedder's answer of the
@@ -61,12 +58,43 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     queries: dict[int, bytes] = {}
     if core.vectors is not None:
         vectors, queries = yield from _embedded(core.vectors, checked)
-    replies: list[Any] = yield Call(core.requests(checked, vectors, queries), _reload)
-    return core.results(checked, replies)
+    knn = core.knn_searches(checked, queries)
+    reads = core.reads(checked, knn)
+    sent = yield Call(core.requests(checked, vectors, reads), core.load_scripts)
+    replies = core.replies_by_op(checked, sent, reads)
+    replies = yield from _with_documents(core, replies)
+    follow = {n: commands for n, search in knn.items() if (commands := search.follow_up(replies[n]))}
+    more: dict[int, list[Any]] = {}
+    if follow:  # a search by meaning whose page came back short: one more round trip finishes it
+        commands = [command for group in follow.values() for command in group]
+        answers = iter(core.gather(commands, (yield Call(core.fan(commands), core.load_scripts))))
+        groups = yield from _with_documents(core, [[next(answers) for _ in group] for group in follow.values()])
+        more = dict(zip(follow, groups, strict=True))
+    return core.results(checked, replies, knn, more)
 
 
-def set_up(core: StoreCore, cluster: bool = False) -> Program[None]:
+def _with_documents(core: StoreCore, groups: list[list[Any]]) -> Program[list[list[Any]]]:
+    """On a cluster, `groups` of replies with the documents of their merged pages, read by key
+    in one round trip (`streamsaver.store.fanout`); on one server, `groups` as they are."""
+    if core.topology is None:
+        return groups
+    stems = sorted({stem for group in groups for reply in group for stem in missing(reply)})
+    if not stems:
+        return groups
+    documents = yield Call([["JSON.GET", core.item_key(stem)] for stem in stems], core.load_scripts)
+    found = dict(zip(stems, documents, strict=True))
+    return [[with_documents(reply, found) for reply in group] for group in groups]
+
+
+def set_up(core: StoreCore) -> Program[None]:
     """Probe the modules, fix the partition count, create the items index and load the store's
-    scripts (`streamsaver.log.setup` with the store domain). Idempotent."""
-    keyspace, _ = yield from setup.program(core.domain, core.prefix, core.partitions, (VIEW,), cluster)
-    core.keyspace = keyspace
+    scripts (`streamsaver.log.setup` with the store domain); on a cluster, read the slot map
+    and make the index on every primary. Idempotent.
+
+    Raises:
+        EvictionPolicyError: the server evicts keys and the core does not allow it.
+    """
+    keyspace, topology = yield from setup.program(
+        core.domain, core.prefix, core.partitions, (VIEW,), core.cluster, allow_eviction=core.allow_eviction
+    )
+    core.keyspace, core.topology = keyspace, topology

@@ -15,14 +15,16 @@ from datetime import datetime, timezone
 from typing import Any
 
 import orjson
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.store.base import Item, ListNamespacesOp, SearchItem, SearchOp
 
 from projectors.store import field_tag, namespace_tag
 from streamsaver.log.codec import unescape
 from streamsaver.store.validation import RANGE_OPERATORS
+from streamsaver.store.values import decoded, holds_encoded
 
 __all__ = [
-    "item_of", "knn_request", "list_request", "namespaces_of", "search_items", "search_request",
+    "item_of", "list_request", "namespaces_of", "page_request", "query_terms", "search_items", "search_request",
 ]
 
 Command = list[str | bytes | int]
@@ -49,7 +51,7 @@ def _value_path(path: Sequence[str]) -> str:
     return "@.v" + "".join(f"[{orjson.dumps(key).decode()}]" for key in path)
 
 
-def _terms(op: SearchOp) -> tuple[str, list[str]]:
+def query_terms(op: SearchOp) -> tuple[str, list[str]]:
     """The query terms of a search (prefix and equality digests; ``*`` for none) and its range
     conditions as JSONPath comparisons."""
     terms = [f"@p:{{{namespace_tag(op.namespace_prefix)}}}"] if op.namespace_prefix else []
@@ -73,52 +75,48 @@ def _ranges(ranges: list[str]) -> Command:
     return ["LOAD", 3, f"$[?({' && '.join(ranges)})].k", "AS", "r", "FILTER", "exists(@r)"]
 
 
+def page_request(
+    index: str, query: str, ranges: list[str], sort: list[str], offset: int, limit: int, params: list[Any],
+    before: Sequence[Any] = (),
+) -> Command:
+    """One ``FT.AGGREGATE`` page: the rows of `query` (then the clauses `before`, then the
+    `ranges`), sorted by `sort` (two fields and their directions), cut by `offset` and `limit`,
+    and only then their documents loaded (`search_items` reads the reply). ``TIMEOUT 0``: at
+    RediSearch's own timeout (500 ms) a query cut short answers the rows it reached as if whole."""
+    return [
+        "FT.AGGREGATE", index, query, *before, *_ranges(ranges), "SORTBY", len(sort), *sort,
+        "MAX", max(offset + limit, 1), "LIMIT", offset, limit, "LOAD", 3, "$", "AS", "doc", *params, "DIALECT", 2,
+        "TIMEOUT", 0,
+    ]
+
+
 def search_request(index: str, op: SearchOp) -> Command:
-    """The ``FT.AGGREGATE`` of a search (`search_items` reads its reply).
+    """The ``FT.AGGREGATE`` of a search: most recently updated first.
 
     The range conditions are one JSONPath filter (``$[?(@.v["age"] > 20 && ...)].k``): RedisJSON
     compares numbers as numbers and any other type as unequal, so an item whose value there is
     missing or not a number is left out instead of failing the query; its key loads only when
     every range holds, and ``FILTER exists(...)`` keeps those rows."""
-    query, ranges = _terms(op)
-    return [
-        "FT.AGGREGATE", index, query, *_ranges(ranges), "SORTBY", 4, "@u", "DESC", "@id", "ASC",
-        "MAX", op.offset + op.limit, "LIMIT", op.offset, op.limit, "LOAD", 3, "$", "AS", "doc", "DIALECT", 2,
-    ]
-
-
-KNN_WIDENING = 10
-"""With a range condition, the KNN step takes this many times the page's reach in candidates
-(ranges apply after it): a page can come back short when fewer of them hold."""
-
-
-def knn_request(index: str, op: SearchOp, vector: bytes) -> Command:
-    """The ``FT.AGGREGATE`` of a search by meaning: KNN over the items' embeddings, with the
-    prefix and equality terms as its pre-filter, nearest first (`search_items` reads it)."""
-    query, ranges = _terms(op)
-    reach = (op.offset + op.limit) * (KNN_WIDENING if ranges else 1)
-    knn = f"=>[KNN {max(reach, 1)} @e $vec AS dist]"
-    return [
-        "FT.AGGREGATE", index, (query if query == "*" else f"({query})") + knn, *_ranges(ranges),
-        "SORTBY", 4, "@dist", "ASC", "@id", "ASC", "MAX", max(reach, 1), "LIMIT", op.offset, op.limit,
-        "LOAD", 3, "$", "AS", "doc", "PARAMS", 2, "vec", vector, "DIALECT", 2,
-    ]
+    query, ranges = query_terms(op)
+    return page_request(index, query, ranges, ["@u", "DESC", "@id", "ASC"], op.offset, op.limit, [])
 
 
 def _datetime(micros: int) -> datetime:
     return datetime.fromtimestamp(micros / 1_000_000, tz=timezone.utc)
 
 
-def item_of(document: bytes | str | None) -> Item | None:
-    """The item an item document holds (None for none)."""
+def item_of(document: bytes | str | None, serde: SerializerProtocol | None = None) -> Item | None:
+    """The item an item document holds (None for none); with `serde`, its value's encoded parts
+    loaded back (`streamsaver.store.values`)."""
     if document is None:
         return None
     doc = orjson.loads(document)
     if isinstance(doc, list):  # a JSONPath reply wraps the root
         doc = doc[0]
     body = doc["i"]
+    value = decoded(body["v"], serde) if serde is not None and holds_encoded(document) else body["v"]
     return Item(
-        value=body["v"], key=body["k"], namespace=tuple(body["ns"]),
+        value=value, key=body["k"], namespace=tuple(body["ns"]),
         created_at=_datetime(doc["c"]), updated_at=_datetime(body["u"]),
     )
 
@@ -133,11 +131,14 @@ def _rows(reply: Any) -> Iterator[dict[bytes, Any]]:
         yield dict(zip(row[::2], row[1::2], strict=True))
 
 
-def search_items(reply: Any, score: Callable[[float], float] | None = None) -> list[SearchItem]:
-    """The items of a search's reply, in its order; with `score`, each scored from its ``dist``."""
+def search_items(
+    reply: Any, score: Callable[[float], float] | None = None, serde: SerializerProtocol | None = None
+) -> list[SearchItem]:
+    """The items of a search's reply, in its order; with `score`, each scored from its ``dist``;
+    with `serde`, values decoded as `item_of` does."""
     found: list[SearchItem] = []
     for row in _rows(reply):
-        item = item_of(row.get(b"doc"))
+        item = item_of(row.get(b"doc"), serde)
         if item is not None:
             value = score(float(row[b"dist"])) if score is not None and b"dist" in row else None
             found.append(SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, value))
@@ -161,7 +162,7 @@ def list_request(index: str, op: ListNamespacesOp) -> Command:
     leading labels of the prefix condition (`namespaces_of` finishes the listing)."""
     fixed = _fixed_prefix(op)
     query = f"@p:{{{namespace_tag(fixed)}}}" if fixed else "*"
-    return ["FT.AGGREGATE", index, query, "GROUPBY", 1, "@n", "DIALECT", 2]
+    return ["FT.AGGREGATE", index, query, "GROUPBY", 1, "@n", "DIALECT", 2, "TIMEOUT", 0]
 
 
 def _matches(namespace: tuple[str, ...], path: Sequence[str], suffix: bool) -> bool:

@@ -9,7 +9,6 @@ from typing import Any
 from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, Op, PutOp, SearchOp
 
 from streamsaver.errors import InvalidInputError
-from streamsaver.log.codec import strict_json
 from streamsaver.log.keys import checked_id
 
 __all__ = ["FILTER_OPERATORS", "RANGE_OPERATORS", "check_labels", "check_ops", "checked_namespace"]
@@ -77,13 +76,8 @@ def _check_filter(filter: Mapping[str, Any] | None) -> None:
 
 
 def _check_put(op: PutOp) -> None:
-    if op.value is not None:
-        if not isinstance(op.value, Mapping):
-            raise InvalidInputError(f"an item's value is a dict, not {type(op.value).__name__}")
-        try:
-            strict_json(op.value)
-        except TypeError as exc:
-            raise InvalidInputError(f"an item's value must be plain JSON: {exc}") from exc
+    if op.value is not None and not isinstance(op.value, Mapping):
+        raise InvalidInputError(f"an item's value is a dict, not {type(op.value).__name__}")
     if op.ttl is not None and (isinstance(op.ttl, bool) or not isinstance(op.ttl, (int, float)) or op.ttl <= 0):
         raise InvalidInputError(f"ttl is a positive number of minutes, not {op.ttl!r}")
 

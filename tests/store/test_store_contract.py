@@ -7,9 +7,9 @@ import asyncio
 from typing import Any
 
 import pytest
-from conftest import StoreAdapter
 from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
+from store_adapter import StoreAdapter
 
 from streamsaver.errors import InvalidInputError
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import StoreAdapter
 from langgraph.store.base import InvalidNamespaceError
+from store_adapter import StoreAdapter
 
 from projectors.store_domain import STORE
 from streamsaver.ops.replay import Replayer

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 import redis
-from conftest import StoreAdapter
 from langgraph.store.base import PutOp
+from store_adapter import StoreAdapter
 
 from projectors.store_domain import STORE
 from streamsaver import AsyncStreamStore, StreamStore

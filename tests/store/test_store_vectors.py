@@ -94,7 +94,7 @@ async def test_fields_none_embeds_the_whole_value_and_index_false_nothing(
     await store.call("put", ("docs",), "whole", {"note": "apple"})
     await store.call("put", ("docs",), "hidden", {"note": "apple"}, index=False)
     found = await store.call("search", ("docs",), query="apple")
-    assert [item.key for item in found] == ["whole"]
+    assert [(item.key, item.score is None) for item in found] == [("whole", False), ("hidden", True)]
     assert {item.key for item in await store.call("search", ("docs",), filter={"note": "apple"})} == {"whole", "hidden"}
 
 

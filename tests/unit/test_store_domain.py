@@ -24,12 +24,22 @@ KS = Keyspace("p", 8)
     "event",
     [
         ItemPut("3", ("alice", "mem ories", "é"), "k:1/2", {"a": [1, {"b": None}], "c": 2.5}, 1_700_000_000, 60_000),
+        ItemPut("1", ("a",), "k", {"t": "x"}, 5, 0, ((0.5, -1.25),), "some-model", ("t", "u[*]"), 1_800_000_000_000),
+        ItemPut("1", ("a",), "k", {"t": "x"}, 5, 0, ((0.5, -1.25),), "some-model"),
         ItemDeleted("3", ("alice",), "k", 17),
         StorePartitionErased("3"),
     ],
 )
 def test_store_events_round_trip_through_their_stored_form(event: object) -> None:
     assert item_from_fields(item_fields(event)) == event  # type: ignore[arg-type]
+
+
+def test_a_version_1_item_put_still_reads() -> None:
+    """Logs written before the embedding's model was logged replay as they are."""
+    v1 = {b"type": b"ItemPut", b"v": b"1", b"thread": b"2", b"labels": b'["a"]', b"key": b"k", b"at": b"7",
+          b"value": b'{"t":"x"}', b"ttl": b"0", b"vectors": b"[[0.5,1.0]]"}
+    assert item_from_fields(v1) == ItemPut("2", ("a",), "k", {"t": "x"}, 7, 0, ((0.5, 1.0),))
+    assert item_fields(item_from_fields(v1))[b"v"] == b"2"
 
 
 def test_every_key_of_a_batch_append_carries_the_partition_tag() -> None:
@@ -81,3 +91,14 @@ def test_a_search_applies_every_condition_before_its_limit() -> None:
 def test_invalid_ops_are_refused(op: object) -> None:
     with pytest.raises((InvalidNamespaceError, InvalidInputError)):
         check_ops([op])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    "value", ["x", "é", 0, -(2**63), 2**64 - 1, True, None, 2.0, 2.5, [1, 2.0], {"b": 1, "a": 2.0}]
+)
+def test_equality_digests_are_of_canonical_json(value: object) -> None:
+    """The fast spelling of plain values gives the canonical digest (2.0 matches 2)."""
+    from streamsaver.log.codec import canonical_json, tag
+
+    assert field_tag(("k", "n"), value) == tag(canonical_json([["k", "n"], value]))
+    assert namespace_tag(("a", "b")) == tag(canonical_json(["a", "b"]))

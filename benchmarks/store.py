@@ -1,0 +1,276 @@
+"""Issue 19's store benchmark: StreamStore side by side with InMemoryStore and
+langgraph-checkpoint-redis's RedisStore (the ``bench`` extra) on one embedded Redis, every store
+holding the same items with the same deterministic embedding (`benchmarks.store_data`).
+
+    python -m benchmarks.store [--n 10000] [--dims 64] [--samples 400] [--queries 100] [--out F]
+
+Tables (Markdown, to stdout and `--out`):
+
+1. put (an upsert of an existing item), get, a filtered search (``filter={"bucket": b}``,
+   10% of the items, limit 10), a vector search (``query=``, limit 10) and ``list_namespaces``
+   (under ``("users",)``, 100 namespaces): medians in microseconds, measured in interleaved
+   rounds so load on the machine hits every store alike, each result checked (a page of 10 of
+   the right bucket, 100 namespaces); the ratio to StreamStore.
+2. StreamStore's get against one bare ``JSON.GET`` round trip of the same item (the floor of a
+   networked store), measured interleaved.
+3. recall@10 of vector search against exact brute force (numpy), FLAT and HNSW, over the whole
+   store (no namespace prefix: a bare KNN, where HNSW is approximate) and with the 10% filter
+   (RediSearch then picks brute force over the filtered items or HNSW in batches, by the
+   filter's size), for every store; for HNSW the recall at growing ``EF_RUNTIME`` (sent in the
+   query) and the smallest giving 0.99.
+   The same for a store with ``text_fields`` (hybrid retrieval): against the vectors' exact
+   neighbours, hybrid and ``hybrid=False`` on the same items.
+4. bytes per item: the server's ``used_memory`` grown by each Redis store's fill, over the items
+   (StreamStore's includes its log and feed: the truth the views are rebuilt from).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import redis
+from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.memory import InMemoryStore
+
+from benchmarks import store_data as data
+from streamsaver import StreamStore
+from streamsaver.server.embedded import EmbeddedRedis
+from streamsaver.store.knn import KnnSearch
+from streamsaver.store.queries import search_items
+
+OPS = ("put", "get", "filtered search", "vector search", "list_namespaces")
+EF_RUNTIMES = (10, 20, 40, 80, 160, 320, 640)
+EXACT_SKIPPED_FROM = 20_000
+"""Past this many items InMemoryStore's recall is not measured: it is brute force (exact), and
+each of its searches takes seconds."""
+
+
+def index_config(embeddings: data.ClusteredEmbeddings, vector_type: str = "flat", text: bool = False) -> dict[
+        str, Any]:
+    config = {"dims": embeddings.dims, "embed": embeddings, "fields": ["text"], "distance_type": "cosine",
+              "ann_index_config": {"vector_type": vector_type}}
+    return config | {"text_fields": ["text"]} if text else config
+
+
+def fill(store: BaseStore, n: int, chunk: int = 100) -> None:
+    """Put items 0 .. n-1 into `store`, `chunk` at a time through ``batch``."""
+    ops = [PutOp(ns, k, v) for ns, k, v in data.items(n)]
+    for at in range(0, n, chunk):
+        store.batch(ops[at : at + chunk])
+
+
+def _calls(store: BaseStore, n: int, rng: random.Random) -> dict[str, Callable[[], Any]]:
+    """One fresh call of each op (random item, bucket or query), with its check."""
+    i, b, j = rng.randrange(n), rng.randrange(data.BUCKETS), rng.randrange(10_000)
+
+    def filtered() -> None:
+        found = store.search(("users",), filter={"bucket": b}, limit=10)
+        assert len(found) == 10 and all(item.value["bucket"] == b for item in found), "short or wrong page"
+
+    def listed() -> None:
+        assert len(store.list_namespaces(prefix=("users",), limit=1000)) == data.NAMESPACES, "namespaces missing"
+
+    return {
+        "put": lambda: store.put(data.namespace(i), data.key(i), data.value(i)),
+        "get": lambda: store.get(data.namespace(i), data.key(i)),
+        "filtered search": filtered,
+        "vector search": lambda: store.search(("users",), query=data.query(j), limit=10),
+        "list_namespaces": listed,
+    }
+
+
+def _timed(call: Callable[[], Any]) -> tuple[float, bool]:
+    """The microseconds `call` took, and whether its result passed its check."""
+    start = time.perf_counter()
+    try:
+        call()
+    except AssertionError:
+        return (time.perf_counter() - start) * 1e6, False
+    return (time.perf_counter() - start) * 1e6, True
+
+
+def measure_ops(stores: dict[str, BaseStore], n: int, samples: int, rounds: int = 5) -> dict[str, dict[str, Any]]:
+    """Median microseconds of each op per store, and whether every result passed its check, in
+    `rounds` interleaved rounds; the order of stores rotates each round."""
+    times: dict[str, dict[str, list[float]]] = {name: {op: [] for op in OPS} for name in stores}
+    failed: dict[str, set[str]] = {name: set() for name in stores}
+    rng = random.Random(7)
+    names = list(stores)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[: r % len(names)]:
+            for op in OPS:
+                reps = samples // rounds if op in ("put", "get") else max(samples // (rounds * 4), 5)
+                for _ in range(reps):
+                    took, ok = _timed(_calls(stores[name], n, rng)[op])
+                    times[name][op].append(took)
+                    if not ok:
+                        failed[name].add(op)
+    return {name: {op: (statistics.median(times[name][op]), op not in failed[name]) for op in OPS} for name in stores}
+
+
+def get_floor(client: redis.Redis, store: StreamStore, n: int, samples: int) -> tuple[float, float]:
+    """Medians of StreamStore's get and of a bare ``JSON.GET`` of the same item, interleaved."""
+    rng = random.Random(11)
+    gets, bare = [], []
+    for _ in range(samples):
+        i = rng.randrange(n)
+        namespace, key = data.namespace(i), data.key(i)
+        doc = store.core.keyspace.store(store.core.keyspace.store_partition(namespace[0])).item(
+            f"{'.'.join(namespace)}:{key}")
+        gets.append(_timed(lambda ns=namespace, k=key: store.get(ns, k))[0])
+        bare.append(_timed(lambda d=doc: client.execute_command("JSON.GET", d))[0])
+    return statistics.median(gets), statistics.median(bare)
+
+
+def recall(store: BaseStore, embeddings: data.ClusteredEmbeddings, vectors: Any, queries: int,
+           filtered: bool, **options: Any) -> str:
+    """Mean recall@10 of `store`'s vector search against exact brute force, over the whole store
+    (no namespace prefix; a store that fails such a search is asked under ``("users",)``, which
+    holds every item, and the figure is marked *)."""
+    hits, mark = 0, ""
+    for j in range(queries):
+        bucket = j % data.BUCKETS if filtered else None
+        want = data.exact_top(embeddings, vectors, data.query(j), 10, bucket)
+        search = {"query": data.query(j), "limit": 10, "filter": {"bucket": bucket} if filtered else None, **options}
+        try:
+            found = store.search((), **search)  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001 - the peer's search fails on an empty prefix
+            found, mark = store.search(("users",), **search), "*"  # type: ignore[arg-type]
+        hits += len(want & {item.key for item in found})
+    return f"{hits / (10 * queries):.3f}{mark}"
+
+
+def hnsw_sweep(client: redis.Redis, store: StreamStore, embeddings: data.ClusteredEmbeddings, vectors: Any,
+               queries: int, filtered: bool) -> dict[int, float]:
+    """Recall@10 of the HNSW store at each ``EF_RUNTIME`` (sent in the query itself)."""
+    from langgraph.store.base import SearchOp
+
+    assert store.core.vectors is not None
+    out: dict[int, float] = {}
+    for ef in EF_RUNTIMES:
+        hits = 0
+        for j in range(queries):
+            bucket = j % data.BUCKETS if filtered else None
+            op = SearchOp((), {"bucket": bucket} if filtered else None, 10, 0, data.query(j))
+            blob = store.core.vectors.blob(embeddings.embed_query(data.query(j)))
+            request = KnnSearch(store.core.index, op, blob).first()[-1]
+            request = [f"{a[:-len(' AS dist]')]} EF_RUNTIME {ef} AS dist]" if isinstance(a, str) and
+                       a.endswith(" AS dist]") else a for a in request]
+            found = search_items(client.execute_command(*request))
+            hits += len(data.exact_top(embeddings, vectors, data.query(j), 10, bucket) & {i.key for i in found})
+        out[ef] = hits / (10 * queries)
+    return out
+
+
+def _table(header: Iterable[str], rows: Iterable[Iterable[Any]]) -> str:
+    head = list(header)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _cell(measured: tuple[float, bool], base: tuple[float, bool]) -> str:
+    us, ok = measured
+    return f"{us:,.0f} µs ({us / base[0]:.2f}x)" + ("" if ok else " **wrong results**")
+
+
+def _used(client: redis.Redis) -> int:
+    return int(client.info("memory")["used_memory"])
+
+
+def _filled(client: redis.Redis, make: Callable[[], BaseStore], n: int) -> tuple[BaseStore, float]:
+    before = _used(client)
+    store = make()
+    fill(store, n)
+    return store, (_used(client) - before) / n
+
+
+def run(n: int, dims: int, samples: int, queries: int) -> str:
+    """The four tables, as Markdown."""
+    embeddings = data.ClusteredEmbeddings(dims)
+    vectors = data.matrix(embeddings, n)
+    out: list[str] = [f"# Store benchmark: {n:,} items, {dims} dims, {samples} samples per op\n"]
+    with EmbeddedRedis() as server:
+        client = redis.Redis.from_url(server.url, socket_timeout=600)  # an HNSW fill's batch takes long
+
+        def ours(kind: str, text: bool = False) -> StreamStore:
+            config = index_config(embeddings, kind, text)
+            store = StreamStore(client, prefix=f"b{uuid.uuid4().hex[:8]}", index=config)  # type: ignore[arg-type]
+            store.setup()
+            return store
+
+        stores: dict[str, BaseStore] = {}
+        sizes: dict[str, float] = {}
+        stores["StreamStore"], sizes["StreamStore (FLAT)"] = _filled(client, lambda: ours("flat"), n)
+        stores["InMemoryStore"] = InMemoryStore(index=index_config(embeddings))  # type: ignore[arg-type]
+        fill(stores["InMemoryStore"], n)
+        peer = _peer(client, embeddings)
+        if peer is not None:
+            stores["RedisStore (peer)"], sizes["RedisStore (peer)"] = _filled(client, lambda: peer, n)
+        hnsw, sizes["StreamStore (HNSW)"] = _filled(client, lambda: ours("hnsw"), n)
+        hybrid, sizes["StreamStore (FLAT, text_fields)"] = _filled(client, lambda: ours("flat", True), n)
+        medians = measure_ops(stores, n, samples)
+        base = medians["StreamStore"]
+        out.append("## Ops (median; ratio to StreamStore)\n")
+        out.append(_table(["store", *OPS], [[name, *(_cell(row[op], base[op]) for op in OPS)]
+                                            for name, row in medians.items()]))
+        get, bare = get_floor(client, stores["StreamStore"], n, samples)  # type: ignore[arg-type]
+        out.append(f"\n\nStreamStore get {get:,.0f} µs against one bare JSON.GET of the same item {bare:,.0f} µs: "
+                   f"{get / bare:.2f}x.\n")
+        out.append("## Recall@10 against exact brute force\n")
+        rows = []
+        for name, store in {**stores, "StreamStore (HNSW, default ef_runtime)": hnsw}.items():
+            label = f"{name} (FLAT)" if name == "StreamStore" else name
+            if isinstance(store, InMemoryStore) and n > EXACT_SKIPPED_FROM:
+                rows.append([label, "exact by construction (not measured)", "exact by construction (not measured)"])
+                continue
+            rows.append([label, *(recall(store, embeddings, vectors, queries, f) for f in (False, True))])
+        for label, switch in (("hybrid: BM25 + vectors, RRF", True), ("hybrid=False: vectors alone", False)):
+            rows.append([f"StreamStore (FLAT, text_fields) {label}",
+                         *(recall(hybrid, embeddings, vectors, queries, f, hybrid=switch) for f in (False, True))])
+        out.append(_table(["store", "no filter", "filter keeping 10%"], rows))
+        out.append("\n\n(* the store fails a search without a namespace prefix: asked under (\"users\",))")
+        for filtered in (False, True):
+            sweep = hnsw_sweep(client, hnsw, embeddings, vectors, queries, filtered)  # type: ignore[arg-type]
+            enough = next((ef for ef, r in sweep.items() if r >= 0.99), None)
+            cells = ", ".join(f"{ef}: {r:.3f}" for ef, r in sweep.items())
+            out.append(f"\n\nHNSW {'with' if filtered else 'without'} the filter, recall by EF_RUNTIME: {cells}; "
+                       f"0.99 from EF_RUNTIME {enough}.")
+        out.append("\n\n## Bytes per item (server used_memory)\n")
+        out.append(_table(["store", "bytes per item"], [[name, f"{b:,.0f}"] for name, b in sizes.items()]))
+    return "\n".join(out) + "\n"
+
+
+def _peer(client: redis.Redis, embeddings: data.ClusteredEmbeddings) -> BaseStore | None:
+    try:
+        from langgraph.store.redis import RedisStore
+    except ImportError:
+        return None
+    peer = RedisStore(client, index=index_config(embeddings))  # type: ignore[arg-type]
+    peer.setup()
+    return peer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=10_000, help="items per store (default 10,000)")
+    parser.add_argument("--dims", type=int, default=64, help="embedding dimensions (default 64)")
+    parser.add_argument("--samples", type=int, default=400, help="put and get samples per store (default 400)")
+    parser.add_argument("--queries", type=int, default=100, help="queries per recall figure (default 100)")
+    parser.add_argument("--out", help="also write the report to this file")
+    args = parser.parse_args()
+    report = run(args.n, args.dims, args.samples, args.queries)
+    print(report)
+    if args.out:
+        with open(args.out, "w") as handle:
+            handle.write(report)
+
+
+if __name__ == "__main__":
+    main()

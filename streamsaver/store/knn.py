@@ -1,0 +1,132 @@
+"""Search by meaning, without I/O: the requests of a ``search(query=...)`` and how their replies
+become one page.
+
+A page follows LangGraph's semantics: the items with embeddings, nearest first (scored), then
+the items without one (``index=False``, or no text at the index's paths), most recently updated
+first, unscored; ``offset`` and ``limit`` cut that one sequence, and every filter condition
+holds for every item of it. With text fields, the scored part is the fusion of the vector and
+the BM25 rankings (`streamsaver.store.hybrid`).
+
+The first round trip asks for the page's reach (``offset + limit``) of nearest items: a KNN whose
+pre-filter is the namespace prefix and the equality terms. A range condition (``$gt`` ...) is
+not an indexed field, so it applies to the KNN's candidates: the KNN then takes ten times the
+reach, and the same round trip counts the items the pre-filter keeps. Most pages are full after
+it. A short page means one of two things, told apart exactly: the KNN ran out of candidates
+(every item with an embedding is in it: the items without one follow), or the ranges rejected
+too many of its candidates (the KNN runs again over every item the pre-filter keeps, so no
+item that passes them is missed). Either way one more round trip finishes the page, so pages
+are never short while matching items remain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.store.base import SearchItem, SearchOp
+
+from streamsaver.store.hybrid import fuse
+from streamsaver.store.queries import Command, page_request, query_terms, search_items
+
+__all__ = ["KNN_WIDENING", "KnnSearch"]
+
+KNN_WIDENING = 10
+"""With a range condition, the first KNN takes this many times the page's reach in candidates."""
+FUSION_DEPTH = 2
+"""A hybrid search fuses rankings this many times the page's reach deep (at least 10)."""
+
+
+def _count(reply: Any) -> int:
+    """The total of an ``FT.SEARCH ... LIMIT 0 0`` reply (RESP2 or RESP3)."""
+    if isinstance(reply, dict):
+        return int(reply[b"total_results"])
+    return int(reply[0])
+
+
+@dataclass(frozen=True)
+class KnnSearch:
+    """One ``search(query=...)`` op against the index `index`, with its query vector `vector`
+    and, for a hybrid search, its full-text clause `text` (`streamsaver.store.hybrid.text_query`);
+    `serde` decodes the values (`streamsaver.store.values`)."""
+
+    index: str
+    op: SearchOp
+    vector: bytes
+    text: str | None = None
+    serde: SerializerProtocol | None = None
+    fill: bool = True
+    """Whether a short page is filled with the items without embeddings (not on a cluster)."""
+
+    @property
+    def reach(self) -> int:
+        return self.op.offset + self.op.limit
+
+    @property
+    def _rows(self) -> int:
+        """How many of each ranking the page needs: its reach, or the fusion's depth."""
+        return self.reach if self.text is None else max(self.reach * FUSION_DEPTH, 10)
+
+    @property
+    def _ranged(self) -> bool:
+        return bool(query_terms(self.op)[1])
+
+    def _knn(self, candidates: int) -> Command:
+        """The `candidates` nearest items the pre-filter keeps, the ranges applied to them, the
+        first rows that pass, nearest first (the item's stem breaking ties)."""
+        query, ranges = query_terms(self.op)
+        knn = f"=>[KNN {max(candidates, 1)} @e $vec AS dist]"
+        body = (query if query == "*" else f"({query})") + knn
+        return page_request(self.index, body, ranges, ["@dist", "ASC", "@id", "ASC"], 0, self._rows,
+                            ["PARAMS", 2, "vec", self.vector])
+
+    def _ranked(self, text: str) -> Command:
+        """The items the pre-filter and ranges keep that match `text`, best BM25 first."""
+        query, ranges = query_terms(self.op)
+        body = text if query == "*" else f"({query}) {text}"
+        return page_request(self.index, body, ranges, ["@__score", "DESC", "@id", "ASC"], 0, self._rows, [],
+                            before=["ADDSCORES"])
+
+    def _unscored(self, count: int) -> Command:
+        """The first `count` items without embeddings that match, most recently updated first."""
+        query, ranges = query_terms(self.op)
+        missing = ["LOAD", 3, "$.i.e", "AS", "ev", "FILTER", "!exists(@ev)"]
+        return page_request(self.index, query, ranges, ["@u", "DESC", "@id", "ASC"], 0, count, [], before=missing)
+
+    def first(self) -> list[Command]:
+        """The first round trip: with ranges, the count of the pre-filter's items; the KNN; for
+        a hybrid search, the text ranking."""
+        steps: list[Command] = []
+        if self._ranged:
+            steps.append(["FT.SEARCH", self.index, query_terms(self.op)[0], "LIMIT", 0, 0, "DIALECT", 2, "TIMEOUT", 0])
+        steps.append(self._knn(self._rows * (KNN_WIDENING if self._ranged else 1)))
+        if self.text is not None:
+            steps.append(self._ranked(self.text))
+        return steps
+
+    def _scored(self, first: Sequence[Any], more: Sequence[Any], score: Callable[[float], float] | None) -> list[
+            SearchItem]:
+        knn = search_items(more[0] if len(more) == 2 else first[int(self._ranged)], score, self.serde)
+        if self.text is None:
+            return knn
+        return fuse([knn, search_items(first[-1], None, self.serde)])
+
+    def follow_up(self, replies: Sequence[Any]) -> list[Command]:
+        """What finishes a short page after the first round trip's `replies` (none: it is whole)."""
+        if self.op.limit == 0 or len(self._scored(replies, [], None)) >= self.reach:
+            return []
+        steps: list[Command] = []
+        if self._ranged and _count(replies[0]) > self._rows * KNN_WIDENING:
+            steps.append(self._knn(_count(replies[0])))
+        if self.fill:
+            steps.append(self._unscored(self.reach))
+        return steps
+
+    def page(self, first: Sequence[Any], more: Sequence[Any], score: Callable[[float], float]) -> list[SearchItem]:
+        """The page from the first round trip's replies and the follow-up's (`more`, maybe none)."""
+        scored = self._scored(first, more, score)
+        seen = {(tuple(item.namespace), item.key) for item in scored}
+        unscored = [item for item in (search_items(more[-1], None, self.serde) if more and self.fill else [])
+                    if (tuple(item.namespace), item.key) not in seen]
+        return [*scored, *unscored][self.op.offset : self.reach]

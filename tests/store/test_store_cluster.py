@@ -1,0 +1,74 @@
+"""The store on Redis Cluster (the embedded 3-primary cluster): writes and gets stay in their
+partition's slot; search, search by meaning and list_namespaces ask every primary's index and
+merge, so pages, order and listings equal what one server gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio
+from langgraph.store.base import PutOp, SearchOp
+from redis.cluster import RedisCluster
+
+from streamsaver import AsyncStreamStore, StreamStore
+from streamsaver.errors import ConfigurationError
+from tests.store.test_store_vectors import DIMS, embed
+
+INDEX = {"dims": DIMS, "embed": embed, "fields": ["text"], "text_fields": ["text"]}
+USERS = [f"user{n}" for n in range(12)]  # first labels spread over the partitions, so over the primaries
+
+
+def _ops() -> list[PutOp]:
+    return [PutOp((user, "facts"), f"k{n}", {"text": "apple " * (n + 1) + "kiwi " * (6 - n), "n": n})
+            for user in USERS for n in range(6)]
+
+
+def _pages(search: Any, size: int, **query: Any) -> list[tuple[tuple[str, ...], str]]:
+    found: list[tuple[tuple[str, ...], str]] = []
+    for offset in range(0, 80, size):
+        found += [(tuple(item.namespace), item.key) for item in search((), limit=size, offset=offset, **query)]
+    return found
+
+
+def test_the_store_on_a_cluster_answers_as_one_server_does(cluster_url: str, redis_url: str, prefix: str) -> None:
+    on_cluster = StreamStore(RedisCluster.from_url(cluster_url), prefix=prefix, index=INDEX)  # type: ignore[arg-type]
+    on_server = StreamStore(redis.Redis.from_url(redis_url), prefix=prefix, index=INDEX)  # type: ignore[arg-type]
+    for store in (on_cluster, on_server):
+        store.setup()
+        store.batch(_ops())
+    assert len(on_cluster.core.targets) == 3
+    item = on_cluster.get(("user3", "facts"), "k2")
+    assert item is not None and item.value["n"] == 2
+    for query in ({}, {"filter": {"n": 2}}, {"query": "apple", "hybrid": False},
+                  {"query": "kiwi", "filter": {"n": 3}, "hybrid": False}):
+        whole = on_server.search((), limit=100, **query)
+        assert [(i.namespace, i.key) for i in on_cluster.search((), limit=100, **query)] == [
+            (i.namespace, i.key) for i in whole]
+        assert _pages(on_cluster.search, 7, **query) == [(tuple(i.namespace), i.key) for i in whole]
+    # BM25 weighs words by each primary's own statistics: the fused order may differ, not the items
+    fused = on_cluster.search((), query="apple kiwi", limit=100)
+    assert sorted((tuple(i.namespace), i.key) for i in fused) == sorted((op.namespace, op.key) for op in _ops())
+    with pytest.raises(ConfigurationError, match="range"):
+        on_cluster.batch([PutOp(("user0", "facts"), "new", {"n": 1}), SearchOp((), {"n": {"$gt": 1}})])
+    assert on_cluster.get(("user0", "facts"), "new") is None  # refused before anything was sent
+    assert on_cluster.list_namespaces(limit=100) == on_server.list_namespaces(limit=100) == sorted(
+        (user, "facts") for user in USERS)
+    assert on_cluster.list_namespaces(prefix=("user3",)) == [("user3", "facts")]
+    on_cluster.delete(("user3", "facts"), "k2")
+    assert on_cluster.get(("user3", "facts"), "k2") is None
+    assert on_cluster.purge(("user4",)) == 6 and on_cluster.search(("user4",)) == []
+
+
+@pytest.mark.asyncio
+async def test_the_async_store_on_a_cluster(cluster_url: str, prefix: str) -> None:
+    client = redis.asyncio.RedisCluster.from_url(cluster_url)
+    store = AsyncStreamStore(client, prefix=prefix, index=INDEX)  # type: ignore[arg-type]
+    await store.setup()
+    await store.abatch(_ops())
+    found = await store.asearch((), filter={"n": 5}, limit=100)
+    assert sorted(i.namespace[0] for i in found) == sorted(USERS)
+    assert [i.key for i in await store.asearch((), query="apple", limit=3, hybrid=False)] == ["k5", "k5", "k5"]
+    assert await store.areembed(("user1",), everything=True) == 6
+    await client.aclose()

@@ -1,4 +1,5 @@
-#!lua
+#!lua flags=allow-oom
+-- Flagged allow-oom: it only reads and moves expiries, so a full server (noeviction) still serves gets.
 -- store_get: the item documents of KEYS (nil for a missing one); with ARGV[1] == '1', each
 -- found item that expires gets its own TTL again (its document's '$.i.t', ms): a refreshing read.
 -- Returns: one JSON text (or nil) per key, in order.

@@ -5,12 +5,14 @@ The tree::
     StreamSaverError                 base of everything below
     ├── ConfigurationError           a saver or client set up in a way that cannot work
     │   ├── MissingModuleError       the Redis server lacks RediSearch or RedisJSON
-    │   └── EvictionPolicyError      the server evicts keys when full, and the user did not allow it
+    │   ├── EvictionPolicyError      the server evicts keys when full, and the user did not allow it
+    │   └── IndexMissingError        an index is gone and this user may not create it (run setup as admin)
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
     │   └── ThreadExistsError        copy_thread was refused: the target thread already has a log
     ├── ConcurrentChangeError        a log rewrite (prune, delete_for_runs) kept racing new appends
     ├── EventDecodeError             a stored event cannot be read (unknown type or version, bad field)
     │   └── PayloadDecodeError       (also ValueError) a payload a view points at is missing or unreadable
+    ├── IndexNotReadyError           a listing's index was still indexing when the wait for it ran out
     ├── DurabilityError              an append was made but not confirmed durable (AOF fsync, replica)
     ├── ServerUnavailableError       (also ConnectionError) the server could not be reached or is loading
     │   └── ServerTimeoutError       (also TimeoutError) the server did not answer within the timeout
@@ -38,6 +40,8 @@ __all__ = [
     "EventDecodeError",
     "EvictionPolicyError",
     "ExportFileError",
+    "IndexMissingError",
+    "IndexNotReadyError",
     "InvalidInputError",
     "MissingModuleError",
     "PayloadDecodeError",
@@ -74,6 +78,18 @@ class EvictionPolicyError(ConfigurationError):
     """`setup()` was refused: the server's ``maxmemory-policy`` (``allkeys-*``, ``volatile-*``)
     deletes keys when memory is full, which loses acknowledged checkpoints and the deployment's
     settings without an error. Set ``noeviction``, or pass ``allow_eviction=True``."""
+
+
+class IndexMissingError(ConfigurationError):
+    """An index the deployment reads is missing (never set up, dropped or lost) and the
+    connected user may not create it (the runtime ACL grants no ``FT.CREATE``): run `setup()`
+    or ``streamsaver setup`` as the deployment's admin user (docs/security.md)."""
+
+
+class IndexNotReadyError(StreamSaverError):
+    """A listing's index was still indexing the documents already there (just created, or
+    re-created after it was lost) when the bounded wait for it ran out: an answer would have
+    missed some of them, so none was given. Call again later."""
 
 
 class InvalidInputError(StreamSaverError, ValueError):

@@ -18,7 +18,7 @@ import time
 from collections.abc import Generator, Sequence
 from typing import Any
 
-from streamsaver.errors import ConfigurationError, EvictionPolicyError, MissingModuleError
+from streamsaver.errors import ConfigurationError, EvictionPolicyError, IndexMissingError, MissingModuleError
 from streamsaver.log.domain import Domain, ScriptRef
 from streamsaver.log.indexes import (
     create_indexes,
@@ -27,6 +27,7 @@ from streamsaver.log.indexes import (
     indexed_views,
     list_indexes,
     older_indexes,
+    own_index_names,
     still_indexing,
     view_index_infos,
 )
@@ -120,12 +121,20 @@ def _out_of_memory(reply: Any) -> bool:
     return isinstance(reply, Exception) and "maxmemory" in str(reply)
 
 
+def _not_permitted(reply: Any) -> bool:
+    return isinstance(reply, Exception) and "no permissions" in str(reply).lower()
+
+
 def _is_unknown_command(reply: Any) -> bool:
     return isinstance(reply, Exception) and "unknown command" in str(reply).lower()
 
 
-def read_probe(prefix: str, partitions: int | None, replies: Sequence[Any]) -> tuple[Keyspace, list[set[str]]]:
-    """The deployment's keyspace and the index names that already exist (per primary).
+def read_probe(
+    prefix: str, partitions: int | None, replies: Sequence[Any]
+) -> tuple[Keyspace, list[set[str]] | None]:
+    """The deployment's keyspace and the index names that already exist (per primary); None
+    for the names when the user may not list the indexes (``FT._LIST``, which names every
+    tenant's): `own_indexes` asks after the deployment's own.
 
     Raises:
         MissingModuleError: RediSearch or RedisJSON is missing.
@@ -137,9 +146,13 @@ def read_probe(prefix: str, partitions: int | None, replies: Sequence[Any]) -> t
         raise MissingModuleError("RediSearch (search)", "FT._LIST")
     if _is_unknown_command(json_probe):
         raise MissingModuleError("RedisJSON (ReJSON)", "JSON.TYPE")
+    # A runtime user may not list every tenant's indexes (docs/security.md): `program` asks
+    # after its own instead.
+    listed = not any(_not_permitted(reply) for reply in lists)
     # A full server (noeviction) refuses the write of the settings: reading needs none once they
     # exist. The memory settings' reply is read by `check_eviction`.
     checked = [*lists, json_probe, stored] if stored is not None and _out_of_memory(created) else replies[:-1]
+    checked = checked if listed else checked[len(lists):]
     for reply in checked:
         if isinstance(reply, Exception):
             raise ConfigurationError(f"setup was refused by the server: {reply}") from reply
@@ -149,7 +162,7 @@ def read_probe(prefix: str, partitions: int | None, replies: Sequence[Any]) -> t
             f"this deployment ({prefix!r}) was set up with {stored_partitions} partitions; "
             f"it cannot be opened with {partitions} (omit `partitions` to use the stored count)"
         )
-    return Keyspace(prefix, stored_partitions), index_names(lists)
+    return Keyspace(prefix, stored_partitions), index_names(lists) if listed else None
 
 
 def load_scripts(scripts: Sequence[ScriptRef], topology: Topology | None = None) -> list[Step]:
@@ -172,10 +185,16 @@ def read_created(replies: Sequence[Any]) -> None:
     """Check round trip 2; an index another process created meanwhile is fine.
 
     Raises:
+        IndexMissingError: an index is missing and the user may not create it.
         ConfigurationError: an index or script could not be created.
     """
     for reply in replies:
         if isinstance(reply, Exception) and "already exists" not in str(reply).lower():
+            if _not_permitted(reply) and "ft.create" in str(reply).lower():
+                raise IndexMissingError(
+                    f"an index of this deployment is missing and this user may not create it ({reply}): run "
+                    "setup() or `streamsaver setup` as the deployment's admin user (docs/security.md)"
+                ) from reply
             raise ConfigurationError(f"setup could not create an index or load a script: {reply}") from reply
 
 
@@ -196,7 +215,8 @@ def program(
         EvictionPolicyError: see `check_eviction`.
     """
     topology = yield from read_topology(prefix, cluster)
-    keyspace, existing = yield from _probe(prefix, partitions, topology, allow_eviction)
+    keyspace, listed = yield from _probe(prefix, partitions, topology, allow_eviction)
+    existing = listed if listed is not None else (yield from own_indexes(domain, keyspace, views, topology))
     requests = create_requests(domain, keyspace, views, existing, topology)
     read_created((yield requests))
     commands = [step.command if isinstance(step, Routed) else step for step in requests]
@@ -224,7 +244,7 @@ def program(
 
 def _probe(
     prefix: str, partitions: int | None, topology: Topology | None, allow_eviction: bool
-) -> Program[tuple[Keyspace, list[set[str]]]]:
+) -> Program[tuple[Keyspace, list[set[str]] | None]]:
     """`read_probe` of the probe's replies; a refused probe takes back the partition count it
     stored, so that a retry (after the modules are installed, or by an import, which wants an
     empty prefix) finds the prefix as it was."""
@@ -236,6 +256,18 @@ def _probe(
         if replies[-3] == 1:  # HSETNX: this probe created the settings
             yield [["HDEL", Keyspace(prefix).meta, "partitions"]]
         raise
+
+
+def own_indexes(
+    domain: Domain, keyspace: Keyspace, views: Sequence[ViewName], topology: Topology | None
+) -> Program[list[set[str]]]:
+    """`index_names` for a user who may not list every tenant's indexes: one round trip of
+    ``FT.INFO`` on the deployment's own (`own_index_names`)."""
+    indexed = indexed_views(domain, views)
+    if not indexed:
+        return [set() for _ in range(1 if topology is None else len(topology.shards))]
+    replies = yield view_index_infos(keyspace, indexed, topology)
+    return own_index_names(keyspace, indexed, topology, replies)
 
 
 def _indexed(infos: list[Step]) -> Program[None]:

@@ -20,12 +20,13 @@ def test_error_tree() -> None:
     e = streamsaver.errors
     assert sorted(e.__all__) == sorted(
         ["ConcurrentChangeError", "ConfigurationError", "DurabilityError", "EmbeddedServerError", "EventDecodeError",
-         "EvictionPolicyError",
+         "EvictionPolicyError", "IndexMissingError", "IndexNotReadyError",
          "ExportFileError", "InvalidInputError", "MissingModuleError", "PayloadDecodeError", "ReplayJobError",
          "ServerTimeoutError", "ServerUnavailableError", "StreamSaverError", "TargetNotEmptyError", "ThreadExistsError"]
     )
     assert issubclass(e.InvalidInputError, ValueError)
     assert issubclass(e.MissingModuleError, e.ConfigurationError)
+    assert issubclass(e.IndexMissingError, e.ConfigurationError)
     assert issubclass(e.ServerTimeoutError, e.ServerUnavailableError)
     assert issubclass(e.ServerTimeoutError, TimeoutError) and issubclass(e.ServerUnavailableError, ConnectionError)
     assert all(issubclass(getattr(e, n), e.StreamSaverError) for n in e.__all__)

@@ -134,7 +134,7 @@ def cluster_enabled(url: str, options: Mapping[str, Any] | None = None) -> bool:
     `client_options`, so a dropped connection or a server still loading is asked again."""
     client = redis.Redis.from_url(url, **client_options(options))
     try:
-        return _cluster_mode(client.execute_command("HELLO"))
+        return _cluster_mode(cast(Any, client).execute_command("HELLO"))
     except ResponseError:  # a server older than Redis 6 (no HELLO)
         return bool(int(client.info("cluster").get("cluster_enabled", 0)))
     finally:
@@ -162,7 +162,7 @@ async def acluster_enabled(url: str, options: Mapping[str, Any] | None = None) -
     """`cluster_enabled` with an asyncio client."""
     client = redis.asyncio.Redis.from_url(url, **client_options(options, retry_class=AsyncRetry))
     try:
-        return _cluster_mode(await client.execute_command("HELLO"))
+        return _cluster_mode(await cast(Any, client).execute_command("HELLO"))
     except ResponseError:  # a server older than Redis 6 (no HELLO)
         return bool(int((await client.info("cluster")).get("cluster_enabled", 0)))
     finally:

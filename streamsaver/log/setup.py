@@ -18,7 +18,13 @@ import time
 from collections.abc import Generator, Sequence
 from typing import Any
 
-from streamsaver.errors import ConfigurationError, EvictionPolicyError, IndexMissingError, MissingModuleError
+from streamsaver.errors import (
+    ConfigurationError,
+    EvictionPolicyError,
+    IndexMissingError,
+    IndexNotReadyError,
+    MissingModuleError,
+)
 from streamsaver.log.domain import Domain, ScriptRef
 from streamsaver.log.indexes import (
     create_indexes,
@@ -206,24 +212,26 @@ def program(
     read first) slot map. With `wait_indexed`, it then polls the indexes it created until they
     have indexed the documents already there (at most `INDEXING_WAIT_S`, a `Wait` of
     `INDEXING_POLL_S` between two polls): after slots moved, new indexes are made on nodes that
-    hold documents. During an upgrade to a new index schema (an index of an older one exists)
-    it polls every index of its views alike.
+    hold documents; a saver whose query met ``no such index`` (a lost or dropped index) sets up
+    so too. During an upgrade to a new index schema (an index of an
+    older one exists) it polls every index of its views alike.
 
     Raises:
-        MissingModuleError, ConfigurationError: see `read_probe`, `read_created`; or new indexes
-            still indexing after `INDEXING_WAIT_S`.
+        MissingModuleError, ConfigurationError, IndexMissingError: see `read_probe`, `read_created`.
+        IndexNotReadyError: new indexes still indexing after `INDEXING_WAIT_S`.
         EvictionPolicyError: see `check_eviction`.
     """
     topology = yield from read_topology(prefix, cluster)
     keyspace, listed = yield from _probe(prefix, partitions, topology, allow_eviction)
     existing = listed if listed is not None else (yield from own_indexes(domain, keyspace, views, topology))
     requests = create_requests(domain, keyspace, views, existing, topology)
-    read_created((yield requests))
     commands = [step.command if isinstance(step, Routed) else step for step in requests]
     created = [str(command[1]) for command in commands if command[:1] == ["FT.CREATE"]]
+    replies = yield [*requests, *_markers(keyspace, created)]
+    read_created(replies[: len(requests)])
     if created:
         log.info("setup of %r: created the indexes %s", prefix, ", ".join(created))
-    infos = index_infos(requests) if wait_indexed else []
+    infos = index_infos(requests) if wait_indexed else _recreated(requests, replies, len(created))
     indexed = indexed_views(domain, views)
     older = older_indexes(keyspace, indexed, existing)
     if older:
@@ -258,6 +266,30 @@ def _probe(
         raise
 
 
+def _markers(keyspace: Keyspace, created: Sequence[str]) -> list[Step]:
+    """Per index created: read, then set, the deployment's record that it was created once
+    (``index:<name>`` in the settings hash), in the creation's round trip."""
+    fields = [f"index:{name}" for name in created]
+    reads: list[Step] = [["HGET", keyspace.meta, field] for field in fields]
+    writes: list[Step] = [["HSET", keyspace.meta, field, 1] for field in fields]
+    return reads + writes
+
+
+def _recreated(requests: Sequence[Step], replies: Sequence[Any], created: int) -> list[Step]:
+    """``FT.INFO`` of the indexes this setup created that the deployment had before (its
+    record says so: lost or dropped), whose documents are there: until the new index has
+    scanned them a query would quietly miss some. A first creation waits for nothing."""
+    infos = index_infos(requests)
+    made = [reply for step, reply in zip(requests, replies, strict=False) if _command(step)[0] == "FT.CREATE"]
+    before = replies[len(requests) : len(requests) + created]
+    return [info for info, reply, had in zip(infos, made, before, strict=True)
+            if not isinstance(reply, Exception) and had is not None]
+
+
+def _command(step: Step) -> Command:
+    return step.command if isinstance(step, Routed) else step
+
+
 def own_indexes(
     domain: Domain, keyspace: Keyspace, views: Sequence[ViewName], topology: Topology | None
 ) -> Program[list[set[str]]]:
@@ -277,7 +309,7 @@ def _indexed(infos: list[Step]) -> Program[None]:
         yield Wait(INDEXING_POLL_S)  # not a busy loop of FT.INFO on the primaries
         if time.monotonic() > deadline:
             # Reading on would miss whatever the new indexes have not reached yet.
-            raise ConfigurationError(
-                f"new indexes were still indexing after {INDEXING_WAIT_S:.0f} s; call again when "
-                "`FT.INFO` shows indexing 0 on every primary"
+            raise IndexNotReadyError(
+                f"new indexes were still indexing after {INDEXING_WAIT_S:.0f} s: a query would miss "
+                "documents they have not reached; call again when `FT.INFO` shows indexing 0 on every primary"
             )

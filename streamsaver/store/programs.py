@@ -7,6 +7,7 @@ nothing.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -15,13 +16,15 @@ from langgraph.store.base import Op, PutOp, Result, SearchOp
 from projectors.store import VIEW
 from projectors.store_domain import STORE
 from streamsaver.log import setup
-from streamsaver.log.program import Call, Program
+from streamsaver.log.program import Call, Program, Refused
 from streamsaver.log.routing import Step
 from streamsaver.store.core import StoreCore
 from streamsaver.store.validation import check_ops
 from streamsaver.store.vectors import Embed, VectorIndex
 
 __all__ = ["batch", "set_up"]
+
+log = logging.getLogger("streamsaver.store")
 
 
 def _reload() -> Sequence[Step]:
@@ -50,9 +53,13 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     """Every op of `ops`, in one round trip (after the embeddings it needs, when the store has
     a vector index); their results in op order.
 
+    A read that finds the items index gone (dropped or lost) re-creates it, waits until it
+    has indexed every item, and reads again, once.
+
     Raises:
         InvalidNamespaceError, InvalidInputError: an invalid op, or an embedder's answer of the
             wrong count or dimensions (nothing was sent).
+        IndexMissingError, IndexNotReadyError: see `set_up`.
     """
     checked = check_ops(ops)
     if not checked:
@@ -61,12 +68,31 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     queries: dict[int, bytes] = {}
     if core.vectors is not None:
         vectors, queries = yield from _embedded(core.vectors, checked)
-    replies: list[Any] = yield Call(core.requests(checked, vectors, queries), _reload)
+    steps = core.requests(checked, vectors, queries)
+    try:
+        replies: list[Any] = yield Call(steps, _reload)
+    except Refused as refused:
+        if not refused.moved:
+            raise
+        # The items index was dropped or lost: the batch's appends (sent first) were made; its
+        # reads are sent again once the index is back and has indexed every item.
+        log.warning("the store's index is gone (%s): setting up again and reading again", refused.error)
+        yield from set_up(core, wait_indexed=True)
+        writes = len({core.keyspace.store_partition(op.namespace[0]) for op in checked if isinstance(op, PutOp)})
+        replies = [None] * writes + (yield Call(steps[writes:], _reload))
     return core.results(checked, replies)
 
 
-def set_up(core: StoreCore, cluster: bool = False) -> Program[None]:
+def set_up(core: StoreCore, cluster: bool = False, *, wait_indexed: bool = False) -> Program[None]:
     """Probe the modules, fix the partition count, create the items index and load the store's
-    scripts (`streamsaver.log.setup` with the store domain). Idempotent."""
-    keyspace, _ = yield from setup.program(core.domain, core.prefix, core.partitions, (VIEW,), cluster)
+    scripts (`streamsaver.log.setup` with the store domain). Idempotent. With `wait_indexed`,
+    wait until an index it created has indexed the items already there.
+
+    Raises:
+        IndexMissingError: the index is missing and the user may not create it.
+        IndexNotReadyError: with `wait_indexed`, the new index still indexing when the wait ran out.
+    """
+    keyspace, _ = yield from setup.program(
+        core.domain, core.prefix, core.partitions, (VIEW,), cluster, wait_indexed=wait_indexed
+    )
     core.keyspace = keyspace

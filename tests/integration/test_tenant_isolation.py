@@ -112,7 +112,9 @@ class Tenant:
 
 
 @pytest.fixture
-def tenants(client: redis.Redis, redis_url: str, prefix: str, request: pytest.FixtureRequest) -> Iterator[tuple[Tenant, Tenant]]:
+def tenants(
+    client: redis.Redis, redis_url: str, prefix: str, request: pytest.FixtureRequest
+) -> Iterator[tuple[Tenant, Tenant]]:
     """Tenant A and tenant B; nested prefixes (``P`` and ``P:tenant1``), in the order asked."""
     outer, inner = Tenant(client, redis_url, prefix), Tenant(client, redis_url, f"{prefix}:tenant1")
     pair = (outer, inner) if getattr(request, "param", "outer-first") == "outer-first" else (inner, outer)
@@ -187,7 +189,7 @@ def test_the_runtime_acl_runs_everything_and_reaches_nothing_of_another_tenant(
             with pytest.raises(NoPermissionError):
                 spy.execute_command("FT.AGGREGATE", index, "*", "GROUPBY", 1, "@thread")
         # A script B may run reads with B's rights, whatever keys it declares.
-        with pytest.raises(ResponseError, match="(?i)no permissions"):
+        with pytest.raises(ResponseError, match=r"(?i)no permissions"):
             spy.execute_command("EVALSHA", reader_sha, 1, Keyspace(b.prefix).meta)
         spy_index = Keyspace(b.prefix).index("full", "spy")
         with pytest.raises(NoPermissionError):
@@ -215,7 +217,7 @@ def test_keyless_runtime_commands_reveal_nothing_of_another_tenant(
             spy.execute_command("SELECT", 0),
         ]
         for cluster_only in (["CLUSTER", "SLOTS"], ["CLUSTER", "SHARDS"], ["READONLY"], ["ASKING"]):
-            with pytest.raises(ResponseError, match="(?i)cluster support disabled"):
+            with pytest.raises(ResponseError, match=r"(?i)cluster support disabled"):
                 spy.execute_command(*cluster_only)
     text = repr(replies)
     assert a.prefix not in text and SECRET not in text and "t1" not in text
@@ -226,9 +228,11 @@ def test_the_runtime_user_creates_no_index_and_names_the_admin_step(
 ) -> None:
     tenant = Tenant(client, redis_url, prefix)
     try:
-        with StreamSaver.from_conn_string(tenant.runtime_url, prefix=prefix) as saver:
-            with pytest.raises(IndexMissingError, match="admin user"):
-                saver.setup()
+        with (
+            StreamSaver.from_conn_string(tenant.runtime_url, prefix=prefix) as saver,
+            pytest.raises(IndexMissingError, match="admin user"),
+        ):
+            saver.setup()
         assert [n for n in client.execute_command("FT._LIST") if n.decode().startswith(f"{prefix}:")] == []
         tenant.set_up()
         with StreamSaver.from_conn_string(tenant.runtime_url, prefix=prefix) as saver:

@@ -167,7 +167,9 @@ def list_checkpoints(
             if moved or not core.moved(refused):
                 raise
             moved = True
-            log.warning("an index is gone or moved (%s): setting up again before listing on", refused.error)
+            log.warning(
+                "an index is gone, or slots moved since setup (%s): setting up again before listing on", refused.error
+            )
             yield from set_up(core, wait_indexed=True)
             pager = pager.resumed(core.index_targets(core.view))
             continue
@@ -204,7 +206,9 @@ def delete_for_runs(core: SaverCore, run_ids: Sequence[str]) -> Program[None]:
     except Refused as refused:
         if not core.moved(refused):
             raise
-        log.warning("an index is gone or moved (%s): setting up again and deleting again", refused.error)
+        log.warning(
+            "an index is gone, or slots moved since setup (%s): setting up again and deleting again", refused.error
+        )
         yield from set_up(core, wait_indexed=True)
         yield from core.runs_program(run_ids)
 

@@ -268,8 +268,8 @@ def _probe(
 
 def _markers(keyspace: Keyspace, created: Sequence[str]) -> list[Step]:
     """Per index created: read, then set, the deployment's record that it was created once
-    (``index:<name>`` in the settings hash), in the creation's round trip."""
-    fields = [f"index:{name}" for name in created]
+    (``index:<name after the prefix>`` in the settings hash), in the creation's round trip."""
+    fields = [f"index:{name.removeprefix(keyspace.prefix + ':')}" for name in created]
     reads: list[Step] = [["HGET", keyspace.meta, field] for field in fields]
     writes: list[Step] = [["HSET", keyspace.meta, field, 1] for field in fields]
     return reads + writes

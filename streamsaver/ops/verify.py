@@ -13,7 +13,9 @@ Comparison is by type: JSON documents by ``JSON.GET`` (bytes; a difference names
 paths), hashes field by field, sets member by member, sorted sets member and score; of a
 positions hash only the fields of the views verified. A key only in the live views is *extra*
 (no logged event accounts for it), a key only in the scratch views is *missing* (the log says
-it should be there), a key in both with other content is *different*.
+it should be there), a key in both with other content is *different*. Then the views' indexes
+are checked (`streamsaver.ops.index_check`): present, of the declared schema, done indexing,
+holding every document; each problem makes the report not match.
 
 The scratch keys are deleted at the end, also on an error or an interrupt; a process killed
 outright leaves them under ``P:verify.*``. While it runs, verification holds a second copy of
@@ -38,6 +40,7 @@ from projectors.domain import CHECKPOINTS
 from streamsaver.drivers.wire import Command, enqueue
 from streamsaver.log.domain import Domain
 from streamsaver.log.keys import Keyspace, ViewName, nested_prefix
+from streamsaver.ops.index_check import STILL_INDEXING, index_problems
 from streamsaver.ops.inspection import deployment_views
 from streamsaver.ops.replay import Replayer
 
@@ -79,11 +82,15 @@ class VerifyReport:
     extra: int = 0
     different: int = 0
     differences: list[Difference] = field(default_factory=list)
+    index_problems: list[str] = field(default_factory=list)
+    """What is wrong with the views' indexes (`streamsaver.ops.index_check`)."""
 
     @property
     def matches(self) -> bool:
-        """True when every view key and position equals what the logs give."""
-        return self.missing == self.extra == self.different == 0
+        """True when every view key and position equals what the logs give and every index is
+        whole (one still indexing is reported, and counts as whole: it passes by itself)."""
+        broken = [p for p in self.index_problems if not p.startswith(STILL_INDEXING)]
+        return self.missing == self.extra == self.different == 0 and not broken
 
     def to_dict(self) -> dict[str, Any]:
         """The report as plain JSON-ready data (with ``matches``)."""
@@ -148,6 +155,7 @@ def verify(
         comparison = _Comparison(client, replayer.keyspace, replayer.target, chosen, report, max_differences)
         comparison.positions = domain.positions_family
         comparison.run()
+        report.index_problems = index_problems(client, replayer.keyspace, chosen, domain)
     finally:
         _delete_prefix(client, replayer.target.prefix)
     return report

@@ -13,6 +13,7 @@ the suite's shared server can outlast any bound.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -34,6 +35,12 @@ THREADS = 400
 def own_url() -> Iterator[str]:
     with EmbeddedRedis() as server:
         yield server.url
+
+
+def _wait_indexed(client: redis.Redis, index: str) -> None:
+    """Until the index's scan of the keyspace is done (a state of the server, polled)."""
+    while int(client.ft(index).info()["indexing"]):
+        time.sleep(0.02)
 
 
 def _fill(saver: StreamSaver) -> None:
@@ -107,8 +114,39 @@ def test_a_new_saver_recreating_a_lost_index_waits_for_it_and_lists_every_match(
     client = redis.Redis.from_url(own_url)
     _fill(StreamSaver(client, prefix=prefix))
     index = Keyspace(prefix).index("full")
-    assert client.hget(Keyspace(prefix).meta, f"index:{index}") == b"1"  # the deployment's record
+    assert client.hget(Keyspace(prefix).meta, "index:full:idx:v4") == b"1"  # the deployment's record
     client.execute_command("FT.DROPINDEX", index)
     fresh = StreamSaver(client, prefix=prefix)
     assert len(list(fresh.list(None, filter={"batch": "b"}))) == THREADS
+    client.close()
+
+
+def test_verify_reports_each_index_problem(own_url: str, prefix: str) -> None:
+    from streamsaver.ops.verify import verify
+
+    client = redis.Redis.from_url(own_url)
+    saver = StreamSaver(client, prefix=prefix, view="full")
+    for n in range(5):
+        checkpoint, versions = new_checkpoint({"n": n})
+        saver.put(config(f"t{n}"), checkpoint, {"batch": "b"}, versions)
+    keyspace = Keyspace(prefix)
+    index = keyspace.index("full")
+    _wait_indexed(client, index)
+    clean = verify(client, prefix, ["full"])
+    assert clean.matches and clean.index_problems == []
+    client.execute_command("FT.DROPINDEX", index)
+    missing = verify(client, prefix, ["full"])
+    assert not missing.matches
+    assert [p for p in missing.index_problems if index in p and "missing" in p]
+    # An index of the right name but the wrong shape: another prefix and one attribute.
+    client.execute_command("FT.CREATE", index, "ON", "JSON", "PREFIX", 1, f"{prefix}:elsewhere:",
+                           "SCHEMA", "$.th", "AS", "th", "TAG")
+    _wait_indexed(client, index)
+    wrong = verify(client, prefix, ["full"])
+    assert [p for p in wrong.index_problems if "covers" in p]
+    assert [p for p in wrong.index_problems if "attributes" in p]
+    assert [p for p in wrong.index_problems if "holds 0 documents, the view has 5" in p]
+    client.execute_command("FT.DROPINDEX", index)
+    list(saver.list(None, filter={"batch": "b"}))  # the saver heals it
+    assert verify(client, prefix, ["full"]).index_problems == []
     client.close()

@@ -53,6 +53,8 @@ def _print(report: VerifyReport, logs: str) -> None:
     shown = len(report.differences)
     if shown < report.missing + report.extra + report.different:
         print(f"  ... and {report.missing + report.extra + report.different - shown:,} more")
+    for problem in report.index_problems:
+        print(f"  index     {problem}")
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio
+import redis.cluster
 from helpers import config, new_checkpoint
 from redis.exceptions import NoPermissionError, ResponseError
 
@@ -260,3 +261,29 @@ def test_the_admin_user_runs_the_operator_tools(client: redis.Redis, redis_url: 
             assert {finding.check for finding in diagnose(admin, prefix)} >= {"indexes", "acl"}
     finally:
         client.execute_command("ACL", "DELUSER", tenant.admin[0], tenant.runtime[0])
+
+
+def test_the_runtime_user_works_on_a_cluster(embedded_cluster: Any, prefix: str) -> None:
+    """The same two users on every primary: the admin sets up, the runtime user (whose client
+    reads the slot map with ``CLUSTER SLOTS`` and ``COMMAND``) writes, reads and lists."""
+    nodes = [redis.Redis(port=node.port) for node in embedded_cluster.nodes]
+    users = {"admin": _user(nodes[0], admin_rules(prefix)), "runtime": _user(nodes[0], runtime_rules(prefix))}
+    try:
+        for node in nodes[1:]:
+            for (name, password), rules in zip(users.values(), (admin_rules(prefix), runtime_rules(prefix)),
+                                               strict=True):
+                node.execute_command("ACL", "SETUSER", name, "on", f">{password}", *rules)
+        with StreamSaver.from_conn_string(_url(embedded_cluster.url, users["admin"]), prefix=prefix) as admin:
+            admin.setup()
+        with StreamSaver.from_conn_string(_url(embedded_cluster.url, users["runtime"]), prefix=prefix) as saver:
+            assert isinstance(saver.redis, redis.cluster.RedisCluster)
+            checkpoint, versions = new_checkpoint({"a": 1})
+            saved = saver.put(config("t1"), checkpoint, {"ssn": SECRET}, versions)
+            assert saver.get_tuple(saved) is not None
+            assert [t.config for t in saver.list(None, filter={"ssn": SECRET})] == [saved]
+            with pytest.raises(NoPermissionError):
+                saver.redis.execute_command("FT._LIST", target_nodes=saver.redis.get_primaries())
+    finally:
+        for node in nodes:
+            node.execute_command("ACL", "DELUSER", *(name for name, _ in users.values()))
+            node.close()

@@ -164,7 +164,7 @@ def verify(
 def _delete_prefix(client: Redis, prefix: str) -> int:
     """Delete every key under ``prefix:``; returns how many were deleted."""
     deleted = 0
-    for batch in _batches(client.scan_iter(match=Keyspace(prefix).pattern, count=1000), 500):
+    for batch in _batches(client.scan_iter(match=Keyspace(prefix, scratch=True).pattern, count=1000), 500):
         deleted += int(client.unlink(*batch))
     return deleted
 

@@ -5,7 +5,11 @@ Two round trips (three on Redis Cluster, which first reads the slot map: `read_t
 first probes for RediSearch and RedisJSON with harmless commands (never ``MODULE LIST``, which
 managed services often forbid), fixes the partition count in the deployment's meta hash and
 lists the existing indexes; the second creates the missing indexes of the domain's views
-(`streamsaver.log.indexes`, from each view's index schema) and loads the domain's scripts. On a
+(`streamsaver.log.indexes`, from each view's index schema), records each in the meta hash and
+loads the domain's scripts. A user who may not list every tenant's indexes (the runtime ACL,
+docs/security.md) asks ``FT.INFO`` of its own in one more round trip, and may create none
+(`IndexMissingError`). An index re-created where the record says one was (lost or dropped) is
+waited for until it has indexed what is there. On a
 cluster the index list, the indexes and the scripts are per primary. Safe to run on every start
 and from many processes at once. The feed consumers run parts of it (`read_topology`,
 `load_scripts`, `create_requests`) in their own preparation.
@@ -213,8 +217,8 @@ def program(
     have indexed the documents already there (at most `INDEXING_WAIT_S`, a `Wait` of
     `INDEXING_POLL_S` between two polls): after slots moved, new indexes are made on nodes that
     hold documents; a saver whose query met ``no such index`` (a lost or dropped index) sets up
-    so too. During an upgrade to a new index schema (an index of an
-    older one exists) it polls every index of its views alike.
+    so too. Without it, it polls those it re-created (`_recreated`). During an upgrade to a
+    new index schema (an index of an older one exists) it polls every index of its views alike.
 
     Raises:
         MissingModuleError, ConfigurationError, IndexMissingError: see `read_probe`, `read_created`.

@@ -5,9 +5,10 @@ Two round trips (three on Redis Cluster, which first reads the slot map: `read_t
 first probes for RediSearch and RedisJSON with harmless commands (never ``MODULE LIST``, which
 managed services often forbid), fixes the partition count in the deployment's meta hash and
 lists the existing indexes; the second creates the missing indexes of the domain's views
-(`streamsaver.log.indexes`, from each view's index schema), records each in the meta hash and
-loads the domain's scripts. A user who may not list every tenant's indexes (the runtime ACL,
-docs/security.md) asks ``FT.INFO`` of its own in one more round trip, and may create none
+(`streamsaver.log.indexes`, from each view's index schema) and loads the domain's scripts, and
+a third, only when it created one, records each in the meta hash. A user who may not list
+every tenant's indexes (the runtime ACL, docs/security.md) asks ``FT.INFO`` of its own in one
+more round trip, and may create none
 (`IndexMissingError`). An index re-created where the record says one was (lost or dropped) is
 waited for until it has indexed what is there. On a
 cluster the index list, the indexes and the scripts are per primary. Safe to run on every start
@@ -231,10 +232,12 @@ def program(
     requests = create_requests(domain, keyspace, views, existing, topology)
     commands = [step.command if isinstance(step, Routed) else step for step in requests]
     created = [str(command[1]) for command in commands if command[:1] == ["FT.CREATE"]]
-    replies = yield [*requests, *_markers(keyspace, created)]
+    replies = yield [*requests, *_records(keyspace, created, "HGET")]
     read_created(replies[: len(requests)])
     if created:
         log.info("setup of %r: created the indexes %s", prefix, ", ".join(created))
+        # Once they exist (a user refused FT.CREATE records nothing): one more trip, on creation only.
+        yield _records(keyspace, created, "HSET")
     infos = index_infos(requests) if wait_indexed else _recreated(requests, replies, len(created))
     indexed = indexed_views(domain, views)
     older = older_indexes(keyspace, indexed, existing)
@@ -270,13 +273,12 @@ def _probe(
         raise
 
 
-def _markers(keyspace: Keyspace, created: Sequence[str]) -> list[Step]:
-    """Per index created: read, then set, the deployment's record that it was created once
-    (``index:<name after the prefix>`` in the settings hash), in the creation's round trip."""
+def _records(keyspace: Keyspace, created: Sequence[str], command: str) -> list[Step]:
+    """Per index created, ``HGET`` (read) or ``HSET`` (write) of the deployment's record that
+    it was created once: ``index:<name after the prefix>`` in the settings hash."""
     fields = [f"index:{name.removeprefix(keyspace.prefix + ':')}" for name in created]
-    reads: list[Step] = [["HGET", keyspace.meta, field] for field in fields]
-    writes: list[Step] = [["HSET", keyspace.meta, field, 1] for field in fields]
-    return reads + writes
+    return [["HGET", keyspace.meta, field] if command == "HGET" else ["HSET", keyspace.meta, field, 1]
+            for field in fields]
 
 
 def _recreated(requests: Sequence[Step], replies: Sequence[Any], created: int) -> list[Step]:

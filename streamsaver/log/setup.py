@@ -234,10 +234,13 @@ def program(
     created = [str(command[1]) for command in commands if command[:1] == ["FT.CREATE"]]
     replies = yield [*requests, *_records(keyspace, created, "HGET")]
     read_created(replies[: len(requests)])
-    if created:
-        log.info("setup of %r: created the indexes %s", prefix, ", ".join(created))
-        # Once they exist (a user refused FT.CREATE records nothing): one more trip, on creation only.
-        yield _records(keyspace, created, "HSET")
+    made = [name for name, reply in zip(created, _creation_replies(requests, replies), strict=True)
+            if not isinstance(reply, Exception)]
+    if made:
+        log.info("setup of %r: created the indexes %s", prefix, ", ".join(made))
+        # Only those this setup made, once they exist (a user refused FT.CREATE records nothing,
+        # nor does a setup that lost the race to another): one more trip, on creation only.
+        yield _records(keyspace, made, "HSET")
     infos = index_infos(requests) if wait_indexed else _recreated(requests, replies, len(created))
     indexed = indexed_views(domain, views)
     older = older_indexes(keyspace, indexed, existing)
@@ -286,10 +289,15 @@ def _recreated(requests: Sequence[Step], replies: Sequence[Any], created: int) -
     record says so: lost or dropped), whose documents are there: until the new index has
     scanned them a query would quietly miss some. A first creation waits for nothing."""
     infos = index_infos(requests)
-    made = [reply for step, reply in zip(requests, replies, strict=False) if _command(step)[0] == "FT.CREATE"]
+    made = _creation_replies(requests, replies)
     before = replies[len(requests) : len(requests) + created]
     return [info for info, reply, had in zip(infos, made, before, strict=True)
             if not isinstance(reply, Exception) and had is not None]
+
+
+def _creation_replies(requests: Sequence[Step], replies: Sequence[Any]) -> list[Any]:
+    """The replies to the ``FT.CREATE`` among `requests`, in order."""
+    return [reply for step, reply in zip(requests, replies, strict=False) if _command(step)[0] == "FT.CREATE"]
 
 
 def _command(step: Step) -> Command:

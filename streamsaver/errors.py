@@ -7,7 +7,8 @@ The tree::
     │   ├── MissingModuleError       the Redis server lacks RediSearch or RedisJSON
     │   ├── EvictionPolicyError      the server evicts keys when full, and the user did not allow it
     │   ├── SettingsLostError        a deployment's data exists but its settings (partition count) are gone
-    │   └── MiddlewareConfigError    an agent middleware that cannot work (no embedding, wrong dims, policy)
+    │   ├── MiddlewareConfigError    an agent middleware that cannot work (no embedding, wrong dims, policy)
+    │   └── IndexMissingError        an index is gone and this user may not create it (run setup as admin)
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
     │   └── ThreadExistsError        copy_thread was refused: the target thread already has a log
     ├── ConcurrentChangeError        a log rewrite (prune, delete_for_runs) kept racing new appends
@@ -15,6 +16,7 @@ The tree::
     ├── StaleWriteOwnerError         a write of a superseded owner of a thread was refused (nothing written)
     ├── EventDecodeError             a stored event cannot be read (unknown type or version, bad field)
     │   └── PayloadDecodeError       (also ValueError) a payload a view points at is missing or unreadable
+    ├── IndexNotReadyError           a listing's index was still indexing when the wait for it ran out
     ├── DurabilityError              an append was made but not confirmed durable (AOF fsync, replica)
     ├── ServerUnavailableError       (also ConnectionError) the server could not be reached or is loading
     │   └── ServerTimeoutError       (also TimeoutError) the server did not answer within the timeout
@@ -42,6 +44,8 @@ __all__ = [
     "EventDecodeError",
     "EvictionPolicyError",
     "ExportFileError",
+    "IndexMissingError",
+    "IndexNotReadyError",
     "InvalidInputError",
     "MiddlewareConfigError",
     "MissingModuleError",
@@ -96,6 +100,18 @@ class MiddlewareConfigError(ConfigurationError):
     """An agent middleware (`streamsaver.middleware`) was refused at construction: its store has
     no embedding index where one is needed, the embeddings' dimensions disagree with the index,
     or its namespace policy, threshold or TTL cannot work."""
+
+
+class IndexMissingError(ConfigurationError):
+    """An index the deployment reads is missing (never set up, dropped or lost) and the
+    connected user may not create it (the runtime ACL grants no ``FT.CREATE``): run `setup()`
+    or ``streamsaver setup`` as the deployment's admin user (docs/security.md)."""
+
+
+class IndexNotReadyError(StreamSaverError):
+    """A listing's index was still indexing the documents already there (just created, or
+    re-created after it was lost) when the bounded wait for it ran out: an answer would have
+    missed some of them, so none was given. Call again later."""
 
 
 class InvalidInputError(StreamSaverError, ValueError):

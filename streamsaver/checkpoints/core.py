@@ -154,9 +154,11 @@ class SaverCore:
 
     # setup -------------------------------------------------------------------------------
     def moved(self, refused: Refused) -> bool:
-        """Whether `refused`, from a query on the indexes, means the cluster's slots moved since
-        `setup()` read them (then set up again, waiting for the new indexes, and query again)."""
-        return self.topology is not None and refused.moved
+        """Whether `refused`, from a query on the indexes, means an index is not where `setup()`
+        left it: the cluster's slots moved since setup read them, or (on one server too) the
+        index was dropped or lost (``no such index``). Then set up again, which re-creates it
+        and waits until it has indexed the documents already there, and query again."""
+        return refused.moved
 
     def load_scripts(self) -> list[Step]:
         """What to send after a NOSCRIPT: every script, on every primary of a cluster."""

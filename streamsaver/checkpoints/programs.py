@@ -205,8 +205,14 @@ def list_checkpoints(
     limit: int | None,
 ) -> Program[None]:
     """`list`: emits each page's tuples as it is read (see `listing.ListPager`). When a query
-    finds that the cluster's slots moved since setup, it sets up again (waiting for the new
-    indexes) and goes on below the last checkpoint it emitted, once."""
+    finds its index gone (dropped or lost, or on a cluster slots moved since setup), it sets up
+    again, re-creating the index and waiting until it has indexed what is there, and goes on
+    below the last checkpoint it emitted, once.
+
+    Raises:
+        IndexMissingError: the index is gone and the user may not create it.
+        IndexNotReadyError: the re-created index was still indexing when the wait ran out.
+    """
     yield from ready(core)
     pager, moved = core.list_pager(config, filter, before, limit), False
     while (request := pager.next_request()) is not None:
@@ -216,7 +222,9 @@ def list_checkpoints(
             if moved or not core.moved(refused):
                 raise
             moved = True
-            log.info("slots moved since setup (%s): setting up again before listing on", refused.error)
+            log.warning(
+                "an index is gone, or slots moved since setup (%s): setting up again before listing on", refused.error
+            )
             yield from set_up(core, wait_indexed=True)
             pager = pager.resumed(core.index_targets(core.view))
             continue
@@ -253,7 +261,9 @@ def delete_for_runs(core: SaverCore, run_ids: Sequence[str]) -> Program[None]:
     except Refused as refused:
         if not core.moved(refused):
             raise
-        log.info("slots moved since setup (%s): setting up again and deleting again", refused.error)
+        log.warning(
+            "an index is gone, or slots moved since setup (%s): setting up again and deleting again", refused.error
+        )
         yield from set_up(core, wait_indexed=True)
         yield from core.runs_program(run_ids)
 

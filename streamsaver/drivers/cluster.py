@@ -129,20 +129,30 @@ async def initialize(client: Any) -> None:
 
 
 def cluster_enabled(url: str, options: Mapping[str, Any] | None = None) -> bool:
-    """Whether the server at `url` runs in cluster mode (``INFO cluster``), for `from_conn_string`:
+    """Whether the server at `url` runs in cluster mode (``HELLO``), for `from_conn_string`:
     asked with the client `options` given (TLS, credentials, timeouts) and the library's
     `client_options`, so a dropped connection or a server still loading is asked again."""
     client = redis.Redis.from_url(url, **client_options(options))
     try:
+        return _cluster_mode(cast(Any, client).execute_command("HELLO"))
+    except ResponseError:  # a server older than Redis 6 (no HELLO)
         return bool(int(client.info("cluster").get("cluster_enabled", 0)))
     finally:
         client.close()
 
 
+def _cluster_mode(hello: Any) -> bool:
+    """Whether a ``HELLO`` reply (a map in RESP3, a flat list in RESP2) says ``mode: cluster``.
+    ``HELLO`` and not ``INFO``: the runtime ACL (docs/security.md) grants no ``INFO``."""
+    fields = hello if isinstance(hello, dict) else dict(zip(hello[::2], hello[1::2], strict=False))
+    mode = fields.get(b"mode", fields.get("mode", b""))
+    return (mode.decode() if isinstance(mode, bytes) else str(mode)) == "cluster"
+
+
 def connect(url: str, *, cluster: bool | None = None, **options: Any) -> redis.Redis:
     """A client for `url`: a ``RedisCluster`` (typed as the ``redis.Redis`` whose commands it
     offers) when the server runs in cluster mode, else a ``redis.Redis``. `cluster` True or
-    False skips asking the server (``INFO cluster``); `options` go to ``from_url``."""
+    False skips asking the server (``HELLO``); `options` go to ``from_url``."""
     if cluster if cluster is not None else cluster_enabled(url, options):
         return cast(redis.Redis, RedisCluster.from_url(url, **options))
     return redis.Redis.from_url(url, **options)
@@ -152,6 +162,8 @@ async def acluster_enabled(url: str, options: Mapping[str, Any] | None = None) -
     """`cluster_enabled` with an asyncio client."""
     client = redis.asyncio.Redis.from_url(url, **client_options(options, retry_class=AsyncRetry))
     try:
+        return _cluster_mode(await cast(Any, client).execute_command("HELLO"))
+    except ResponseError:  # a server older than Redis 6 (no HELLO)
         return bool(int((await client.info("cluster")).get("cluster_enabled", 0)))
     finally:
         await client.aclose()

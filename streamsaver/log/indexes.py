@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from streamsaver.errors import ConfigurationError
+from streamsaver.errors import ConfigurationError, MissingModuleError
 from streamsaver.log.domain import Domain
 from streamsaver.log.keys import INDEX_SCHEMA_VERSION, Keyspace, ViewName
 from streamsaver.log.routing import Routed, Step, Topology, index_targets
@@ -23,7 +23,9 @@ __all__ = [
     "index_names",
     "indexed_views",
     "list_indexes",
+    "missing_index",
     "older_indexes",
+    "own_index_names",
     "still_indexing",
     "upgrading",
     "view_index_infos",
@@ -109,6 +111,35 @@ def create_indexes(
 def list_indexes(topology: Topology | None) -> list[Step]:
     """``FT._LIST`` (of every primary on a cluster); `index_names` reads the replies."""
     return [["FT._LIST"]] if topology is None else [*topology.on_every_node(["FT._LIST"])]
+
+
+def missing_index(reply: Any) -> bool:
+    """Whether a reply is RediSearch's answer about an index that does not exist."""
+    text = str(reply).lower()
+    return isinstance(reply, Exception) and ("no such index" in text or "unknown index name" in text)
+
+
+def own_index_names(
+    keyspace: Keyspace, views: Sequence[ViewName], topology: Topology | None, replies: Sequence[Any]
+) -> list[set[str]]:
+    """`index_names` from the replies to `view_index_infos` (``FT.INFO`` of the deployment's own
+    indexes, for a user who may not list every tenant's): an index answered exists, one
+    ``no such index`` does not.
+
+    Raises:
+        MissingModuleError: RediSearch is missing.
+        ConfigurationError: the server refused an ``FT.INFO`` otherwise.
+    """
+    targets = [(node, target) for view in views for node, target in enumerate(index_targets(keyspace, view, topology))]
+    existing: list[set[str]] = [set() for _ in range(1 if topology is None else len(topology.shards))]
+    for (node, target), reply in zip(targets, replies, strict=True):
+        if isinstance(reply, Exception) and "unknown command" in str(reply).lower():
+            raise MissingModuleError("RediSearch (search)", "FT.INFO")
+        if isinstance(reply, Exception) and not missing_index(reply):
+            raise ConfigurationError(f"setup could not read the index {target.name}: {reply}") from reply
+        if not isinstance(reply, Exception):
+            existing[node].add(target.name)
+    return existing
 
 
 def index_names(replies: Sequence[Any]) -> list[set[str]]:

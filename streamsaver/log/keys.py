@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 from uuid import UUID
@@ -210,6 +210,12 @@ def checked_id(value: Any, what: str) -> str:
     return value
 
 
+def _is_scratch(word: str) -> bool:
+    """Whether `word` is one `nested_prefix` puts after a deployment's prefix for the operator
+    tools' scratch keys (``P:shadow``, ``P:verify.<hex>``)."""
+    return word == "shadow" or word.startswith("verify.")
+
+
 def nested_prefix(prefix: str, word: str) -> str:
     """A prefix for keys kept under a deployment's own (a shadow rebuild's, a verify scratch's):
     ``P:<word>``, so an ACL rule on ``P:*`` still covers them."""
@@ -234,11 +240,22 @@ class Keyspace:
 
     prefix: str = DEFAULT_PREFIX
     partitions: int = DEFAULT_PARTITIONS
+    scratch: bool = field(default=False, compare=False, repr=False)
+    """An operator tool's scratch keys under a deployment (`nested_prefix`): its last word may
+    be a scratch word (`_is_scratch`), which a deployment's prefix may not have."""
 
     def __post_init__(self) -> None:
         if not _PREFIX_RULE.match(self.prefix):
             raise ConfigurationError(
                 f"key prefix {self.prefix!r} must be words of [A-Za-z0-9._-] joined by ':'"
+            )
+        words = self.prefix.split(":")[1:]
+        scratch = [w for w in (words[:-1] if self.scratch else words) if _is_scratch(w)]
+        if scratch:
+            raise ConfigurationError(
+                f"key prefix {self.prefix!r} would put its keys among an operator tool's scratch keys of the "
+                f"deployment before {scratch[0]!r} (a shadow rebuild's or verify's): a word after the first must "
+                "not be 'shadow' nor start with 'verify.' (see docs/operations.md)"
             )
         nested = [word for word in self.prefix.split(":")[1:] if word in KEY_KINDS]
         if nested:

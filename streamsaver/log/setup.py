@@ -5,7 +5,12 @@ Two round trips (three on Redis Cluster, which first reads the slot map: `read_t
 first probes for RediSearch and RedisJSON with harmless commands (never ``MODULE LIST``, which
 managed services often forbid), fixes the partition count in the deployment's meta hash and
 lists the existing indexes; the second creates the missing indexes of the domain's views
-(`streamsaver.log.indexes`, from each view's index schema) and loads the domain's scripts. On a
+(`streamsaver.log.indexes`, from each view's index schema) and loads the domain's scripts, and
+a third, only when it created one, records each in the meta hash. A user who may not list
+every tenant's indexes (the runtime ACL, docs/security.md) asks ``FT.INFO`` of its own in one
+more round trip, and may create none
+(`IndexMissingError`). An index re-created where the record says one was (lost or dropped) is
+waited for until it has indexed what is there. On a
 cluster the index list, the indexes and the scripts are per primary. Safe to run on every start
 and from many processes at once. The feed consumers run parts of it (`read_topology`,
 `load_scripts`, `create_requests`) in their own preparation.
@@ -18,7 +23,14 @@ import time
 from collections.abc import Generator, Sequence
 from typing import Any
 
-from streamsaver.errors import ConfigurationError, EvictionPolicyError, MissingModuleError, SettingsLostError
+from streamsaver.errors import (
+    ConfigurationError,
+    EvictionPolicyError,
+    IndexMissingError,
+    IndexNotReadyError,
+    MissingModuleError,
+    SettingsLostError,
+)
 from streamsaver.log.domain import Domain, ScriptRef
 from streamsaver.log.indexes import (
     create_indexes,
@@ -27,6 +39,7 @@ from streamsaver.log.indexes import (
     indexed_views,
     list_indexes,
     older_indexes,
+    own_index_names,
     still_indexing,
     view_index_infos,
 )
@@ -121,12 +134,20 @@ def _out_of_memory(reply: Any) -> bool:
     return isinstance(reply, Exception) and "maxmemory" in str(reply)
 
 
+def _not_permitted(reply: Any) -> bool:
+    return isinstance(reply, Exception) and "no permissions" in str(reply).lower()
+
+
 def _is_unknown_command(reply: Any) -> bool:
     return isinstance(reply, Exception) and "unknown command" in str(reply).lower()
 
 
-def read_probe(prefix: str, partitions: int | None, replies: Sequence[Any]) -> tuple[Keyspace, list[set[str]]]:
-    """The deployment's keyspace and the index names that already exist (per primary).
+def read_probe(
+    prefix: str, partitions: int | None, replies: Sequence[Any]
+) -> tuple[Keyspace, list[set[str]] | None]:
+    """The deployment's keyspace and the index names that already exist (per primary); None
+    for the names when the user may not list the indexes (``FT._LIST``, which names every
+    tenant's): `own_indexes` asks after the deployment's own.
 
     Raises:
         MissingModuleError: RediSearch or RedisJSON is missing.
@@ -138,9 +159,13 @@ def read_probe(prefix: str, partitions: int | None, replies: Sequence[Any]) -> t
         raise MissingModuleError("RediSearch (search)", "FT._LIST")
     if _is_unknown_command(json_probe):
         raise MissingModuleError("RedisJSON (ReJSON)", "JSON.TYPE")
+    # A runtime user may not list every tenant's indexes (docs/security.md): `program` asks
+    # after its own instead.
+    listed = not any(_not_permitted(reply) for reply in lists)
     # A full server (noeviction) refuses the write of the settings: reading needs none once they
     # exist. The memory settings' reply is read by `check_eviction`.
     checked = [*lists, json_probe, stored] if stored is not None and _out_of_memory(created) else replies[:-1]
+    checked = checked if listed else checked[len(lists):]
     for reply in checked:
         if isinstance(reply, Exception):
             raise ConfigurationError(f"setup was refused by the server: {reply}") from reply
@@ -150,7 +175,7 @@ def read_probe(prefix: str, partitions: int | None, replies: Sequence[Any]) -> t
             f"this deployment ({prefix!r}) was set up with {stored_partitions} partitions; "
             f"it cannot be opened with {partitions} (omit `partitions` to use the stored count)"
         )
-    return Keyspace(prefix, stored_partitions), index_names(lists)
+    return Keyspace(prefix, stored_partitions), index_names(lists) if listed else None
 
 
 def load_scripts(scripts: Sequence[ScriptRef], topology: Topology | None = None) -> list[Step]:
@@ -173,10 +198,16 @@ def read_created(replies: Sequence[Any]) -> None:
     """Check round trip 2; an index another process created meanwhile is fine.
 
     Raises:
+        IndexMissingError: an index is missing and the user may not create it.
         ConfigurationError: an index or script could not be created.
     """
     for reply in replies:
         if isinstance(reply, Exception) and "already exists" not in str(reply).lower():
+            if _not_permitted(reply) and "ft.create" in str(reply).lower():
+                raise IndexMissingError(
+                    f"an index of this deployment is missing and this user may not create it ({reply}): run "
+                    "setup() or `streamsaver setup` as the deployment's admin user (docs/security.md)"
+                ) from reply
             raise ConfigurationError(f"setup could not create an index or load a script: {reply}") from reply
 
 
@@ -188,23 +219,31 @@ def program(
     read first) slot map. With `wait_indexed`, it then polls the indexes it created until they
     have indexed the documents already there (at most `INDEXING_WAIT_S`, a `Wait` of
     `INDEXING_POLL_S` between two polls): after slots moved, new indexes are made on nodes that
-    hold documents. During an upgrade to a new index schema (an index of an older one exists)
-    it polls every index of its views alike.
+    hold documents; a saver whose query met ``no such index`` (a lost or dropped index) sets up
+    so too. Without it, it polls those it re-created (`_recreated`). During an upgrade to a
+    new index schema (an index of an older one exists) it polls every index of its views alike.
 
     Raises:
-        MissingModuleError, ConfigurationError: see `read_probe`, `read_created`; or new indexes
-            still indexing after `INDEXING_WAIT_S`.
+        MissingModuleError, ConfigurationError, IndexMissingError: see `read_probe`, `read_created`.
+        IndexNotReadyError: new indexes still indexing after `INDEXING_WAIT_S`.
         EvictionPolicyError: see `check_eviction`.
     """
     topology = yield from read_topology(prefix, cluster)
-    keyspace, existing = yield from _probe(domain, prefix, partitions, topology, allow_eviction)
+    keyspace, listed = yield from _probe(domain, prefix, partitions, topology, allow_eviction)
+    existing = listed if listed is not None else (yield from own_indexes(domain, keyspace, views, topology))
     requests = create_requests(domain, keyspace, views, existing, topology)
-    read_created((yield requests))
     commands = [step.command if isinstance(step, Routed) else step for step in requests]
     created = [str(command[1]) for command in commands if command[:1] == ["FT.CREATE"]]
-    if created:
-        log.info("setup of %r: created the indexes %s", prefix, ", ".join(created))
-    infos = index_infos(requests) if wait_indexed else []
+    replies = yield [*requests, *_records(keyspace, created, "HGET")]
+    read_created(replies[: len(requests)])
+    made = [name for name, reply in zip(created, _creation_replies(requests, replies), strict=True)
+            if not isinstance(reply, Exception)]
+    if made:
+        log.info("setup of %r: created the indexes %s", prefix, ", ".join(made))
+        # Only those this setup made, once they exist (a user refused FT.CREATE records nothing,
+        # nor does a setup that lost the race to another): one more trip, on creation only.
+        yield _records(keyspace, made, "HSET")
+    infos = index_infos(requests) if wait_indexed else _recreated(requests, replies, len(created))
     indexed = indexed_views(domain, views)
     older = older_indexes(keyspace, indexed, existing)
     if older:
@@ -225,7 +264,7 @@ def program(
 
 def _probe(
     domain: Domain, prefix: str, partitions: int | None, topology: Topology | None, allow_eviction: bool
-) -> Program[tuple[Keyspace, list[set[str]]]]:
+) -> Program[tuple[Keyspace, list[set[str]] | None]]:
     """`read_probe` of the probe's replies; a refused probe takes back the partition count it
     stored, so that a retry (after the modules are installed, or by an import, which wants an
     empty prefix) finds the prefix as it was. A probe that created the settings of a deployment
@@ -233,10 +272,13 @@ def _probe(
     replies = yield probe_request(prefix, partitions, topology)
     try:
         check_eviction(replies[-1], allow_eviction)
-        keyspace, existing = read_probe(prefix, partitions, replies)
+        keyspace, listed = read_probe(prefix, partitions, replies)
         if replies[-3] == 1:
+            existing = listed if listed is not None else (
+                yield from own_indexes(domain, keyspace, domain.view_names, topology)
+            )
             yield from check_settings_kept(domain, keyspace, existing, topology)
-        return keyspace, existing
+        return keyspace, listed
     except ConfigurationError:
         if replies[-3] == 1:  # HSETNX: this probe created the settings
             yield [["HDEL", Keyspace(prefix).meta, "partitions"]]
@@ -280,6 +322,46 @@ def _documents(reply: Any) -> int:
     return int(float(fields.get(b"num_docs", fields.get("num_docs", 0)) or 0))
 
 
+def _records(keyspace: Keyspace, created: Sequence[str], command: str) -> list[Step]:
+    """Per index created, ``HGET`` (read) or ``HSET`` (write) of the deployment's record that
+    it was created once: ``index:<name after the prefix>`` in the settings hash."""
+    fields = [f"index:{name.removeprefix(keyspace.prefix + ':')}" for name in created]
+    return [["HGET", keyspace.meta, field] if command == "HGET" else ["HSET", keyspace.meta, field, 1]
+            for field in fields]
+
+
+def _recreated(requests: Sequence[Step], replies: Sequence[Any], created: int) -> list[Step]:
+    """``FT.INFO`` of the indexes this setup created that the deployment had before (its
+    record says so: lost or dropped), whose documents are there: until the new index has
+    scanned them a query would quietly miss some. A first creation waits for nothing."""
+    infos = index_infos(requests)
+    made = _creation_replies(requests, replies)
+    before = replies[len(requests) : len(requests) + created]
+    return [info for info, reply, had in zip(infos, made, before, strict=True)
+            if not isinstance(reply, Exception) and had is not None]
+
+
+def _creation_replies(requests: Sequence[Step], replies: Sequence[Any]) -> list[Any]:
+    """The replies to the ``FT.CREATE`` among `requests`, in order."""
+    return [reply for step, reply in zip(requests, replies, strict=False) if _command(step)[0] == "FT.CREATE"]
+
+
+def _command(step: Step) -> Command:
+    return step.command if isinstance(step, Routed) else step
+
+
+def own_indexes(
+    domain: Domain, keyspace: Keyspace, views: Sequence[ViewName], topology: Topology | None
+) -> Program[list[set[str]]]:
+    """`index_names` for a user who may not list every tenant's indexes: one round trip of
+    ``FT.INFO`` on the deployment's own (`own_index_names`)."""
+    indexed = indexed_views(domain, views)
+    if not indexed:
+        return [set() for _ in range(1 if topology is None else len(topology.shards))]
+    replies = yield view_index_infos(keyspace, indexed, topology)
+    return own_index_names(keyspace, indexed, topology, replies)
+
+
 def _indexed(infos: list[Step]) -> Program[None]:
     deadline = time.monotonic() + INDEXING_WAIT_S
     while infos and still_indexing((yield infos)):
@@ -287,7 +369,7 @@ def _indexed(infos: list[Step]) -> Program[None]:
         yield Wait(INDEXING_POLL_S)  # not a busy loop of FT.INFO on the primaries
         if time.monotonic() > deadline:
             # Reading on would miss whatever the new indexes have not reached yet.
-            raise ConfigurationError(
-                f"new indexes were still indexing after {INDEXING_WAIT_S:.0f} s; call again when "
-                "`FT.INFO` shows indexing 0 on every primary"
+            raise IndexNotReadyError(
+                f"new indexes were still indexing after {INDEXING_WAIT_S:.0f} s: a query would miss "
+                "documents they have not reached; call again when `FT.INFO` shows indexing 0 on every primary"
             )

@@ -89,7 +89,7 @@ class Replayer:
             ConfigurationError: nothing was ever set up under `prefix`.
         """
         keyspace = deployment_keyspace(client, prefix)
-        into = Keyspace(target, keyspace.partitions) if target is not None else None
+        into = Keyspace(target, keyspace.partitions, scratch=True) if target is not None else None
         return cls(client, keyspace, page=page, target=into, domain=domain)
 
     def _scan(self, pattern: str, type_: str | None = None) -> Iterator[bytes]:

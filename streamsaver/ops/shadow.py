@@ -77,7 +77,7 @@ class ShadowRebuild:
         self.redis = client
         self.live = keyspace
         self.domain = domain
-        self.shadow = Keyspace(nested_prefix(keyspace.prefix, SHADOW), keyspace.partitions)
+        self.shadow = Keyspace(nested_prefix(keyspace.prefix, SHADOW), keyspace.partitions, scratch=True)
         self.replayer = Replayer(client, keyspace, page=page, target=self.shadow, domain=domain)
         self.page = page
         self.attempts = attempts

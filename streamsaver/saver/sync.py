@@ -92,7 +92,7 @@ class StreamSaver(SaverShell[Redis | RedisCluster]):
         Args:
             cluster: True: `url` names a node of a Redis Cluster (a ``RedisCluster`` client
                 discovers the others); False: a single server; None: ask the server
-                (``INFO cluster``).
+                (``HELLO``).
             redis_url, redis_client, connection_args: langgraph-checkpoint-redis's spellings
                 (`redis_url` is `url`; a `redis_client` passed in is not closed on exit).
                 `connection_args` (and the URL's query) override the client's defaults

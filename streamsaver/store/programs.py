@@ -7,6 +7,7 @@ nothing.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -14,7 +15,7 @@ from langgraph.store.base import Op, PutOp, Result, SearchOp
 
 from projectors.store import VIEW
 from streamsaver.log import setup
-from streamsaver.log.program import Call, Program
+from streamsaver.log.program import Call, Program, Refused
 from streamsaver.store.core import StoreCore
 from streamsaver.store.fanout import missing, with_documents
 from streamsaver.store.validation import check_ops
@@ -22,6 +23,7 @@ from streamsaver.store.vectors import Embed, VectorIndex
 
 __all__ = ["batch", "set_up"]
 
+log = logging.getLogger("streamsaver.store")
 
 
 def _embedded(index: VectorIndex, ops: Sequence[Op]) -> Program[tuple[dict[int, Any], dict[int, bytes]]]:
@@ -47,9 +49,13 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     a vector index; and a second when a search by meaning's page came back short, see
     `streamsaver.store.knn`); their results in op order.
 
+    A read that finds the items index gone (dropped or lost) re-creates it, waits until it
+    has indexed every item, and reads again, once.
+
     Raises:
         InvalidNamespaceError, InvalidInputError: an invalid op, or an embedder's answer of the
             wrong count or dimensions (nothing was sent).
+        IndexMissingError, IndexNotReadyError: see `set_up`.
     """
     checked = check_ops(ops)
     if not checked:
@@ -60,7 +66,18 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
         vectors, queries = yield from _embedded(core.vectors, checked)
     knn = core.knn_searches(checked, queries)
     reads = core.reads(checked, knn)
-    sent = yield Call(core.requests(checked, vectors, reads), core.load_scripts)
+    steps = core.requests(checked, vectors, reads)
+    try:
+        sent: list[Any] = yield Call(steps, core.load_scripts)
+    except Refused as refused:
+        if not refused.moved:
+            raise
+        # The items index was dropped or lost: the batch's appends (sent first) were made; its
+        # reads are sent again once the index is back and has indexed every item.
+        log.warning("the store's index is gone (%s): setting up again and reading again", refused.error)
+        yield from set_up(core, wait_indexed=True)
+        writes = len({core.keyspace.store_partition(op.namespace[0]) for op in checked if isinstance(op, PutOp)})
+        sent = [None] * writes + (yield Call(steps[writes:], core.load_scripts))
     replies = core.replies_by_op(checked, sent, reads)
     replies = yield from _with_documents(core, replies)
     follow = {n: commands for n, search in knn.items() if (commands := search.follow_up(replies[n]))}
@@ -86,15 +103,19 @@ def _with_documents(core: StoreCore, groups: list[list[Any]]) -> Program[list[li
     return [[with_documents(reply, found) for reply in group] for group in groups]
 
 
-def set_up(core: StoreCore) -> Program[None]:
+def set_up(core: StoreCore, *, wait_indexed: bool = False) -> Program[None]:
     """Probe the modules, fix the partition count, create the items index and load the store's
     scripts (`streamsaver.log.setup` with the store domain); on a cluster, read the slot map
-    and make the index on every primary. Idempotent.
+    and make the index on every primary. Idempotent. With `wait_indexed`, wait until an index
+    it created has indexed the items already there.
 
     Raises:
         EvictionPolicyError: the server evicts keys and the core does not allow it.
+        IndexMissingError: the index is missing and the user may not create it.
+        IndexNotReadyError: with `wait_indexed`, the new index still indexing when the wait ran out.
     """
     keyspace, topology = yield from setup.program(
-        core.domain, core.prefix, core.partitions, (VIEW,), core.cluster, allow_eviction=core.allow_eviction
+        core.domain, core.prefix, core.partitions, (VIEW,), core.cluster, allow_eviction=core.allow_eviction,
+        wait_indexed=wait_indexed,
     )
     core.keyspace, core.topology = keyspace, topology

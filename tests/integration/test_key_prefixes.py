@@ -22,6 +22,17 @@ def test_a_prefix_nesting_a_key_kind_is_refused(client: redis.Redis, prefix: str
     assert not client.keys(f"{prefix}*")
 
 
+@pytest.mark.parametrize("word", ["shadow", "verify.0a1b2c"])
+def test_a_prefix_nesting_an_operator_tools_scratch_word_is_refused(
+    client: redis.Redis, prefix: str, word: str
+) -> None:
+    """A shadow rebuild of ``P`` writes, then deletes, ``P:shadow:*``; a verify ``P:verify.<hex>:*``."""
+    for nested in (f"{prefix}:{word}", f"{prefix}:{word}:more"):
+        with pytest.raises(ConfigurationError, match="scratch keys"):
+            StreamSaver(client, prefix=nested)
+    assert not client.keys(f"{prefix}*")
+
+
 def test_a_nested_prefix_of_another_word_survives_a_rebuild_of_the_outer_deployment(
     client: redis.Redis, prefix: str
 ) -> None:

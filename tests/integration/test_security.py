@@ -1,8 +1,9 @@
 """Security: least-privilege ACL users, refusal of users without rights, and TLS.
 
-* The ``ACL SETUSER`` line in docs/reliability.md (read from the file, so the docs stay true)
-  is enough for every saver operation, on both views, with ``durability="aof"``, and with a
-  TTL for the upkeep methods (pinning, delta history, copy_thread, prune, retain, delete_for_runs).
+* The runtime user's ``ACL SETUSER`` line in docs/security.md (read from the file, so the docs
+  stay true), once the deployment is set up, is enough for every saver operation, on both views,
+  with ``durability="aof"``, and with a TTL for the upkeep methods (pinning, delta history,
+  copy_thread, prune, retain, delete_for_runs). Tenant isolation: test_tenant_isolation.py.
 * A user whose keys are another prefix's is refused at setup with a `ConfigurationError` naming
   the missing permission; a user who may read the deployment but not append to its streams is
   refused at the first append with a ``ResponseError`` saying "ACL failure in script: ... no
@@ -32,14 +33,14 @@ from tls_terminator import TlsTerminator
 from streamsaver import StreamSaver
 from streamsaver.errors import ConfigurationError
 
-DOCS = Path(__file__).parents[2] / "docs" / "reliability.md"
+DOCS = Path(__file__).parents[2] / "docs" / "security.md"
 
 
 def documented_acl_rules(prefix: str) -> list[str]:
-    """The rules of the docs' ``ACL SETUSER streamsaver on >PASSWORD ...`` line, for `prefix`."""
+    """The rules of the docs' runtime ``ACL SETUSER streamsaver on >PASSWORD ...`` line, for `prefix`."""
     match = re.search(r"ACL SETUSER streamsaver on >PASSWORD (.+)", DOCS.read_text())
-    assert match, "docs/reliability.md gives no ACL SETUSER line"
-    return match.group(1).strip().strip("`").replace("~streamsaver:*", f"~{prefix}:*").split()
+    assert match, "docs/security.md gives no runtime ACL SETUSER line"
+    return match.group(1).strip().strip("`").replace("~streamsaver:", f"~{prefix}:").split()
 
 
 @pytest.fixture
@@ -83,6 +84,7 @@ def test_the_documented_acl_line_is_enough_for_the_saver(
     client: redis.Redis, redis_url: str, prefix: str, acl_user: tuple[str, str], view: str
 ) -> None:
     name, password = acl_user
+    StreamSaver(client, prefix=prefix, view=view).setup()  # as the admin user (`streamsaver setup`)
     client.execute_command("ACL", "SETUSER", name, "on", f">{password}", *documented_acl_rules(prefix))
     limited = redis.Redis.from_url(redis_url, username=name, password=password)
     try:

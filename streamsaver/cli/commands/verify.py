@@ -59,6 +59,8 @@ def _print(report: VerifyReport, logs: str) -> None:
         print(f"loaded {report.payloads_checked:,} payloads of the logs: {report.corrupt:,} corrupt")
     for corrupt in report.corrupt_payloads:
         print(f"  corrupt   {corrupt.log} entry {corrupt.entry}, {corrupt.payload}\n            {corrupt.error}")
+    for problem in report.index_problems:
+        print(f"  index     {problem}")
 
 
 def _run(args: argparse.Namespace) -> int:

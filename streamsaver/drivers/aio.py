@@ -54,7 +54,8 @@ class AsyncDriver:
     """Runs programs with an asyncio client; `lane`, when given, carries every `Call` while open.
     At most `slots` `Call` steps are in flight at once (a plain redis.asyncio pool raises past
     its size instead of waiting); the rest wait.
-    ``LOADING`` and `name_errors` as in `streamsaver.drivers.sync.SyncDriver`.
+    ``LOADING`` (of a `Call` or a pipeline step) and `name_errors` as in
+    `streamsaver.drivers.sync.SyncDriver`.
 
     Raises:
         ConfigurationError: a client that decodes responses.
@@ -143,7 +144,10 @@ class AsyncDriver:
         if type(step) is Call:
             return await self._call(step)
         if isinstance(step, list):
-            return await self._send_raw(step)
+            try:
+                return await self._send_raw(step)
+            except BusyLoadingError:  # the first refusal ended the pipeline: what ran before it may run again
+                return await self._after_loading(lambda: self._send_raw(step))
         if type(step) is Owner:
             return node_name(self.redis, step.key)
         if type(step) is Wait:
@@ -207,14 +211,20 @@ class AsyncDriver:
                 return await self._reloaded(call)
             except BusyLoadingError:  # a restarting server reading its data: it ran nothing
                 pass
+        return await self._after_loading(lambda: self._sent(call))
+
+    @staticmethod
+    async def _after_loading(send: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """`send()` again once the server has loaded its data (its first attempt was refused
+        with ``LOADING``), `LOADING_RETRIES` times at most, `LOADING_PAUSE_S` apart."""
         for _ in range(LOADING_RETRIES - 1):
             await asyncio.sleep(LOADING_PAUSE_S)
             try:
-                return await self._sent(call)
+                return await send()
             except BusyLoadingError:
                 continue
         await asyncio.sleep(LOADING_PAUSE_S)
-        return await self._sent(call)
+        return await send()
 
     async def _sent(self, call: Call) -> list[Any]:
         try:

@@ -62,7 +62,9 @@ def send_raw(client: Any, commands: Sequence[Step]) -> list[Any]:
 
 class SyncDriver:
     """Runs programs with a sync client; `lane`, when given, carries every `Call` while open.
-    A `Call` the server refuses with ``LOADING`` is sent again, `LOADING_RETRIES` times at most.
+    A `Call` or a pipeline step (a setup's probe) the server refuses with ``LOADING`` is sent
+    again, `LOADING_RETRIES` times at most: only commands a loading server runs (``INFO``,
+    ``CONFIG GET``, ...) can have run before the refusal, which ends the pipeline.
     With `name_errors` (the savers'), redis-py's connection and timeout errors that end a
     program are raised as `ServerUnavailableError` and `ServerTimeoutError`.
 
@@ -141,7 +143,10 @@ class SyncDriver:
         if type(step) is Call:
             return self._call(step)
         if isinstance(step, list):
-            return send_raw(self.redis, step)
+            try:
+                return send_raw(self.redis, step)
+            except BusyLoadingError:  # the first refusal ended the pipeline: what ran before it may run again
+                return self._after_loading(lambda: send_raw(self.redis, step))
         if type(step) is Owner:
             return node_name(self.redis, step.key)
         if type(step) is Wait:
@@ -155,14 +160,20 @@ class SyncDriver:
         try:
             return self._sent(call)
         except BusyLoadingError:  # a restarting server reading its data: the call ran nothing
-            for _ in range(LOADING_RETRIES - 1):
-                time.sleep(LOADING_PAUSE_S)
-                try:
-                    return self._sent(call)
-                except BusyLoadingError:
-                    continue
+            return self._after_loading(lambda: self._sent(call))
+
+    @staticmethod
+    def _after_loading(send: Callable[[], T]) -> T:
+        """`send()` again once the server has loaded its data (its first attempt was refused
+        with ``LOADING``), `LOADING_RETRIES` times at most, `LOADING_PAUSE_S` apart."""
+        for _ in range(LOADING_RETRIES - 1):
             time.sleep(LOADING_PAUSE_S)
-            return self._sent(call)
+            try:
+                return send()
+            except BusyLoadingError:
+                continue
+        time.sleep(LOADING_PAUSE_S)
+        return send()
 
     def _sent(self, call: Call) -> list[Any]:
         try:

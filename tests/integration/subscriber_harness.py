@@ -58,7 +58,7 @@ def partitions_of(client: redis.Redis, prefix: str) -> int:
 def main(url: str, prefix: str, group: str, name: str, lease_ms: str) -> None:
     from streamsaver.feeds.subscriber import Subscriber
 
-    client = redis.Redis.from_url(url)
+    client = redis.Redis.from_url(url, client_name=name)  # the test finds its connections by name
     key = handled_key(prefix)
 
     def record(event: Any) -> None:

@@ -5,6 +5,9 @@ Lua's ``unpack`` refuses more than ~8,000 results, which once failed a ``put_wri
 scripts pass long argument lists with `spread` (scripts/_spread.lua). Shown here: 100,000
 writes in one ``put_writes``, a ``put`` that changes 10,000 channels (on both views), and a
 LangGraph graph that fans out to 10,000 ``Send`` tasks, each read back exactly.
+
+The `client` fixture has no ``socket_timeout`` (redis-py's default): on a slow or loaded
+machine these appends take longer, never fail for it (docs/reliability.md, "Any size").
 """
 
 from __future__ import annotations

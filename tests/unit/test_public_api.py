@@ -20,7 +20,7 @@ def test_error_tree() -> None:
     e = streamsaver.errors
     assert sorted(e.__all__) == sorted(
         ["ConcurrentChangeError", "ConfigurationError", "DurabilityError", "EmbeddedServerError", "EventDecodeError",
-         "EvictionPolicyError", "MiddlewareConfigError",
+         "EvictionPolicyError", "InlineViewsError", "MiddlewareConfigError",
          "ExportFileError", "InvalidInputError", "MissingModuleError", "PayloadDecodeError", "ReplayJobError",
          "ServerTimeoutError", "ServerUnavailableError", "SettingsLostError", "StaleWriteOwnerError",
          "StreamSaverError", "TargetNotEmptyError", "ThreadExistsError", "WrongKeyTypeError"]
@@ -28,6 +28,7 @@ def test_error_tree() -> None:
     assert e.StaleWriteOwnerError.is_stale_write_owner_error is True
     assert issubclass(e.InvalidInputError, ValueError)
     assert issubclass(e.MissingModuleError, e.ConfigurationError)
+    assert issubclass(e.InlineViewsError, e.ConfigurationError)
     assert issubclass(e.ServerTimeoutError, e.ServerUnavailableError)
     assert issubclass(e.ServerTimeoutError, TimeoutError) and issubclass(e.ServerUnavailableError, ConnectionError)
     assert all(issubclass(getattr(e, n), e.StreamSaverError) for n in e.__all__)

@@ -134,11 +134,20 @@ def _report(chosen: list[Variant], args: argparse.Namespace) -> None:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     base = statistics.median(chosen[0].put_us) + statistics.median(chosen[0].writes_us)
     print(f"server time per call (cmdstat_evalsha), medians of {args.rounds}x{args.steps}; load average {load}")
-    print(f"{'variant':36} {'put us':>7} {'p25':>5} {'writes us':>9} {'step us':>8} {'vs default':>10}")
+    print("paired: median over the same (round, step) of the variant's step minus the default's")
+    print(f"{'variant':36} {'put us':>7} {'p25':>5} {'writes us':>9} {'step us':>8} {'vs default':>10} {'paired':>7}")
+    default = chosen[0]
     for variant in chosen:
         put, writes = statistics.median(variant.put_us), statistics.median(variant.writes_us)
         p25 = statistics.quantiles(variant.put_us, n=4)[0]
-        print(f"{variant.name:36} {put:7.0f} {p25:5.0f} {writes:9.0f} {put + writes:8.0f} {put + writes - base:+10.0f}")
+        paired = statistics.median(
+            p + w - dp - dw
+            for p, w, dp, dw in zip(variant.put_us, variant.writes_us, default.put_us, default.writes_us, strict=True)
+        )
+        print(
+            f"{variant.name:36} {put:7.0f} {p25:5.0f} {writes:9.0f} {put + writes:8.0f} "
+            f"{put + writes - base:+10.0f} {paired:+7.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -43,6 +43,10 @@ def recorded_views(reply: Any) -> tuple[str, ...]:
     return tuple(view for view in text.split(",") if view)
 
 
+def _out_of_memory(reply: Any) -> bool:
+    return isinstance(reply, Exception) and "maxmemory" in str(reply)
+
+
 def agree(
     keyspace: Keyspace, replies: list[Any], projections: tuple[ViewName, ...], read_view: ViewName
 ) -> tuple[ViewName, ...]:
@@ -50,12 +54,17 @@ def agree(
 
     Raises:
         InlineViewsError: `projections` name a view the deployment does not project inline,
-            other than a worker-kept read view; or the server refused the record.
+            other than a worker-kept read view; or the server refused the record (other than
+            for want of memory) or its read.
     """
-    for reply in replies:
+    record, read = replies
+    # A full server (noeviction) refuses the record; a reader needs none (as for the partitions).
+    for reply in (read,) if _out_of_memory(record) else (record, read):
         if isinstance(reply, Exception):
             raise InlineViewsError(f"cannot record the inline views of {keyspace.prefix!r}: {reply}") from reply
-    recorded = recorded_views(replies[-1])
+    if read is None:  # nothing recorded and the server too full to record: nothing to agree with
+        return projections
+    recorded = recorded_views(read)
     if recorded == projections:
         return projections
     outside = [view for view in projections if view not in recorded]

@@ -7,6 +7,7 @@ The tree::
     │   ├── MissingModuleError       the Redis server lacks RediSearch or RedisJSON
     │   ├── EvictionPolicyError      the server evicts keys when full, and the user did not allow it
     │   ├── SettingsLostError        a deployment's data exists but its settings (partition count) are gone
+    │   ├── InlineViewsError         a saver's projections disagree with the inline views its deployment records
     │   ├── MiddlewareConfigError    an agent middleware that cannot work (no embedding, wrong dims, policy)
     │   └── IndexMissingError        an index is gone and this user may not create it (run setup as admin)
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
@@ -46,6 +47,7 @@ __all__ = [
     "ExportFileError",
     "IndexMissingError",
     "IndexNotReadyError",
+    "InlineViewsError",
     "InvalidInputError",
     "MiddlewareConfigError",
     "MissingModuleError",
@@ -68,6 +70,13 @@ class StreamSaverError(Exception):
 
 class ConfigurationError(StreamSaverError):
     """The saver, its client or its server is configured in a way that cannot work."""
+
+
+class InlineViewsError(ConfigurationError):
+    """A saver's `projections` disagree with the views its deployment projects inline (recorded by
+    the first `setup()` in the settings hash ``P:meta``, field ``views``): its writes would leave
+    a view half-projected. Nothing was written. The message names both and how to change the
+    deployment's views (docs/worker.md)."""
 
 
 class MissingModuleError(ConfigurationError):

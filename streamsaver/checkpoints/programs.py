@@ -25,7 +25,7 @@ from langgraph.checkpoint.base import (
 
 from projectors.domain import CHECKPOINTS
 from streamsaver.checkpoints import durability as durability_
-from streamsaver.checkpoints import history
+from streamsaver.checkpoints import history, inline_views
 from streamsaver.checkpoints.append import thread_id_of
 from streamsaver.checkpoints.core import SaverCore
 from streamsaver.checkpoints.ownership import WriteFence, check_request, claim_request
@@ -62,12 +62,20 @@ __all__ = [
 
 
 def set_up(core: SaverCore, *, wait_indexed: bool = False) -> Program[None]:
-    """`setup()`: `streamsaver.log.setup.program` for the checkpoint domain; the core keeps what
-    it read."""
-    core.keyspace, core.topology = yield from setup.program(
+    """`setup()`: `streamsaver.log.setup.program` for the checkpoint domain, then one round trip
+    recording or reading the deployment's inline views (`inline_views`); the core keeps what it
+    read, and its appends project the recorded views.
+
+    Raises:
+        InlineViewsError: the saver's projections disagree with the recorded views.
+    """
+    keyspace, topology = yield from setup.program(
         CHECKPOINTS, core.prefix, core.partitions, core.projections, core.cluster, wait_indexed,
         core.allow_eviction,
     )
+    replies = yield inline_views.record_requests(keyspace, core.projections)
+    core.projections = inline_views.agree(keyspace, replies, core.projections, core.view)
+    core.keyspace, core.topology = keyspace, topology
 
 
 def _set_up_once(core: SaverCore) -> Program[None]:

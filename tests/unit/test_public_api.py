@@ -20,7 +20,7 @@ def test_error_tree() -> None:
     e = streamsaver.errors
     assert sorted(e.__all__) == sorted(
         ["ConcurrentChangeError", "ConfigurationError", "DurabilityError", "EmbeddedServerError", "EventDecodeError",
-         "EvictionPolicyError", "IndexMissingError", "IndexNotReadyError", "MiddlewareConfigError",
+         "EvictionPolicyError", "IndexMissingError", "IndexNotReadyError", "InlineViewsError", "MiddlewareConfigError",
          "ExportFileError", "InvalidInputError", "MissingModuleError", "PayloadDecodeError", "ReplayJobError",
          "ServerTimeoutError", "ServerUnavailableError", "SettingsLostError", "StaleWriteOwnerError",
          "StreamSaverError", "TargetNotEmptyError", "ThreadExistsError", "WrongKeyTypeError"]
@@ -29,6 +29,7 @@ def test_error_tree() -> None:
     assert issubclass(e.InvalidInputError, ValueError)
     assert issubclass(e.MissingModuleError, e.ConfigurationError)
     assert issubclass(e.IndexMissingError, e.ConfigurationError)
+    assert issubclass(e.InlineViewsError, e.ConfigurationError)
     assert issubclass(e.ServerTimeoutError, e.ServerUnavailableError)
     assert issubclass(e.ServerTimeoutError, TimeoutError) and issubclass(e.ServerUnavailableError, ConnectionError)
     assert all(issubclass(getattr(e, n), e.StreamSaverError) for n in e.__all__)

@@ -23,10 +23,19 @@ from langgraph.store.base.embed import tokenize_path
 
 from streamsaver.errors import ConfigurationError, InvalidInputError
 
-__all__ = ["RRF_K", "TextRanked", "VectorOnly", "fuse", "search_op", "text_fields", "text_query", "wants_text"]
+__all__ = [
+    "RRF_K", "TEXT_SCORER", "TextRanked", "VectorOnly", "fuse", "search_op", "text_fields", "text_query", "wants_text",
+]
 
 RRF_K = 60
 """The constant of reciprocal rank fusion (Cormack et al.'s 60: a lower rank counts, but less)."""
+TEXT_SCORER = "BM25STD"
+"""The scorer of the text ranking, named: ``FT.AGGREGATE`` scores by TFIDF unless told, whose IDF
+(a whole power of two) of a word most items hold is 0 or 1 depending on whether the index's garbage
+collector has yet dropped the entries of rewritten documents (every put rewrites one), so the
+ranking flipped between two pages of one unchanged listing. BM25STD's IDF is smooth and positive:
+for one word the order depends on the items alone; with more words the words' weights still
+follow the index's statistics (as in any BM25)."""
 _WORD = re.compile(r"\w+")
 
 

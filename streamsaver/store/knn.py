@@ -27,7 +27,7 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.store.base import SearchItem, SearchOp
 
-from streamsaver.store.hybrid import fuse
+from streamsaver.store.hybrid import TEXT_SCORER, fuse
 from streamsaver.store.queries import Command, page_request, query_terms, search_items
 
 __all__ = ["KNN_WIDENING", "KnnSearch"]
@@ -86,7 +86,7 @@ class KnnSearch:
         query, ranges = query_terms(self.op)
         body = text if query == "*" else f"({query}) {text}"
         return page_request(self.index, body, ranges, ["@__score", "DESC", "@id", "ASC"], 0, self._rows, [],
-                            before=["ADDSCORES"])
+                            before=["SCORER", TEXT_SCORER, "ADDSCORES"])
 
     def _unscored(self, count: int) -> Command:
         """The first `count` items without embeddings that match, most recently updated first."""

@@ -50,6 +50,30 @@ async def test_the_fusion_keeps_filters_and_pages(kind: str, redis_url: str, pre
     assert [item.key for item in paged] == [item.key for item in whole]
 
 
+async def test_the_text_ranking_is_bm25_while_rewritten_entries_await_collection(
+        kind: str, redis_url: str, prefix: str) -> None:
+    """Every put rewrites its item's document; until the index's collector runs, the old entries
+    still count for the word statistics. The text ranking must stay BM25 all along: RediSearch's
+    default TFIDF gave a word every item holds an IDF of 0 then (all text scores 0, the ranking by
+    stem), and 1 after, so pages of one unchanged listing disagreed."""
+    index = {"dims": DIMS, "embed": _flat, "fields": ["text"], "text_fields": ["text"]}
+    store, _ = await _open(kind, redis_url, prefix, index)
+    pies = {"a": 1, "b": 2, "c": 3}
+    values = {key: {"text": " ".join(["pie"] * n + ["kiwi"] * (4 - n))} for key, n in pies.items()}
+    for _ in range(2):
+        await store.call("batch", [PutOp(("docs",), key, value) for key, value in values.items()])
+    by_vectors = sorted(pies)  # one point for all: the stems break the ties
+    by_text = sorted(pies, key=lambda key: -pies[key])  # same length: more "pie", better BM25
+    fused = {key: 1 / (RRF_K + 1 + by_vectors.index(key)) + 1 / (RRF_K + 1 + by_text.index(key)) for key in pies}
+    expected = sorted(pies, key=lambda key: (-fused[key], key))
+    found = await store.call("search", ("docs",), query="pie", limit=3)
+    assert [item.key for item in found] == expected
+    paged = []
+    for offset in range(3):
+        paged += await store.call("search", ("docs",), query="pie", limit=1, offset=offset)
+    assert [item.key for item in paged] == expected
+
+
 async def test_hybrid_without_text_fields_is_refused(kind: str, redis_url: str, prefix: str) -> None:
     store, _ = await _open(kind, redis_url, prefix, {"dims": DIMS, "embed": embed, "fields": ["text"]})
     with pytest.raises(InvalidInputError, match="text_fields"):

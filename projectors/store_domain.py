@@ -32,9 +32,19 @@ def _no_probe(event: Event, keyspace: Keyspace, views: Sequence[ViewName]) -> He
     return None
 
 
+def _feed(keyspace: Keyspace, partition: int) -> str:
+    return keyspace.store(str(partition)).feed
+
+
+def _partition(log_id: str, partitions: int) -> int:
+    """A store log's id is its partition's number (-1: not one)."""
+    return int(log_id) if log_id.isdigit() and int(log_id) < partitions else -1
+
+
 STORE = Domain(
     name="store",
-    views=(View(store.VIEW, store.project, _read_item, store.FIELDS, documents="doc"),),
+    views=(View(store.VIEW, store.project, _read_item, store.FIELDS, documents="doc",
+                 optional_fields=r"e|x\d+"),),
     held_entry=_no_probe,
     erase=StorePartitionErased,
     scripts=LogScripts(append=APPEND, apply=APPLY, rewrite=REWRITE, ttl=TTL, append_batch=APPEND_BATCH),
@@ -45,6 +55,8 @@ STORE = Domain(
     positions_family="spos",
     encode=item_fields,
     pointer=item_pointer,
+    feed_key=_feed,
+    log_partition=_partition,
 )
 """The store domain: a log per store partition, folded into the items view."""
 

@@ -76,6 +76,10 @@ class WorkerCore(PartitionConsumer[Unit, WorkerStats]):
             raise InvalidInputError("need at least one view")
         super().__init__(prefix, options, WorkerStats, load_scripts((*domain.setup_scripts, LEASE, ROSTER)), cluster)
 
+    def feed(self, partition: int) -> str:
+        """The feed of `partition` the domain's pointers go to (the store's own, for the store)."""
+        return self.domain.feed_key(self.keys, partition)
+
     def units(self) -> list[Unit]:
         """Every (view, partition) of the deployment this worker may keep."""
         return [Unit(v, p) for v in self.views for p in range(self.keys.partitions)]
@@ -110,7 +114,7 @@ class WorkerCore(PartitionConsumer[Unit, WorkerStats]):
 
     def _item(self, unit: Unit, taken: Taken) -> Item:
         item = Item(unit, taken.entry, taken.raw)
-        pointer = parse_pointer(item.raw, self.keys, unit.partition)
+        pointer = parse_pointer(item.raw, self.keys, unit.partition, self.domain.log_partition)
         if isinstance(pointer, str):
             item.fail(pointer)
         else:
@@ -124,7 +128,7 @@ class WorkerCore(PartitionConsumer[Unit, WorkerStats]):
         reads: list[Command] = []
         for item in wanted:
             assert item.pointer is not None
-            log_key, log_id = self.keys.thread(item.pointer.thread).log, item.pointer.log_id
+            log_key, log_id = self.domain.log_keys(self.keys, item.pointer.thread).log, item.pointer.log_id
             whole = item.pointer.type in REFOLDING
             reads.append(["XRANGE", log_key, "-" if whole else log_id, "+" if whole else log_id])
         for item, reply in zip(wanted, (yield from self.call(reads)) if reads else [], strict=True):
@@ -217,7 +221,7 @@ class WorkerCore(PartitionConsumer[Unit, WorkerStats]):
         return first
 
     def _dead_letter(self, item: Item) -> Command:
-        feed = self.keys.feed(item.unit.partition)
+        feed = self.feed(item.unit.partition)
         log.warning("projector %s: dead letter %s of %s (log entry %s): %s", item.unit.view, item.entry, feed,
                     item.pointer.log_id if item.pointer else "?", item.error)
         fields_ = {**item.raw, b"feed": feed.encode(), b"entry": item.entry.encode(),

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from streamsaver.errors import InvalidInputError
 from streamsaver.log.events import Event
-from streamsaver.log.keys import Keyspace, ViewName
+from streamsaver.log.keys import Keyspace, ViewName, partition_of
 from streamsaver.log.stored import feed_pointer, from_fields, to_fields
 
 __all__ = [
@@ -128,6 +128,9 @@ class View:
     latest of each namespace."""
     documents: str = "cp"
     """The kind of the view's indexed documents (their keys start ``P:<view>:<documents>:``)."""
+    optional_fields: str = ""
+    """A regular expression naming the index attributes a deployment may add to `index_fields`
+    (the store's embeddings and text fields, which its index config chooses); "": none."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,8 @@ class Domain:
         positions_family: the key family of the logs' positions hashes (``P:<family>:...``).
         encode: a log entry's stream fields from its event.
         pointer: a feed pointer's fields from its event.
+        feed_key: ``(keyspace, partition) -> key``: the feed a partition's pointers go to.
+        log_partition: ``(log id, partitions) -> partition`` of a log (-1: an id no log has).
     """
 
     name: str
@@ -164,6 +169,8 @@ class Domain:
     positions_family: str = "pos"
     encode: Encoder = to_fields
     pointer: Pointer = feed_pointer
+    feed_key: Callable[[Keyspace, int], str] = Keyspace.feed
+    log_partition: Callable[[str, int], int] = partition_of
 
     @cached_property
     def setup_scripts(self) -> tuple[ScriptRef, ...]:

@@ -11,6 +11,7 @@ Each failure is one line naming the index and what is wrong; none means whole.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -80,7 +81,8 @@ def _view_problems(client: Any, keyspace: Keyspace, view: ViewName, domain: Doma
         if prefixes != [documents]:
             yield f"the index {name}{where} covers {prefixes}, not [{documents!r}]"
         attributes = {_text(_pairs(a).get("attribute", "")) for a in info.get("attributes", [])}
-        if attributes != declared:
+        optional = domain.view(view).optional_fields
+        if attributes - {a for a in attributes if optional and re.fullmatch(optional, a)} != declared:
             yield f"the index {name}{where} has the attributes {sorted(attributes)}, not {sorted(declared)}"
         if int(_text(info.get("indexing", 0)) or 0):
             yield f"{STILL_INDEXING}: {name}{where} ({_text(info.get('percent_indexed', '?'))} done)"

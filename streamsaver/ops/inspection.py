@@ -117,13 +117,18 @@ class PartitionHealth:
     """The consumer holding the partition's lease (a subscriber or projector worker), if any."""
 
 
-def _lease_of(keyspace: Keyspace, partition: int, group: str, views: tuple[ViewName, ...]) -> str:
+def _subscriber_keys(group: str, domain: Domain) -> str:
+    """The name a subscriber group's keys are kept under (a store group's: ``store:<group>``)."""
+    return group if domain is CHECKPOINTS else f"{domain.name}:{group}"
+
+
+def _lease_of(keyspace: Keyspace, partition: int, group: str, domain: Domain) -> str:
     """The lease key of a projector group (`streamsaver.log.keys.projector_group`) or a
     subscriber group."""
     view = group.removeprefix(PROJECTOR_GROUP)
-    if view in views and group == projector_group(view):
+    if view in domain.view_names and group == projector_group(view):
         return keyspace.lease(partition, view)
-    return keyspace.subscriber_lease(partition, group)
+    return keyspace.subscriber_lease(partition, _subscriber_keys(group, domain))
 
 
 def group_health(
@@ -139,7 +144,7 @@ def group_health(
     r: Any = client  # redis-py's stubs type these replies loosely; their shapes are fixed
     pipe = r.pipeline(transaction=False)
     for p in range(keyspace.partitions):
-        pipe.xinfo_groups(keyspace.feed(p))
+        pipe.xinfo_groups(domain.feed_key(keyspace, p))
     replies = pipe.execute(raise_on_error=False)
     rows: list[tuple[int, dict[str, Any]]] = [
         (p, info)
@@ -147,8 +152,7 @@ def group_health(
         for info in (groups if isinstance(groups, list) else [])
         if group is None or _text(info["name"]) == group
     ]
-    views = domain.view_names
-    owners = r.mget([_lease_of(keyspace, p, _text(i["name"]), views) for p, i in rows]) if rows else []
+    owners = r.mget([_lease_of(keyspace, p, _text(i["name"]), domain) for p, i in rows]) if rows else []
     health = [PartitionHealth(_text(i["name"]), p, int(i.get("pending") or 0),
                               None if i.get("lag") is None else int(i["lag"]), _text(i["last-delivered-id"]),
                               int(i.get("consumers") or 0), None if o is None else _text(o))
@@ -190,7 +194,7 @@ def deployment_stats(
         if progress is not None:
             progress(1)
     for partition in range(keyspace.partitions):
-        stats.feed_entries += int(client.xlen(keyspace.feed(partition)))
+        stats.feed_entries += int(client.xlen(domain.feed_key(keyspace, partition)))
     stats.partitions = group_health(client, prefix, domain=domain)
     for row in stats.partitions:
         totals = stats.groups.setdefault(row.group, {"pending": 0, "lag": 0})
@@ -198,19 +202,23 @@ def deployment_stats(
         totals["lag"] += row.lag or 0
     for name, totals in stats.groups.items():
         if not name.startswith(PROJECTOR_GROUP):
-            totals["dead_letters"] = int(client.xlen(keyspace.subscriber_dead_letters(name)))
+            totals["dead_letters"] = int(client.xlen(keyspace.subscriber_dead_letters(_subscriber_keys(name, domain))))
     return stats
 
 
-def feed_events(client: Redis, prefix: str, *, block_ms: int = 1000, start: str = "$") -> Iterator[dict[str, str]]:
-    """The pointers appended to every partition feed from now on (`start` "$"), as they come.
+def feed_events(
+    client: Redis, prefix: str, *, block_ms: int = 1000, start: str = "$", domain: Domain = CHECKPOINTS
+) -> Iterator[dict[str, str]]:
+    """The pointers appended to every partition feed of `domain` from now on (`start` "$"), as
+    they come.
 
     Yields dicts with ``partition``, ``feed_id`` and the pointer's fields (``id``, ``type``,
-    ``thread``, ``ns``, ``cid``); never ends on its own.
+    ``thread``, and ``ns``, ``cid`` for a checkpoint, ``labels``, ``key`` for a store item);
+    never ends on its own.
     """
     keyspace = deployment_keyspace(client, prefix)
     r: Any = client  # redis-py's stubs type these replies loosely; their shapes are fixed
-    partition_of = {keyspace.feed(p): str(p) for p in range(keyspace.partitions)}
+    partition_of = {domain.feed_key(keyspace, p): str(p) for p in range(keyspace.partitions)}
     positions: dict[str, str] = dict.fromkeys(partition_of, start)
     if start == "$":
         for feed in positions:

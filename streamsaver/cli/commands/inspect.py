@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from streamsaver.cli.commands._shared import emit_json, open_client
+from streamsaver.cli.commands._shared import UsageError, emit_json, open_client
+from streamsaver.cli.commands._store import namespace_option, store_option, wants_store
+from streamsaver.cli.commands._store_inspect import run_store_inspect
 from streamsaver.cli.commands._table import table, terminal_width
 
 __all__ = ["register"]
@@ -20,6 +22,14 @@ def _short(value: str | None) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if wants_store(args):
+        if args.thread:
+            raise UsageError("name a thread or --store/--namespace, not both")
+        return run_store_inspect(args)
+    if not args.thread:
+        raise UsageError("name a thread (or --store / --namespace A.B for the memory store)")
+    if args.key:
+        raise UsageError("--key names a store item: use it with --namespace")
     from streamsaver.ops.audit_trail import thread_audit
     from streamsaver.ops.inspection import thread_history
 
@@ -66,15 +76,21 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
     parser = commands.add_parser(
         "inspect",
         parents=[common],
-        help="show a thread's history from its log: steps, sources, writes, ids, sizes",
+        help="show a thread's (or the memory store's) history from its log: steps, writes, ids, sizes",
         description="Read one thread's log (not the views) and print every checkpoint in log "
         "order: step, source, namespace, checkpoint and parent ids, the channels whose value it "
         "stored, the writes tasks saved against it (task:channel), the time it was appended (UTC), "
         "the last message of its messages channel, its size in the log and its log entry id (usable "
         "with 'restore --at'); then the agent calls the audit middleware recorded beside the log "
         "(docs/middleware.md), if any. On a terminal the tables fit its width (the widest columns "
-        "are cut); piped, nothing is cut.",
+        "are cut); piped, nothing is cut. With --store (or --namespace A.B), the memory store's "
+        "partition logs instead: every put, delete and erasure under the namespace prefix, in log "
+        "order: when (UTC), partition, op, namespace, key, embedding model and vectors (count x "
+        "dims), time to live, size, log entry id and the value put.",
     )
-    parser.add_argument("thread", help="the thread id")
-    parser.add_argument("--limit", type=_limit, metavar="N", help="show only the last N checkpoints")
+    parser.add_argument("thread", nargs="?", help="the thread id (not with --store)")
+    store_option(parser, "every put, delete and erasure in its partition logs")
+    namespace_option(parser)
+    parser.add_argument("--key", help="with --namespace: only the events of this item key")
+    parser.add_argument("--limit", type=_limit, metavar="N", help="show only the last N checkpoints (store events)")
     parser.set_defaults(handler=_run)

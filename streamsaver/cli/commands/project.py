@@ -11,7 +11,8 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from streamsaver.cli.commands._running import status_lines
-from streamsaver.cli.commands._shared import emit_json, open_client
+from streamsaver.cli.commands._shared import UsageError, emit_json, open_client
+from streamsaver.cli.commands._store import store_option
 
 if TYPE_CHECKING:
     from streamsaver.feeds.worker import ProjectorWorker, WorkerStats
@@ -20,14 +21,20 @@ __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
+    from projectors.domain import CHECKPOINTS
+    from projectors.store_domain import STORE
     from streamsaver.feeds.worker import ProjectorWorker
 
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if bool(args.view) == args.store:
+        raise UsageError("name the views to keep (--view full/shallow) or --store, one of them")
+    views = ["items"] if args.store else args.view
+    args.view = views
     with open_client(args) as client:
         worker = ProjectorWorker(
-            client, args.prefix, args.view, name=args.name, lease_ms=args.lease_ms, batch=args.batch,
-            start="$" if args.from_end else "0",
+            client, args.prefix, views, name=args.name, lease_ms=args.lease_ms, batch=args.batch,
+            start="$" if args.from_end else "0", domain=STORE if args.store else CHECKPOINTS,
         )
         if args.prepare_only:
             worker.prepare()
@@ -78,11 +85,14 @@ def register(
         "partitions: a partition has one owner at a time (a lease), and a dead worker's "
         "partitions move to the others once its lease expires. Stops cleanly on SIGINT/SIGTERM. "
         "To add a view to a live deployment: 'project --view V --from-end --prepare-only', then "
-        "'replay --view V', then 'project --view V' (see docs/worker.md).",
+        "'replay --view V', then 'project --view V' (see docs/worker.md). --store keeps the memory "
+        "store's items view from its own feeds (the store projects inline: a worker repairs or "
+        "catches up a view rebuilt by 'replay --store --keep').",
     )
     parser.add_argument(
-        "--view", action="append", choices=["full", "shallow"], required=True, help="a view to keep (repeatable)"
+        "--view", action="append", choices=["full", "shallow"], help="a view to keep (repeatable; or --store)"
     )
+    store_option(parser, "its items view, from the store partition feeds")
     parser.add_argument("--burst", action="store_true", help="drain what is pending and new, then exit")
     parser.add_argument(
         "--prepare-only", action="store_true", help="create the consumer groups and the view indexes, then exit"

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from redis import Redis
 
 from streamsaver.cli.commands._shared import UsageError, chosen_views, emit_json, open_client
+from streamsaver.cli.commands._store import store_option
 from streamsaver.errors import InvalidInputError
 from streamsaver.log.keys import ViewName
 from streamsaver.ops.progress import Progress
@@ -21,6 +22,8 @@ __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.store:
+        return _run_store(args)
     if args.shadow and args.keep:
         raise UsageError("--shadow rebuilds every view beside the live one: it cannot --keep them")
     if args.thread and (args.shadow or args.jobs > 1):
@@ -46,6 +49,33 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(f"replayed {stats.events:,} events of {stats.threads:,} threads into {', '.join(views)} "
               f"({stats.applied:,} (event, view) pairs applied)")
+    return 0
+
+
+def _run_store(args: argparse.Namespace) -> int:
+    """Rebuild the memory store's items (documents, vectors, the index's entries) from its logs."""
+    from projectors.store_domain import STORE
+    from streamsaver.ops.replay import Replayer
+
+    if args.thread or args.shadow or args.jobs > 1 or args.view:
+        raise UsageError("--store replays the store's items view: not with --thread, --shadow, --jobs or --view")
+    with open_client(args) as client:
+        replayer = Replayer.open(client, args.prefix, domain=STORE)
+        total = count_events(client, replayer.thread_logs())
+        try:
+            with Progress("events", total, enabled=None if not args.json else False) as bar:
+                fold = replayer.replay if args.keep else replayer.rebuild
+                stats = fold(["items"], progress=bar.advance)
+        except KeyboardInterrupt:
+            print("streamsaver: interrupted: the store's items are partial; resume with: "
+                  "streamsaver replay --store --keep", file=sys.stderr)
+            return 130
+    if args.json:
+        emit_json({"partitions": stats.threads, "events": stats.events, "applied": stats.applied,
+                   "views": ["items"], "dropped_first": not args.keep, "store": True})
+    else:
+        print(f"{'read' if args.keep else 'replayed'} {stats.events:,} events of {stats.threads:,} store partitions "
+              f"into items ({stats.applied:,} applied{' that the items lacked' if args.keep else ''})")
     return 0
 
 
@@ -129,8 +159,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         "with --keep the views are kept and only events a view has not applied yet are applied "
         "(each view records the last event it applied per thread, so replaying twice is "
         "harmless and an interrupted replay resumes). Ctrl-C says what it left and how to resume. "
-        "--shadow cannot be combined with --keep (a usage error, exit 2).",
+        "--shadow cannot be combined with --keep (a usage error, exit 2). --store rebuilds the "
+        "memory store's items from its partition logs instead (the vectors come from the log: "
+        "nothing is embedded again).",
     )
+    store_option(parser, "its items (documents with their vectors, which the index follows) from its "
+                 "partition logs; --keep applies only what they lack")
     parser.add_argument(
         "--view", action="append", choices=["full", "shallow"],
         help="a view to rebuild (repeatable; default: the views the deployment keeps)",

@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 
 from streamsaver.cli.commands._shared import emit_json, open_client
+from streamsaver.cli.commands._store import store_option
 from streamsaver.cli.commands._table import table
 from streamsaver.ops.progress import Progress
 
@@ -13,17 +14,21 @@ __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
+    from projectors.domain import CHECKPOINTS
+    from projectors.store_domain import STORE
     from streamsaver.ops.inspection import deployment_stats
 
+    domain = STORE if args.store else CHECKPOINTS
     with open_client(args) as client, Progress("logs", enabled=None if not args.json else False) as bar:
-        stats = deployment_stats(client, args.prefix, progress=bar.advance)
+        stats = deployment_stats(client, args.prefix, progress=bar.advance, domain=domain)
     if args.json:
         document = dataclasses.asdict(stats)
         if not args.partitions:
             document.pop("partitions")
         emit_json(document)
         return 0
-    print(f"threads {stats.threads:,}  events {stats.events:,}  log bytes {stats.log_bytes:,}  "
+    logs = "store partitions" if args.store else "threads"
+    print(f"{logs} {stats.threads:,}  events {stats.events:,}  log bytes {stats.log_bytes:,}  "
           f"feed pointers {stats.feed_entries:,}")
     if stats.groups:
         print(table(["consumer group", "pending", "lag", "dead letters"],
@@ -48,7 +53,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         "worker's or a subscriber group's, its pending entries and lag summed over partitions, and a "
         "subscriber group's dead letters). --partitions adds one row per group and partition: "
         "pending (delivered, not acknowledged), lag (not delivered yet), last delivered id, and the "
-        "subscriber holding the partition's lease.",
+        "subscriber holding the partition's lease. --store counts the memory store's partition logs "
+        "and feeds instead (a store subscriber's or projector's groups).",
     )
     parser.add_argument("--partitions", action="store_true", help="show every group on every partition")
+    store_option(parser, "its partition logs (their count is 'threads' in --json), its feeds and their groups")
     parser.set_defaults(handler=_run)

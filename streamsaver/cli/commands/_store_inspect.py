@@ -1,0 +1,46 @@
+"""``streamsaver inspect --store``: the memory store's history from its partition logs."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from streamsaver.cli.commands._shared import emit_json, open_client
+from streamsaver.cli.commands._table import table, terminal_width
+
+__all__ = ["run_store_inspect"]
+
+_FLEXIBLE = (10, 3)
+"""The columns a narrow terminal cuts, in this order: value, namespace."""
+
+
+def _ttl(minutes: float | None) -> str:
+    return "-" if minutes is None else f"{minutes:g}m"
+
+
+def run_store_inspect(args: argparse.Namespace) -> int:
+    """Print the events of the store partition logs under ``--namespace`` (``--key``, ``--limit``)."""
+    from streamsaver.ops.store_history import store_history
+
+    with open_client(args) as client:
+        rows = store_history(client, args.prefix, args.namespace, key=args.key)
+    shown = rows[-args.limit:] if args.limit else rows
+    if args.json:
+        emit_json([dataclasses.asdict(r) for r in shown])
+        return 0
+    days = {r.time[:10] for r in shown}
+    one_day = len(days) == 1
+    print(table(
+        ["time", "partition", "op", "namespace", "key", "model", "dims", "ttl", "bytes", "log entry", "value"],
+        [[r.time[11:] if one_day else r.time, r.partition, r.op,
+          ".".join(r.namespace) if r.namespace is not None else "(all)", r.key or "-",
+          r.model or "-", f"{r.vectors}x{r.dims}" if r.vectors else "-", _ttl(r.ttl_minutes), r.bytes, r.entry_id,
+          r.value or "-"] for r in shown],
+        max_width=60, width=terminal_width(), flexible=_FLEXIBLE,
+    ))
+    where = ".".join(args.namespace) or "the whole store"
+    notes = [f"{len(rows):,} store events under {where}", f"times are UTC{f', on {days.pop()}' if one_day else ''}"]
+    if len(shown) < len(rows):
+        notes.append(f"the last {len(shown)} (--limit)")
+    print("; ".join(notes))
+    return 0

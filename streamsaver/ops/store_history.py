@@ -1,0 +1,122 @@
+"""The memory store's history as its partition logs tell it: who wrote which fact, when.
+
+A store partition log (``P:slog:{pN}:N``) holds every `ItemPut`, `ItemDeleted` and
+`StorePartitionErased` of the namespaces whose first label hashes to it, in append order. An
+operator addresses a part of the store by a namespace prefix (labels matched whole, as the
+store matches them: ``users.alice`` never shows ``users.alicea``); a prefix's items all live in
+its first label's partition, so its history is one log. Reads the logs, never the items view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from redis import Redis
+
+from projectors.store_domain import STORE
+from streamsaver.errors import InvalidInputError
+from streamsaver.log.events import ItemDeleted, ItemPut
+from streamsaver.ops.inspection import deployment_keyspace
+from streamsaver.ops.preview import entry_time
+from streamsaver.store.erasure import under
+from streamsaver.store.validation import check_labels
+
+__all__ = ["StoreRow", "namespace_labels", "store_history", "store_logs"]
+
+PAGE = 1000
+"""Log entries read per round trip."""
+
+
+@dataclass
+class StoreRow:
+    """One event of a store partition log."""
+
+    entry_id: str
+    time: str
+    """When the entry was appended (UTC), from its id."""
+    partition: str
+    op: str
+    """The event's type: ``ItemPut``, ``ItemDeleted`` or ``StorePartitionErased``."""
+    namespace: tuple[str, ...] | None
+    key: str | None
+    model: str = ""
+    """The embedding model that computed the put's vectors ("" without vectors)."""
+    dims: int = 0
+    vectors: int = 0
+    ttl_minutes: float | None = None
+    """The put's time to live (None: it never expires)."""
+    bytes: int = 0
+    value: str = ""
+    """The put's value as JSON (``--json``: whole; the table cuts it)."""
+
+
+def namespace_labels(text: str) -> tuple[str, ...]:
+    """The labels of a namespace written with dots (``users.alice``; "" is the whole store).
+    Store labels never hold '.', so the spelling is exact.
+
+    Raises:
+        InvalidNamespaceError: an empty or invalid label (``users..alice``).
+    """
+    return check_labels(text.split(".")) if text else ()
+
+
+def store_logs(client: Redis, prefix: str, namespace: Sequence[str] = ()) -> list[str]:
+    """The store partition logs holding `namespace`'s items: its first label's, or every
+    partition's (in partition order) for the whole store."""
+    keyspace = deployment_keyspace(client, prefix)
+    if namespace:
+        return [keyspace.store(keyspace.store_partition(namespace[0])).log]
+    return [keyspace.store(str(p)).log for p in range(keyspace.partitions)]
+
+
+def _entries(client: Redis, log: str) -> Iterator[tuple[bytes, dict[bytes, bytes]]]:
+    start = "-"
+    while True:
+        xrange: Any = client.xrange
+        page: list[tuple[bytes, dict[bytes, bytes]]] = xrange(log, start, "+", count=PAGE)
+        yield from page
+        if len(page) < PAGE:
+            return
+        start = "(" + page[-1][0].decode()
+
+
+def _row(raw_id: bytes, fields: dict[bytes, bytes]) -> StoreRow:
+    entry_id = raw_id.decode()
+    event = STORE.decode(fields, entry_id)
+    row = StoreRow(entry_id, entry_time(entry_id), event.thread_id, event.TYPE, None, None,
+                   bytes=sum(len(k) + len(v) for k, v in fields.items()))
+    if isinstance(event, (ItemPut, ItemDeleted)):
+        row.namespace, row.key = event.namespace, event.key
+    if isinstance(event, ItemPut):
+        row.model, row.vectors = event.model, len(event.vectors)
+        row.dims = len(event.vectors[0]) if event.vectors else 0
+        row.ttl_minutes = event.ttl_ms / 60_000 if event.ttl_ms > 0 else None
+        row.value = orjson.dumps(event.value, option=orjson.OPT_SORT_KEYS).decode()
+    return row
+
+
+def store_history(
+    client: Redis, prefix: str, namespace: Sequence[str] = (), *, key: str | None = None
+) -> list[StoreRow]:
+    """Every event of the store partition logs under `namespace` (a prefix, labels matched
+    whole; empty: the whole store), in log order per partition, partitions in order; only those
+    of item `key` when given. A partition's erasure (which names no item) is always listed.
+
+    Raises:
+        InvalidNamespaceError: an invalid label.
+        InvalidInputError: `key` without a namespace.
+        ConfigurationError: no deployment under `prefix`.
+    """
+    labels = check_labels(namespace)
+    if key is not None and not labels:
+        raise InvalidInputError("an item key needs its namespace (--namespace)")
+    rows = []
+    for log in store_logs(client, prefix, labels):
+        for raw_id, fields in _entries(client, log):
+            row = _row(raw_id, fields)
+            if row.namespace is None or (under(row.namespace, labels) and key in (None, row.key)):
+                rows.append(row)
+    return rows

@@ -5,7 +5,7 @@ round trip; its sync methods work from other threads. Every call is a program of
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
@@ -80,9 +80,11 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
         """As `StreamStore.purge`."""
         return await self._driver.run(erasure.purge(self.core, prefix))
 
-    async def areembed(self, prefix: tuple[str, ...] = (), *, everything: bool = False) -> int:
+    async def areembed(self, prefix: tuple[str, ...] = (), *, everything: bool = False, dry_run: bool = False,
+                       progress: Callable[[int], None] | None = None) -> int:
         """As `StreamStore.reembed` (``aembed_documents``)."""
-        return await self._driver.run(reembed.reembed(self.core, prefix, everything))
+        return await self._driver.run(reembed.reembed(self.core, prefix, everything, dry_run=dry_run,
+                                                      progress=progress))
 
     async def aget(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None) -> Item | None:
         check_ops([GetOp(namespace, key)])

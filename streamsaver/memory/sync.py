@@ -4,7 +4,7 @@ is a program of `streamsaver.store.programs`, run by `streamsaver.drivers.sync.S
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -107,8 +107,10 @@ class StreamStore(BaseStore):
         """`purge` in a worker thread."""
         return await asyncio.to_thread(self.purge, prefix)
 
-    def reembed(self, prefix: tuple[str, ...] = (), *, everything: bool = False) -> int:
+    def reembed(self, prefix: tuple[str, ...] = (), *, everything: bool = False, dry_run: bool = False,
+                progress: Callable[[int], None] | None = None) -> int:
         """Embed again, with this store's embedding, every item under `prefix` whose embeddings
         another model computed (every embedded item with `everything`), each as a logged put that
-        keeps its value, ``updated_at`` and deadline (`streamsaver.store.reembed`); how many."""
-        return self._driver.run(reembed.reembed(self.core, prefix, everything))
+        keeps its value, ``updated_at`` and deadline (`streamsaver.store.reembed`); how many.
+        `dry_run`: how many are due, nothing embedded or written; `progress(n)` after each page."""
+        return self._driver.run(reembed.reembed(self.core, prefix, everything, dry_run=dry_run, progress=progress))

@@ -19,7 +19,7 @@ re-embedded, its old vectors keep it out of the new index.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -70,8 +70,11 @@ def _events(
     return events
 
 
-def _page(core: StoreCore, index: VectorIndex, log_id: str, stems: Sequence[str], everything: bool) -> Program[int]:
-    """Re-embed the due items among `stems` of partition `log_id`; how many."""
+def _page(
+    core: StoreCore, index: VectorIndex, log_id: str, stems: Sequence[str], everything: bool, dry_run: bool = False
+) -> Program[int]:
+    """Re-embed the due items among `stems` of partition `log_id`; how many (`dry_run`: how
+    many are due, nothing embedded or written)."""
     keys = core.keyspace.store(log_id)
     for _ in range(ATTEMPTS):
         reads: list[Step] = []
@@ -82,8 +85,8 @@ def _page(core: StoreCore, index: VectorIndex, log_id: str, stems: Sequence[str]
         for stem, raw, deadline in zip(stems, replies[::2], replies[1::2], strict=True):
             if raw is not None and _due(body := orjson.loads(raw)[0], index, everything):
                 due.append((stem, raw, body, int(deadline)))
-        if not due:
-            return 0
+        if not due or dry_run:
+            return len(due)
         texts = [t for _, _, body, _ in due for t in index.texts(PutOp(tuple(body["ns"]), body["k"], body["v"],
                                                                          body.get("ep")))]
         vectors = index.checked((yield Embed(tuple(texts))), len(texts)) if texts else []
@@ -98,10 +101,15 @@ def _page(core: StoreCore, index: VectorIndex, log_id: str, stems: Sequence[str]
     raise ConcurrentChangeError(f"items of store partition {log_id} kept changing during {ATTEMPTS} attempts")
 
 
-def reembed(core: StoreCore, prefix: Sequence[str] = (), everything: bool = False) -> Program[int]:
+def reembed(
+    core: StoreCore, prefix: Sequence[str] = (), everything: bool = False, *, dry_run: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> Program[int]:
     """Re-embed, with the store's embedding, every item under `prefix` (labels matched whole;
     empty: the whole store) whose embeddings another model computed (every embedded item with
     `everything`); the count of items re-embedded. Logged (``streamsaver.store``, INFO).
+    `dry_run`: only count the items due (nothing embedded, nothing written). `progress(n)` is
+    called after each page with the items it re-embedded (or found due).
 
     Raises:
         ConfigurationError: the store has no vector index.
@@ -122,6 +130,10 @@ def reembed(core: StoreCore, prefix: Sequence[str] = (), everything: bool = Fals
         stems = sorted(s for s in map(_text, members) if not labels or s.split(":", 1)[0] == escaped
                        or s.split(":", 1)[0].startswith(escaped + "."))
         for at in range(0, len(stems), PAGE):
-            done += yield from _page(core, index, log_id, stems[at : at + PAGE], everything)
-    log.info("re-embedded %d items under %r with %s", done, labels, index.model)
+            page = yield from _page(core, index, log_id, stems[at : at + PAGE], everything, dry_run)
+            done += page
+            if progress is not None and page:
+                progress(page)
+    if not dry_run:
+        log.info("re-embedded %d items under %r with %s", done, labels, index.model)
     return done

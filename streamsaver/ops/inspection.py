@@ -6,6 +6,7 @@ works while a view is being rebuilt.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -224,10 +225,27 @@ def feed_events(
         for feed in positions:
             info = r.xinfo_stream(feed) if r.exists(feed) else None
             positions[feed] = info["last-generated-id"].decode() if info else "0-0"
+    read = _cluster_reads(r, block_ms) if is_cluster(client) else lambda at: r.xread(at, block=block_ms) or []
     while True:
-        for raw_feed, entries in r.xread(positions, block=block_ms) or []:
+        for raw_feed, entries in read(positions):
             feed = raw_feed.decode()
             for raw_id, fields in entries:
                 positions[feed] = raw_id.decode()
                 pointer = {k.decode(): v.decode("utf-8", "replace") for k, v in fields.items()}
                 yield {"partition": partition_of[feed], "feed_id": positions[feed], **pointer}
+
+
+def _cluster_reads(r: Any, block_ms: int) -> Callable[[dict[str, str]], list[Any]]:
+    """On Redis Cluster an XREAD names keys of one slot only: every feed is read (one pipeline,
+    split by node), and an empty round waits a little before the next (at most `block_ms`)."""
+
+    def read(positions: dict[str, str]) -> list[Any]:
+        pipe = r.pipeline(transaction=False)
+        for feed, at in positions.items():
+            pipe.xread({feed: at}, count=1000)
+        found = [stream for reply in pipe.execute() for stream in reply or []]
+        if not found:
+            time.sleep(min(block_ms, 100) / 1000)
+        return found
+
+    return read

@@ -21,10 +21,8 @@ from streamsaver.errors import InvalidInputError
 from streamsaver.log.events import ItemDeleted, ItemPut
 from streamsaver.ops.inspection import deployment_keyspace
 from streamsaver.ops.preview import entry_time
-from streamsaver.store.erasure import under
-from streamsaver.store.validation import check_labels
 
-__all__ = ["StoreRow", "namespace_labels", "store_history", "store_logs"]
+__all__ = ["StoreRow", "store_history", "store_logs"]
 
 PAGE = 1000
 """Log entries read per round trip."""
@@ -51,16 +49,6 @@ class StoreRow:
     bytes: int = 0
     value: str = ""
     """The put's value as JSON (``--json``: whole; the table cuts it)."""
-
-
-def namespace_labels(text: str) -> tuple[str, ...]:
-    """The labels of a namespace written with dots (``users.alice``; "" is the whole store).
-    Store labels never hold '.', so the spelling is exact.
-
-    Raises:
-        InvalidNamespaceError: an empty or invalid label (``users..alice``).
-    """
-    return check_labels(text.split(".")) if text else ()
 
 
 def store_logs(client: Redis, prefix: str, namespace: Sequence[str] = ()) -> list[str]:
@@ -101,22 +89,22 @@ def _row(raw_id: bytes, fields: dict[bytes, bytes]) -> StoreRow:
 def store_history(
     client: Redis, prefix: str, namespace: Sequence[str] = (), *, key: str | None = None
 ) -> list[StoreRow]:
-    """Every event of the store partition logs under `namespace` (a prefix, labels matched
-    whole; empty: the whole store), in log order per partition, partitions in order; only those
-    of item `key` when given. A partition's erasure (which names no item) is always listed.
+    """Every event of the store partition logs under `namespace` (a prefix of valid labels,
+    matched whole, as the store matches them; empty: the whole store), in log order per
+    partition, partitions in order; only those of item `key` when given. A partition's erasure
+    (which names no item) is always listed.
 
     Raises:
-        InvalidNamespaceError: an invalid label.
         InvalidInputError: `key` without a namespace.
         ConfigurationError: no deployment under `prefix`.
     """
-    labels = check_labels(namespace)
+    labels = tuple(namespace)
     if key is not None and not labels:
         raise InvalidInputError("an item key needs its namespace (--namespace)")
     rows = []
     for log in store_logs(client, prefix, labels):
         for raw_id, fields in _entries(client, log):
             row = _row(raw_id, fields)
-            if row.namespace is None or (under(row.namespace, labels) and key in (None, row.key)):
+            if row.namespace is None or (row.namespace[: len(labels)] == labels and key in (None, row.key)):
                 rows.append(row)
     return rows

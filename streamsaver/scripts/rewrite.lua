@@ -17,7 +17,8 @@
 --         it (a "replace" deletes the log, and with it its expiry)
 -- Returns: the id of the last entry added.
 -- Validates before the first write; the #!lua shebang refuses the whole script when out of
--- memory. The views after a "replace" are the fold of the new log, as a replay would make them.
+-- memory. The views after a "replace" are the fold of the new log, as a replay would make them
+-- (a log replaced by no entry leaves no position of the views).
 local err = expect_type(KEYS[1], 'stream') or expect_type(KEYS[2], 'stream') or expect_type(KEYS[3], 'hash')
 if err then return err end
 local deadline = redis.call('PEXPIRETIME', KEYS[1])
@@ -75,7 +76,11 @@ for _ = 1, ne do
     i = apply_ops(i + 2, tonumber(ARGV[i + 1]), id)
   end
 end
-for v = 1, nv do redis.call('HSET', KEYS[3], views[v], id) end
+-- A log replaced by nothing folds to no position (as a replay of no log): none may name an erased entry.
+local emptied = ARGV[2] == 'replace' and ne == 0
+for v = 1, nv do
+  if emptied then redis.call('HDEL', KEYS[3], views[v]) else redis.call('HSET', KEYS[3], views[v], id) end
+end
 local ttl = tonumber(ARGV[i] or '0')
 if ttl > 0 then
   keep_alive(KEYS[1], KEYS[3], ttl, i + 1, touched)

@@ -19,10 +19,11 @@ NAMESPACE_HELP = ("a store namespace prefix, labels joined by '.' (users.alice: 
 
 
 def _labels(text: str) -> tuple[str, ...]:
-    from streamsaver.ops.store_history import namespace_labels
+    """The labels of a namespace written with dots (``users.alice``; "" is the whole store)."""
+    from streamsaver.store.validation import check_labels
 
     try:
-        return namespace_labels(text)
+        return check_labels(text.split(".")) if text else ()
     except InvalidNamespaceError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 

@@ -14,12 +14,16 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
-def _store_logs(client: Any, prefix: str) -> list[bytes]:
-    """The deployment's store partition logs (none: it keeps no memory store)."""
+def _store_logs(client: Any, prefix: str) -> list[bytes] | None:
+    """The deployment's store partition logs; None when it keeps no memory store at all (no
+    store log, item or position: a store whose logs were all purged is still verified)."""
     from projectors.store_domain import STORE
     from streamsaver.ops.replay import Replayer
 
-    return list(Replayer.open(client, prefix, domain=STORE).thread_logs())
+    logs = list(Replayer.open(client, prefix, domain=STORE).thread_logs())
+    families = ("items", STORE.positions_family)
+    kept = logs or any(next(iter(client.scan_iter(match=f"{prefix}:{f}:*", count=1000)), None) for f in families)
+    return logs if kept else None
 
 
 def _verify_all(client: Any, args: argparse.Namespace) -> list[VerifyReport]:
@@ -31,13 +35,13 @@ def _verify_all(client: Any, args: argparse.Namespace) -> list[VerifyReport]:
 
     views = chosen_views(args)
     logs = [*Replayer.open(client, args.prefix).thread_logs()]
-    store_logs = [] if args.view else _store_logs(client, args.prefix)
-    total = sum(int(client.xlen(log)) for log in [*logs, *store_logs])
+    store_logs = None if args.view else _store_logs(client, args.prefix)
+    total = sum(int(client.xlen(log)) for log in [*logs, *(store_logs or [])])
     limit = args.max_differences
     with Phases(enabled=None if not args.json else False) as phases:
         folded, compared = phases.counter("events folded", total), phases.counter("keys compared")
         reports = [verify(client, args.prefix, views, max_differences=limit, progress=folded, compared=compared)]
-        if store_logs:
+        if store_logs is not None:
             reports.append(verify(client, args.prefix, max_differences=limit, progress=folded, compared=compared,
                                   domain=STORE))
     return reports

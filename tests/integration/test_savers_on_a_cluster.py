@@ -170,6 +170,10 @@ def test_the_command_line_opens_a_cluster_client_for_a_cluster_url(
     assert main(["stats", "--url", cluster_url, "--prefix", prefix, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["threads"] == THREADS
     assert main(["verify", "--url", cluster_url, "--prefix", prefix]) == 0
+    capsys.readouterr()
+    assert main(["tail", "--url", cluster_url, "--prefix", prefix, "--from-start", "--count", "3", "--json"]) == 0
+    pointers = [json.loads(line) for line in capsys.readouterr().out.splitlines()]  # an XREAD per slot
+    assert len(pointers) == 3 and all(p["type"] for p in pointers)
 
 
 def _tuples(saver: StreamSaver, thread_id: str) -> list[tuple[Any, ...]]:

@@ -111,3 +111,25 @@ def test_a_prefix_without_a_deployment_is_refused(
 ) -> None:
     code, _, err = run(capsys, "reembed", "--url", redis_url, "--prefix", prefix, "--index", "fake_embeddings:INDEX")
     assert code == 1 and "no streamsaver deployment" in err
+
+
+async def test_the_stores_count_what_is_due_and_report_each_page(client: Any, redis_url: str, prefix: str) -> None:
+    from fake_embeddings import Weighted
+
+    from streamsaver import AsyncStreamStore
+
+    old = StreamStore(client, prefix=prefix, index=INDEX)
+    for n in range(120):  # three pages of one partition
+        old.put(("users", "zed"), f"k{n}", {"text": f"fact {n}"})
+    new_index: Any = {"dims": DIMS, "embed": Weighted(), "fields": ["text"]}
+    logs, docs = _logs(client, prefix), items(client, prefix)
+    assert StreamStore(client, prefix=prefix, index=new_index).reembed(dry_run=True) == 120
+    async with AsyncStreamStore.from_conn_string(redis_url, prefix=prefix, index=new_index) as store:
+        assert await store.areembed(("users",), dry_run=True) == 120
+        assert (_logs(client, prefix), items(client, prefix)) == (logs, docs)
+        pages: list[int] = []
+        assert await store.areembed(("users",), progress=pages.append) == 120
+    assert pages == [50, 50, 20]
+    seen: list[int] = []
+    assert StreamStore(client, prefix=prefix, index=new_index).reembed(progress=seen.append) == 0
+    assert seen == []  # nothing due: no page reported

@@ -86,8 +86,8 @@ def register(
         "partitions move to the others once its lease expires. Stops cleanly on SIGINT/SIGTERM. "
         "To add a view to a live deployment: 'project --view V --from-end --prepare-only', then "
         "'replay --view V', then 'project --view V' (see docs/worker.md). --store keeps the memory "
-        "store's items view from its own feeds (the store projects inline: a worker repairs or "
-        "catches up a view rebuilt by 'replay --store --keep').",
+        "store's items view from the store's own feeds (the store projects inline, so the worker "
+        "applies only what the view lacks, e.g. after its keys were lost).",
     )
     parser.add_argument(
         "--view", action="append", choices=["full", "shallow"], help="a view to keep (repeatable; or --store)"

@@ -37,8 +37,9 @@ streamsaver: an event-sourced LangGraph checkpointer on Redis.
 
 Every checkpoint and every pending write LangGraph saves is appended as an event to a Redis
 Stream per thread (the log, which is the truth) and, in the same atomic call, projected into
-RedisJSON documents indexed by RediSearch (the views the checkpointer reads). This command works
-on such a deployment.
+RedisJSON documents indexed by RediSearch (the views the checkpointer reads). The memory store
+(StreamStore) is logged the same way, per store partition: --store turns inspect, tail, replay,
+project and stats to it. This command works on such a deployment.
 """
 
 EPILOG = """\

@@ -51,10 +51,18 @@ class StoreRow:
     """The put's value as JSON (``--json``: whole; the table cuts it)."""
 
 
-def store_logs(client: Redis, prefix: str, namespace: Sequence[str] = ()) -> list[str]:
+def store_logs(client: Redis, prefix: str, namespace: Sequence[str] = (), partition: int | None = None) -> list[str]:
     """The store partition logs holding `namespace`'s items: its first label's, or every
-    partition's (in partition order) for the whole store."""
+    partition's (in partition order) for the whole store; `partition`'s alone when given.
+
+    Raises:
+        InvalidInputError: a partition the deployment does not have.
+    """
     keyspace = deployment_keyspace(client, prefix)
+    if partition is not None:
+        if not 0 <= partition < keyspace.partitions:
+            raise InvalidInputError(f"the deployment has partitions 0..{keyspace.partitions - 1}, not {partition}")
+        return [keyspace.store(str(partition)).log]
     if namespace:
         return [keyspace.store(keyspace.store_partition(namespace[0])).log]
     return [keyspace.store(str(p)).log for p in range(keyspace.partitions)]
@@ -87,22 +95,23 @@ def _row(raw_id: bytes, fields: dict[bytes, bytes]) -> StoreRow:
 
 
 def store_history(
-    client: Redis, prefix: str, namespace: Sequence[str] = (), *, key: str | None = None
+    client: Redis, prefix: str, namespace: Sequence[str] = (), *, key: str | None = None,
+    partition: int | None = None,
 ) -> list[StoreRow]:
     """Every event of the store partition logs under `namespace` (a prefix of valid labels,
     matched whole, as the store matches them; empty: the whole store), in log order per
     partition, partitions in order; only those of item `key` when given. A partition's erasure
-    (which names no item) is always listed.
+    (which names no item) is always listed. `partition`: that store partition's log only.
 
     Raises:
-        InvalidInputError: `key` without a namespace.
+        InvalidInputError: `key` without a namespace; a `partition` the deployment lacks.
         ConfigurationError: no deployment under `prefix`.
     """
     labels = tuple(namespace)
     if key is not None and not labels:
         raise InvalidInputError("an item key needs its namespace (--namespace)")
     rows = []
-    for log in store_logs(client, prefix, labels):
+    for log in store_logs(client, prefix, labels, partition):
         for raw_id, fields in _entries(client, log):
             row = _row(raw_id, fields)
             if row.namespace is None or (row.namespace[: len(labels)] == labels and key in (None, row.key)):

@@ -49,6 +49,13 @@ def test_inspect_lists_a_namespace_prefixs_events_label_by_label(
     code, out, _ = run(capsys, "inspect", "--url", redis_url, "--prefix", prefix, "--namespace", "users.alice",
                        "--key", "tea", "--json")
     assert [r["key"] for r in json.loads(out)] == ["tea"]
+    partition = rows[0]["partition"]
+    code, out, _ = run(capsys, "inspect", "--url", redis_url, "--prefix", prefix, "--store", "--partition", partition,
+                       "--json")
+    assert code == 0 and len(json.loads(out)) == 5  # every namespace here shares users' partition
+    other = str((int(partition) + 1) % int(store.core.keyspace.partitions))
+    code, out, _ = run(capsys, "inspect", "--url", redis_url, "--prefix", prefix, "--store", "--partition", other)
+    assert code == 0 and f"0 store events under the whole store in partition {other}" in out
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -56,7 +63,9 @@ def test_inspect_lists_a_namespace_prefixs_events_label_by_label(
     (["inspect", "t1", "--store"], "not both"),
     (["inspect", "--namespace", "users..alice"], "invalid namespace label"),
     (["inspect", "--store", "--key", "tea"], "needs its namespace"),
-    (["inspect", "t1", "--key", "tea"], "--key names a store item"),
+    (["inspect", "t1", "--key", "tea"], "use them with --store"),
+    (["inspect", "t1", "--partition", "1"], "use them with --store"),
+    (["inspect", "--store", "--partition", "99"], "not 99"),
     (["tail", "--store", "--thread", "t1"], "--thread names a checkpoint thread"),
     (["replay", "--store", "--view", "full"], "--store replays the store's items view"),
     (["project", "--store", "--view", "full"], "or --store, one of them"),

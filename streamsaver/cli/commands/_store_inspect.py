@@ -23,7 +23,7 @@ def run_store_inspect(args: argparse.Namespace) -> int:
     from streamsaver.ops.store_history import store_history
 
     with open_client(args) as client:
-        rows = store_history(client, args.prefix, args.namespace, key=args.key)
+        rows = store_history(client, args.prefix, args.namespace, key=args.key, partition=args.partition)
     shown = rows[-args.limit:] if args.limit else rows
     if args.json:
         emit_json([dataclasses.asdict(r) for r in shown])
@@ -39,6 +39,7 @@ def run_store_inspect(args: argparse.Namespace) -> int:
         max_width=60, width=terminal_width(), flexible=_FLEXIBLE,
     ))
     where = ".".join(args.namespace) or "the whole store"
+    where += f" in partition {args.partition}" if args.partition is not None else ""
     notes = [f"{len(rows):,} store events under {where}", f"times are UTC{f', on {days.pop()}' if one_day else ''}"]
     if len(shown) < len(rows):
         notes.append(f"the last {len(shown)} (--limit)")

@@ -28,8 +28,8 @@ def _run(args: argparse.Namespace) -> int:
         return run_store_inspect(args)
     if not args.thread:
         raise UsageError("name a thread (or --store / --namespace A.B for the memory store)")
-    if args.key:
-        raise UsageError("--key names a store item: use it with --namespace")
+    if args.key or args.partition is not None:
+        raise UsageError("--key and --partition name store events: use them with --store or --namespace")
     from streamsaver.ops.audit_trail import thread_audit
     from streamsaver.ops.inspection import thread_history
 
@@ -92,5 +92,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
     store_option(parser, "every put, delete and erasure in its partition logs")
     namespace_option(parser)
     parser.add_argument("--key", help="with --namespace: only the events of this item key")
+    parser.add_argument("--partition", type=int, metavar="N",
+                        help="with --store: only store partition N's log (the number stats, tail and doctor show)")
     parser.add_argument("--limit", type=_limit, metavar="N", help="show only the last N checkpoints (store events)")
     parser.set_defaults(handler=_run)

@@ -21,11 +21,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from streamsaver.log import deltas
 from streamsaver.log.codec import unpack
 
-__all__ = ["DEFAULT_READ_CACHE_BYTES", "CLAIM_LIMIT", "Claim", "Entry", "EntryCache"]
+__all__ = ["CLAIM_LIMIT", "DEFAULT_READ_CACHE_BYTES", "Claim", "Entry", "EntryCache", "links_of"]
 
 DEFAULT_READ_CACHE_BYTES = 32 * 1024 * 1024
 """The default bound of a saver's read cache (``read_cache_bytes``)."""
@@ -128,7 +129,7 @@ class EntryCache:
             self._lru.move_to_end((log, current))
         claimed.update(found)
 
-    def absorb(self, claim: Claim, incarnation: bytes, shipped: Sequence[bytes | Sequence[bytes]]) -> dict[bytes, Entry]:
+    def absorb(self, claim: Claim, incarnation: bytes, shipped: Sequence[Any]) -> dict[bytes, Entry]:
         """Take in a read's reply: the thread's `incarnation` and the entries `shipped` (flat
         ``entry id, flat field/value``). Returns the entries the reply's rows name (those the
         claim named, when still of that incarnation, and those shipped)."""
@@ -197,5 +198,5 @@ class EntryCache:
                 self.size -= self._lru.pop((log, entry_id)).size
 
 
-def _entry(flat: bytes | Sequence[bytes]) -> Entry:
-    return dict(zip(flat[::2], flat[1::2], strict=True))  # type: ignore[arg-type]
+def _entry(flat: Sequence[bytes]) -> Entry:
+    return dict(zip(flat[::2], flat[1::2], strict=True))

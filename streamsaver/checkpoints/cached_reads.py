@@ -123,11 +123,12 @@ def wire_bytes(value: str | bytes | int | float) -> bytes:
     return repr(value).encode() if isinstance(value, float) else str(value).encode()
 
 
-def hold_append(cache: EntryCache, command: Command, entry_id: Any) -> None:
+def hold_append(cache: EntryCache, command: Command, entry_id: Any, incarnation: bytes | None) -> None:
     """Hold the log entry an ``append.lua`` `command` logged as `entry_id` (its reply; None when
-    it logged nothing): its fields are the call's event fields, as the server stored them."""
-    if not isinstance(entry_id, bytes):
+    it logged nothing) under `incarnation`, the thread's when it was sent (`EntryCache.wrote`):
+    its fields are the call's event fields, as the server stored them."""
+    if not isinstance(entry_id, bytes) or incarnation is None:
         return
     argv = command[3 + int(command[2]) :]
     count = int(argv[0])
-    cache.wrote(str(command[3]), entry_id, [wire_bytes(value) for value in argv[1 : 1 + count]])
+    cache.wrote(str(command[3]), entry_id, [wire_bytes(value) for value in argv[1 : 1 + count]], incarnation)

@@ -69,6 +69,8 @@ class PutCall:
     saved: RunnableConfig
     event: CheckpointSaved
     plan: PutPlan | None
+    incarnation: bytes | None = None
+    """The thread's incarnation the read cache knew when the put was built (`SaverCore.sending`)."""
 
 
 @dataclass
@@ -206,11 +208,11 @@ class SaverCore:
             plan = self.memory.plan(append.thread_id_of(config), append.namespace_of(config), self.compress)
         event = append.checkpoint_saved(self.serde, config, checkpoint, metadata, new_versions, self.compress, plan)
         command = append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id))
-        return PutCall(command, _saved_config(event), event, plan)
+        return PutCall(command, _saved_config(event), event, plan, self.sending(command))
 
     def put_logged(self, call: PutCall, entry_id: Any) -> None:
         """Remember what the put `call` stored, logged as `entry_id` (its reply)."""
-        self.appended(call.command, entry_id)
+        self.appended(call.command, entry_id, call.incarnation)
         if call.plan is not None:
             self.memory.commit(call.plan, entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id))
 
@@ -229,10 +231,16 @@ class SaverCore:
         call.command = append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id))
         return call.command
 
-    def appended(self, command: Command, entry_id: Any) -> None:
-        """Hold the entry the append `command` logged as `entry_id` (its reply) in the read cache."""
+    def sending(self, command: Command) -> bytes | None:
+        """The incarnation the read cache knows of the thread an append `command` is about to
+        write (None: none known, or no cache): `appended` holds the entry under it, if still so."""
+        return None if self.entries is None else self.entries.incarnation(str(command[3]))
+
+    def appended(self, command: Command, entry_id: Any, incarnation: bytes | None) -> None:
+        """Hold the entry the append `command` logged as `entry_id` (its reply) in the read
+        cache, under `incarnation` (`sending`, before it was sent)."""
         if self.entries is not None:
-            cached_reads.hold_append(self.entries, command, entry_id)
+            cached_reads.hold_append(self.entries, command, entry_id, incarnation)
 
     def put_writes_request(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str

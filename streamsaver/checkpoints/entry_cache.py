@@ -31,7 +31,7 @@ __all__ = ["CLAIM_LIMIT", "DEFAULT_READ_CACHE_BYTES", "Claim", "Entry", "EntryCa
 DEFAULT_READ_CACHE_BYTES = 32 * 1024 * 1024
 """The default bound of a saver's read cache (``read_cache_bytes``)."""
 
-CLAIM_LIMIT = 48
+CLAIM_LIMIT = 16
 """The newest held entries of a thread a read names (with those they link to): a read needs the
 entries of its checkpoint and of the values it points at, mostly the thread's last ones."""
 
@@ -149,12 +149,14 @@ class EntryCache:
             self._evict()
         return entries
 
-    def wrote(self, log: str, entry_id: bytes, fields: Sequence[bytes]) -> None:
-        """Hold the entry this saver appended (flat field/value `fields`) as `entry_id`, under the
-        incarnation it knows of the thread (none known: nothing is held)."""
+    def wrote(self, log: str, entry_id: bytes, fields: Sequence[bytes], incarnation: bytes | None) -> None:
+        """Hold the entry this saver appended (flat field/value `fields`) as `entry_id`, under
+        `incarnation`: the one the cache knew of the thread when the append was sent, and only
+        while it still does (a read between the send and the reply may have learnt a newer
+        incarnation, which the append may not belong to). None: nothing is held."""
         with self._lock:
             thread = self._threads.get(log)
-            if thread is None:
+            if thread is None or incarnation is None or thread.incarnation != incarnation:
                 return
             self._add(log, thread, entry_id, dict(zip(fields[::2], fields[1::2], strict=True)))
             self._evict()

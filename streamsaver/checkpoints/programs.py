@@ -172,7 +172,8 @@ def put_writes(
     command = core.put_writes_request(config, writes, task_id, task_path)
     if command is None:
         return
-    core.appended(command, (yield from _append(core, command, thread_id_of(config), fence)))
+    incarnation = core.sending(command)
+    core.appended(command, (yield from _append(core, command, thread_id_of(config), fence)), incarnation)
 
 
 def claim_write_ownership(core: SaverCore, thread_id: str) -> Program[WriteFence]:

@@ -124,7 +124,7 @@ def poison(reader: Reader, client: Any, thread: str, old: list[Any]) -> None:
     for entry_id, fields in client.xrange(log):
         unlike = [f for _, f in old if f != fields]
         stale = next((f for f in unlike if f.keys() == fields.keys()), unlike[0])
-        reader.cache.wrote(log, entry_id, [x for pair in stale.items() for x in pair])
+        reader.cache.wrote(log, entry_id, [x for pair in stale.items() for x in pair], known)
 
 
 async def fresh_read(url: str, prefix: str, cfg: Any) -> CheckpointTuple | None:
@@ -227,7 +227,7 @@ def test_an_expired_thread_written_again_under_the_same_ids_is_read_anew(client:
     again["id"] = saved["configurable"]["checkpoint_id"]
     StreamSaver(client, prefix=prefix, default_ttl=5).put(config("t"), again, {}, versions)
     for (new_id, _), (_, fields) in zip(client.xrange(log), old, strict=False):
-        cache.wrote(log, new_id, [x for pair in fields.items() for x in pair])  # same shape, older values
+        cache.wrote(log, new_id, [x for pair in fields.items() for x in pair], known)  # same shape, older values
     latest = saver.get_tuple(config("t"))
     assert latest is not None and latest.checkpoint["channel_values"] == {"note": "second"}
     assert cache.incarnation(log) not in (None, known)

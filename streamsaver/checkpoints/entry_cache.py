@@ -54,6 +54,8 @@ class _Thread:
     incarnation: bytes
     ids: dict[bytes, None] = field(default_factory=dict)
     """The thread's held entry ids, in the order they came (mostly log order)."""
+    claim: Claim | None = None
+    """What a read names, while the held ids do not change."""
 
 
 @dataclass(frozen=True)
@@ -103,13 +105,26 @@ class EntryCache:
             thread = self._threads.get(log)
             if thread is None:
                 return Claim(log, b"", [], {})
-            claimed: dict[bytes, Entry] = {}
-            for entry_id in reversed(thread.ids):
-                if len(claimed) >= self.claim_limit:
-                    break
-                if entry_id not in claimed:
+            claim = thread.claim
+            if claim is None:
+                claim = thread.claim = self._claimable(log, thread)
+            touch = self._lru.move_to_end
+            for entry_id in claim.ids:
+                touch((log, entry_id))
+            return claim
+
+    def _claimable(self, log: str, thread: _Thread) -> Claim:
+        lru, claimed = self._lru, dict[bytes, Entry]()
+        for entry_id in reversed(thread.ids):
+            if len(claimed) >= self.claim_limit:
+                break
+            if entry_id not in claimed:
+                held = lru[(log, entry_id)]
+                if held.links == ():  # most entries: no delta
+                    claimed[entry_id] = held.entry
+                elif held.links is not None:
                     self._claim_closure(log, entry_id, claimed)
-            return Claim(log, thread.incarnation, list(claimed), claimed)
+        return Claim(log, thread.incarnation, list(claimed), claimed)
 
     def _claim_closure(self, log: str, entry_id: bytes, claimed: dict[bytes, Entry]) -> None:
         """Add `entry_id` and every entry its deltas link to (transitively) to `claimed`, or
@@ -125,17 +140,16 @@ class EntryCache:
                 return
             found[current] = held.entry
             todo.extend(held.links)
-        for current in found:
-            self._lru.move_to_end((log, current))
         claimed.update(found)
 
     def absorb(self, claim: Claim, incarnation: bytes, shipped: Sequence[Any]) -> dict[bytes, Entry]:
         """Take in a read's reply: the thread's `incarnation` and the entries `shipped` (flat
         ``entry id, flat field/value``). Returns the entries the reply's rows name (those the
         claim named, when still of that incarnation, and those shipped)."""
-        entries = dict(claim.entries) if incarnation == claim.incarnation else {}
+        entries = claim.entries if incarnation == claim.incarnation else {}
         fresh = [(bytes(shipped[i]), _entry(shipped[i + 1])) for i in range(0, len(shipped), 2)]
-        entries.update(fresh)
+        if fresh:
+            entries = {**entries, **dict(fresh)}
         with self._lock:
             if not incarnation:
                 self._drop(claim.log)
@@ -182,6 +196,7 @@ class EntryCache:
             return  # it would push out much of what is held, for one entry
         self._lru[key] = _Held(entry, links_of(entry), size)
         thread.ids[entry_id] = None
+        thread.claim = None
         self.size += size
 
     def _evict(self) -> None:
@@ -190,6 +205,7 @@ class EntryCache:
             self.size -= held.size
             thread = self._threads[log]
             del thread.ids[entry_id]
+            thread.claim = None
             if not thread.ids:
                 del self._threads[log]
 

@@ -131,4 +131,5 @@ def hold_append(cache: EntryCache, command: Command, entry_id: Any, incarnation:
         return
     argv = command[3 + int(command[2]) :]
     count = int(argv[0])
-    cache.wrote(str(command[3]), entry_id, [wire_bytes(value) for value in argv[1 : 1 + count]], incarnation)
+    fields = [value if type(value) is bytes else wire_bytes(value) for value in argv[1 : 1 + count]]
+    cache.wrote(str(command[3]), entry_id, fields, incarnation)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamsaver.log import deltas
-from streamsaver.log.codec import unpack
+from streamsaver.log.codec import unpack, unpack_head
 
 __all__ = ["CLAIM_LIMIT", "DEFAULT_READ_CACHE_BYTES", "Claim", "Entry", "EntryCache", "links_of"]
 
@@ -77,9 +77,9 @@ def links_of(entry: Entry) -> tuple[bytes, ...] | None:
     try:
         for name, value in entry.items():
             if name.startswith(b"c:"):
-                _, _, type_, data = unpack(value)
+                _, _, type_ = unpack_head(value, 3, 4)
                 if deltas.is_delta(type_):
-                    links.append(deltas.split(type_.decode(), data).link.encode())
+                    links.append(deltas.split(type_.decode(), unpack(value)[3]).link.encode())
     except (ValueError, UnicodeDecodeError):
         return None
     return tuple(links)
@@ -159,7 +159,7 @@ class EntryCache:
                 self._drop(claim.log)
                 thread = self._threads[claim.log] = _Thread(incarnation)
             for entry_id, entry in fresh:
-                self._add(claim.log, thread, entry_id, entry)
+                self._add(claim.log, thread, entry_id, entry, sum(len(k) + len(v) for k, v in entry.items()))
             self._evict()
         return entries
 
@@ -172,7 +172,7 @@ class EntryCache:
             thread = self._threads.get(log)
             if thread is None or incarnation is None or thread.incarnation != incarnation:
                 return
-            self._add(log, thread, entry_id, dict(zip(fields[::2], fields[1::2], strict=True)))
+            self._add(log, thread, entry_id, dict(zip(fields[::2], fields[1::2], strict=True)), sum(map(len, fields)))
             self._evict()
 
     def incarnation(self, log: str) -> bytes | None:
@@ -186,12 +186,13 @@ class EntryCache:
         with self._lock:
             self._drop(log)
 
-    def _add(self, log: str, thread: _Thread, entry_id: bytes, entry: Entry) -> None:
+    def _add(self, log: str, thread: _Thread, entry_id: bytes, entry: Entry, stored: int) -> None:
+        """Hold `entry` (`stored` bytes of fields and values) unless held already."""
         key = (log, entry_id)
         if key in self._lru:
             self._lru.move_to_end(key)
             return
-        size = _OVERHEAD + len(log) + len(entry_id) + sum(len(k) + len(v) for k, v in entry.items())
+        size = _OVERHEAD + len(log) + len(entry_id) + stored
         if size > self.max_bytes // 4:
             return  # it would push out much of what is held, for one entry
         self._lru[key] = _Held(entry, links_of(entry), size)

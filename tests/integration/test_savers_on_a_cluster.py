@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio
-from helpers import cluster_of_three, config, new_checkpoint, node_clients, snapshot, sync_client
+from helpers import cluster_of_three, config, new_checkpoint, node_clients, sans_incarnation, snapshot, sync_client
 from langgraph.checkpoint.base import CheckpointTuple
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
@@ -140,11 +140,6 @@ def _checkpoint() -> tuple:  # type: ignore[type-arg]
     return checkpoint, {"step": 1}, versions
 
 
-def _sans_incarnation(value: Any) -> Any:
-    kind, content = value
-    return (kind, {k: v for k, v in content.items() if k != b"@inc"}) if kind == "hash" else value
-
-
 def test_operator_tools_work_node_by_node(
     filled: tuple[StreamSaver, list[str]], cluster_client: RedisCluster, prefix: str, tmp_path: Path
 ) -> None:
@@ -160,9 +155,7 @@ def test_operator_tools_work_node_by_node(
     export_logs(cluster_client, prefix, tmp_path / "logs.jsonl.gz")
     copy = f"c{uuid.uuid4().hex[:10]}"
     import_logs(cluster_client, tmp_path / "logs.jsonl.gz", prefix=copy)
-    # a thread's incarnation (positions field @inc) is the deployment's, not its log's: an
-    # imported thread gets one at its next append
-    renamed = {key.replace(prefix.encode(), copy.encode(), 1): _sans_incarnation(v) for key, v in before.items()}
+    renamed = {key.replace(prefix.encode(), copy.encode(), 1): sans_incarnation(v) for key, v in before.items()}
     imported = snapshot(cluster_client, copy)
     assert {k: v for k, v in imported.items() if b":feed:" not in k} == {
         k: v for k, v in renamed.items() if b":feed:" not in k

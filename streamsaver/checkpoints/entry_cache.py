@@ -17,6 +17,7 @@ so an entry can only be served under the incarnation its id was written in.
 
 from __future__ import annotations
 
+import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamsaver.log import deltas
-from streamsaver.log.codec import unpack, unpack_head
+from streamsaver.log.codec import unpack
 
 __all__ = ["CLAIM_LIMIT", "DEFAULT_READ_CACHE_BYTES", "Claim", "Entry", "EntryCache", "links_of"]
 
@@ -37,6 +38,9 @@ entries of its checkpoint and of the values it points at, mostly the thread's la
 
 _OVERHEAD = 200
 """Bytes counted per entry beyond its fields (the dicts and tuples that hold it)."""
+
+_LENGTH = struct.Struct(">I").unpack_from
+_DELTA = deltas.MARK.encode()
 
 Entry = dict[bytes, bytes]
 """A log entry: field -> stored value."""
@@ -76,11 +80,16 @@ def links_of(entry: Entry) -> tuple[bytes, ...] | None:
     links = []
     try:
         for name, value in entry.items():
-            if name.startswith(b"c:"):
-                _, _, type_ = unpack_head(value, 3, 4)
-                if deltas.is_delta(type_):
-                    links.append(deltas.split(type_.decode(), unpack(value)[3]).link.encode())
-    except (ValueError, UnicodeDecodeError):
+            if name[:2] == b"c:":
+                # the stored type is the third part of the packing: found without copying the data
+                at = 4 + _LENGTH(value, 0)[0]
+                at += 4 + _LENGTH(value, at)[0]
+                if value.startswith(_DELTA, at + 4):
+                    _, _, type_, data = unpack(value)
+                    links.append(deltas.split(type_.decode(), data).link.encode())
+                elif at + 4 > len(value):
+                    return None
+    except (ValueError, UnicodeDecodeError, struct.error):
         return None
     return tuple(links)
 

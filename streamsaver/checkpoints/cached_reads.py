@@ -129,7 +129,6 @@ def hold_append(cache: EntryCache, command: Command, entry_id: Any, incarnation:
     its fields are the call's event fields, as the server stored them."""
     if not isinstance(entry_id, bytes) or incarnation is None:
         return
-    argv = command[3 + int(command[2]) :]
-    count = int(argv[0])
-    fields = [value if type(value) is bytes else wire_bytes(value) for value in argv[1 : 1 + count]]
+    at = 4 + int(command[2])  # the first event field, after the keys and the field count
+    fields = [value if type(value) is bytes else wire_bytes(value) for value in command[at : at + int(command[at - 1])]]
     cache.wrote(str(command[3]), entry_id, fields, incarnation)

@@ -46,11 +46,13 @@ Entry = dict[bytes, bytes]
 """A log entry: field -> stored value."""
 
 
-@dataclass(frozen=True)
 class _Held:
-    entry: Entry
-    links: tuple[bytes, ...] | None
-    size: int
+    """One entry held: its fields, the entries its deltas link to (None: unreadable), its size."""
+
+    __slots__ = ("entry", "links", "size")
+
+    def __init__(self, entry: Entry, links: tuple[bytes, ...] | None, size: int) -> None:
+        self.entry, self.links, self.size = entry, links, size
 
 
 @dataclass

@@ -107,7 +107,7 @@ for v = 1, nv do
 end
 if nv > 0 then redis.call('HSET', KEYS[3], unpack(positions, 1, 2 * nv)) end  -- one call for all views
 -- A log made anew gets a new incarnation (read_cached.lua): a feed id is never handed out twice.
-redis.call('HSETNX', KEYS[3], '@inc', fed)
+if not erase then redis.call('HSETNX', KEYS[3], '@inc', fed) end
 if erase then
   redis.call('DEL', KEYS[1], KEYS[3])
 elseif i <= last then

@@ -253,6 +253,13 @@ def stream_lengths(client: redis.Redis, prefix: str) -> dict[bytes, int]:
     return {k: client.xlen(k) for k in keys_of(client, prefix) if client.type(k) == b"stream"}
 
 
+def sans_incarnation(value: Any) -> Any:
+    """A `snapshot` value without the positions field ``@inc``: a thread's incarnation belongs to
+    the deployment, not to its log (an imported or restored log gets one at its next append)."""
+    kind, content = value
+    return (kind, {k: v for k, v in content.items() if k != b"@inc"}) if kind == "hash" else value
+
+
 def snapshot(client: redis.Redis, prefix: str) -> dict[bytes, Any]:
     """A comparable dump of every key of a deployment (type and content)."""
     out: dict[bytes, Any] = {}

@@ -27,6 +27,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from projectors.domain import CHECKPOINTS
 from streamsaver.checkpoints import (
     append,
+    cached_reads,
     history,
     listing,
     maintenance,
@@ -36,6 +37,7 @@ from streamsaver.checkpoints import (
 )
 from streamsaver.checkpoints import durability as durability_
 from streamsaver.checkpoints.delta_plan import BASE_REFUSED, DeltaMemory, PutPlan
+from streamsaver.checkpoints.entry_cache import DEFAULT_READ_CACHE_BYTES, EntryCache
 from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.log import setup
 from streamsaver.log.events import CheckpointSaved
@@ -67,6 +69,8 @@ class PutCall:
     saved: RunnableConfig
     event: CheckpointSaved
     plan: PutPlan | None
+    incarnation: bytes | None = None
+    """The thread's incarnation the read cache knew when the put was built (`SaverCore.sending`)."""
 
 
 @dataclass
@@ -92,6 +96,8 @@ class SaverCore:
     skipped: listing.Skipped = field(default_factory=listing.Skipped)
     """Checkpoints this saver's listings across threads left out, unreadable (`listing.Skipped`)."""
     memory: DeltaMemory = field(default_factory=DeltaMemory, repr=False, compare=False)
+    entries: EntryCache | None = field(default=None, repr=False, compare=False)
+    """The read cache (`entry_cache`); None: reads ship every entry they need."""
 
     @classmethod
     def configure(
@@ -110,13 +116,15 @@ class SaverCore:
         cluster: bool = False,
         deltas: bool = True,
         allow_eviction: bool = False,
+        read_cache_bytes: int = DEFAULT_READ_CACHE_BYTES,
     ) -> SaverCore:
         """Validate saver options.
 
         Raises:
             InvalidInputError: an unknown view, durability or compression, a read view that is
-                not projected, a TTL that is not a positive number of minutes, or `partitions`
-                not None nor an int in 1..16384 (0 meant the default, a bool or float passed).
+                not projected, a TTL that is not a positive number of minutes, `partitions`
+                not None nor an int in 1..16384 (0 meant the default, a bool or float passed),
+                or `read_cache_bytes` not an int >= 0.
             ConfigurationError: a bad prefix.
         """
         read_view = append.view_of(view)
@@ -129,11 +137,14 @@ class SaverCore:
         views = append.projections_of(projections, read_view)
         if compression not in ("zstd", None):
             raise InvalidInputError(f'compression must be "zstd" or None, not {compression!r}')
+        if isinstance(read_cache_bytes, bool) or not isinstance(read_cache_bytes, int) or read_cache_bytes < 0:
+            raise InvalidInputError(f"read_cache_bytes must be an int >= 0, not {read_cache_bytes!r}")
         return cls(
             serde, read_view, views, prefix, partitions, None,
             durability=level, durability_timeout_ms=durability_timeout_ms,
             ttl_ms=ttl.ttl_ms(default_ttl), refresh_on_read=bool(refresh_on_read), cluster=cluster,
             compression=compression, deltas=bool(deltas), allow_eviction=bool(allow_eviction),
+            entries=EntryCache(read_cache_bytes) if read_cache_bytes else None,
         )
 
     @property
@@ -197,10 +208,11 @@ class SaverCore:
             plan = self.memory.plan(append.thread_id_of(config), append.namespace_of(config), self.compress)
         event = append.checkpoint_saved(self.serde, config, checkpoint, metadata, new_versions, self.compress, plan)
         command = append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id))
-        return PutCall(command, _saved_config(event), event, plan)
+        return PutCall(command, _saved_config(event), event, plan, self.sending(command))
 
     def put_logged(self, call: PutCall, entry_id: Any) -> None:
         """Remember what the put `call` stored, logged as `entry_id` (its reply)."""
+        self.appended(call.command, entry_id, call.incarnation)
         if call.plan is not None:
             self.memory.commit(call.plan, entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id))
 
@@ -216,7 +228,19 @@ class SaverCore:
         self.memory.forget(call.event.thread_id)
         event = call.plan.fallback(call.event)
         call.event = event
-        return append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id))
+        call.command = append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id))
+        return call.command
+
+    def sending(self, command: Command) -> bytes | None:
+        """The incarnation the read cache knows of the thread an append `command` is about to
+        write (None: none known, or no cache): `appended` holds the entry under it, if still so."""
+        return None if self.entries is None else self.entries.incarnation(str(command[3]))
+
+    def appended(self, command: Command, entry_id: Any, incarnation: bytes | None) -> None:
+        """Hold the entry the append `command` logged as `entry_id` (its reply) in the read
+        cache, under `incarnation` (`sending`, before it was sent)."""
+        if self.entries is not None:
+            cached_reads.hold_append(self.entries, command, entry_id, incarnation)
 
     def put_writes_request(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
@@ -234,7 +258,10 @@ class SaverCore:
     def delete_request(self, thread_id: str) -> Command:
         """The append of a `delete_thread`: a tombstone on the feed, nothing left of the thread."""
         self.memory.forget(str(thread_id))
-        return append.append_call(append.thread_deleted(thread_id), self.keys, self.projections)
+        command = append.append_call(append.thread_deleted(thread_id), self.keys, self.projections)
+        if self.entries is not None:
+            self.entries.forget(str(command[3]))
+        return command
 
     # reads -------------------------------------------------------------------------------
     def get_requests(self, config: RunnableConfig) -> list[Command]:
@@ -245,6 +272,22 @@ class SaverCore:
             return [read]
         thread_id = append.thread_id_of(config)
         return [read, ttl.ttl_call(self.keys, thread_id, self.ttl_ms, "touch")]
+
+    def get_call(self, config: RunnableConfig) -> tuple[list[Command], cached_reads.CachedGet | None]:
+        """The one round trip of a `get_tuple` (`get_requests`), through the read cache when the
+        saver has one; `read_got` reads its replies."""
+        if self.entries is None:
+            return self.get_requests(config), None
+        cached = cached_reads.cached_get(self.entries, self.keys, self.view, config)
+        if not (self.refresh_on_read and self.ttl_ms):
+            return [cached.command], cached
+        return [cached.command, ttl.ttl_call(self.keys, append.thread_id_of(config), self.ttl_ms, "touch")], cached
+
+    def read_got(self, cached: cached_reads.CachedGet | None, replies: Sequence[Any]) -> CheckpointTuple | None:
+        """The tuple a `get_tuple` returns, from the replies to `get_call`."""
+        if cached is None or self.entries is None:
+            return self.read_get(replies)
+        return cached.read(self.entries, self.serde, replies[0])
 
     def read_get(self, replies: Sequence[Any]) -> CheckpointTuple | None:
         """The tuple a `get_tuple` returns, from the replies to `get_requests`."""

@@ -172,7 +172,8 @@ def put_writes(
     command = core.put_writes_request(config, writes, task_id, task_path)
     if command is None:
         return
-    yield from _append(core, command, thread_id_of(config), fence)
+    incarnation = core.sending(command)
+    core.appended(command, (yield from _append(core, command, thread_id_of(config), fence)), incarnation)
 
 
 def claim_write_ownership(core: SaverCore, thread_id: str) -> Program[WriteFence]:
@@ -202,7 +203,8 @@ def delete_thread(core: SaverCore, thread_id: str) -> Program[None]:
 def get_tuple(core: SaverCore, config: RunnableConfig) -> Program[CheckpointTuple | None]:
     """`get_tuple`: one round trip (with `refresh_on_read`, the TTL refresh pipelined after)."""
     yield from ready(core)
-    return core.read_get((yield Call(core.get_requests(config), core.load_scripts)))
+    requests, cached = core.get_call(config)
+    return core.read_got(cached, (yield Call(requests, core.load_scripts)))
 
 
 def list_checkpoints(

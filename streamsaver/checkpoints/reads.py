@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from langchain_core.runnables import RunnableConfig
@@ -30,8 +30,8 @@ from streamsaver.log.stored import channel_field
 from streamsaver.scripts import READ_FULL
 
 __all__ = [
-    "Links", "Reading", "Request", "decode_rows", "get_request", "links_of", "load_value", "pending_writes", "read_one",
-    "read_page",
+    "LinkSource", "Links", "Reading", "Request", "decode_row", "decode_rows", "get_request", "links_of", "load_value",
+    "pending_writes", "read_one", "read_page",
 ]
 
 Command = list[str | bytes | int]
@@ -117,6 +117,13 @@ Links = dict[tuple[bytes, bytes], bytes]
 ``entry id, field, payload`` groups."""
 
 
+class LinkSource(Protocol):
+    """Where the values deltas extend are found, by (log entry id, log field): `Links`, or the
+    entries a cached read holds (`streamsaver.checkpoints.cached_reads`)."""
+
+    def get(self, key: tuple[bytes, bytes], /) -> bytes | None: ...
+
+
 def links_of(flat: Sequence[bytes] | None) -> Links:
     """`Links` from a read script's flat groups (none from a script older than deltas)."""
     if not flat:
@@ -129,7 +136,7 @@ def load_value(
     channel: str,
     type_: bytes,
     data: bytes,
-    links: Links,
+    links: LinkSource,
     expand: deltas.Expand | None = None,
 ) -> Any:
     """A stored channel value loaded by `serde`, joined when it is a delta (`links` holds its
@@ -157,7 +164,7 @@ def _channel_values(
     versions: Mapping[str, Any],
     payloads: Sequence[bytes | None],
     entry_ids: Sequence[bytes],
-    links: Links,
+    links: LinkSource,
     expand: deltas.Expand,
 ) -> dict[str, Any]:
     """Channel values from the payloads the refs point at (`stored.encode_channel_value`
@@ -182,11 +189,30 @@ def _decode_row(
 ) -> CheckpointTuple:
     raw_doc, payloads, writes, entry_ids = row[:4]
     doc = orjson.loads(raw_doc)
-    reading = Reading(doc)
     # A script returns each link once per thread log: later rows of the thread join with it.
     links = known.setdefault(doc["thread_id"], {})
     if len(row) > 4 and row[4]:
         links.update(links_of(row[4]))
+    return decode_row(serde, doc, payloads, writes, entry_ids, links, expand)
+
+
+def decode_row(
+    serde: SerializerProtocol,
+    doc: Mapping[str, Any],
+    payloads: Sequence[bytes | None],
+    writes: Sequence[bytes],
+    entry_ids: Sequence[bytes],
+    links: LinkSource,
+    expand: deltas.Expand,
+) -> CheckpointTuple:
+    """The checkpoint tuple of one row of a read script: its decoded document, the payloads its
+    refs point at (None: missing), its flat writes (see `pending_writes`), the entry ids of
+    the payloads, and where its deltas' links are found.
+
+    Raises:
+        PayloadDecodeError: a payload is missing, malformed or refused by the serde.
+    """
+    reading = Reading(doc)
     try:
         if not payloads or payloads[0] is None:
             raise KeyError("the log holds no body where the view points")

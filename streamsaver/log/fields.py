@@ -9,8 +9,8 @@ from __future__ import annotations
 
 __all__ = [
     "BODY", "BODY_POINTER", "CHANNEL_PREFIX", "CHECKPOINT_ID", "CURRENT_CHECKPOINT", "EMPTY_TYPE", "ENTRY_ID",
-    "ITEM_EMBEDDING", "ITEM_EXPIRES", "ITEM_KEY", "ITEM_TTL", "ITEM_VALUE", "ITEM_VECTORS", "KEPT", "LABELS",
-    "METADATA", "NAMESPACE", "OWNER", "PARENT", "PINNED",
+    "INCARNATION", "ITEM_EMBEDDING", "ITEM_EXPIRES", "ITEM_KEY", "ITEM_TTL", "ITEM_VALUE", "ITEM_VECTORS", "KEPT",
+    "LABELS", "METADATA", "NAMESPACE", "OWNER", "PARENT", "PINNED",
     "REQUEUED_FOR", "RUNS", "SOURCE", "STRATEGY", "TASK", "TASK_PATH", "THREAD", "TYPE", "UNTIL", "VERSION",
     "VERSIONS", "WRITE_PREFIX", "WRITTEN_AT",
 ]
@@ -72,6 +72,9 @@ CURRENT_CHECKPOINT = "@cid"
 """Shallow pointer- and writes-hash field naming the checkpoint the hash belongs to."""
 PINNED = "@pinned"
 """Positions-hash field of a pinned log (it never expires)."""
+INCARNATION = "@inc"
+"""Positions-hash field naming the log's incarnation: new whenever the log is made anew or
+rewritten, so that a reader's held entries are of this log (`streamsaver.checkpoints.entry_cache`)."""
 OWNER = "@owner"
 """Positions-hash field holding the token of the thread's current write-ownership claim
 (`streamsaver.checkpoints.ownership`)."""

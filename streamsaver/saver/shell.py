@@ -12,6 +12,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from streamsaver.checkpoints.core import CoreBinding, SaverCore
+from streamsaver.checkpoints.entry_cache import DEFAULT_READ_CACHE_BYTES
 from streamsaver.checkpoints.ownership import WriteFence
 from streamsaver.drivers.cluster import is_cluster
 from streamsaver.log.keys import DEFAULT_PREFIX
@@ -54,6 +55,7 @@ class SaverShell(CoreBinding, BaseCheckpointSaver[str], Generic[C]):
         compression: str | None = "zstd",
         deltas: bool = True,
         allow_eviction: bool = False,
+        read_cache_bytes: int = DEFAULT_READ_CACHE_BYTES,
     ) -> None:
         super().__init__(serde=serde)
         source = client_source(redis_client, redis_url, connection_args)
@@ -76,6 +78,7 @@ class SaverShell(CoreBinding, BaseCheckpointSaver[str], Generic[C]):
             cluster=is_cluster(client),
             deltas=deltas,
             allow_eviction=allow_eviction,
+            read_cache_bytes=read_cache_bytes,
         )
 
     _fence: WriteFence | None = None

@@ -63,6 +63,9 @@ class StreamSaver(SaverShell[Redis | RedisCluster]):
         allow_eviction: let setup (also the lazy one of a saver's first call) accept a server
             whose ``maxmemory-policy`` evicts keys (``allkeys-*``, ``volatile-*``), which loses
             checkpoints silently when memory is full; by default that is `EvictionPolicyError`.
+        read_cache_bytes: the bound of the saver's read cache (32 MiB by default; 0: none): the
+            stored log entries it wrote or read, so that `get_tuple` is shipped only the entries
+            it lacks (`streamsaver.checkpoints.entry_cache`; docs/performance.md).
 
     `put`, `put_writes` and `get_tuple` make one round trip each; `list` makes one per page of
     a thread's history, or one query and one fetch per page across threads or with a filter.

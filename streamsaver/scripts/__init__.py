@@ -34,6 +34,7 @@ __all__ = [
     "LIST_PAGE",
     "LIST_WINDOW",
     "LOAD_SCRIPTS",
+    "READ_CACHED",
     "READ_FULL",
     "READ_HISTORY",
     "READ_SHALLOW",
@@ -121,6 +122,7 @@ class Script:
 APPEND = Script.load("append", (*WRITE_SIDE, "_delta"))
 READ_FULL = Script.load("read_full", READ_SIDE)
 READ_SHALLOW = Script.load("read_shallow", READ_SIDE)
+READ_CACHED = Script.load("read_cached", READ_SIDE)
 APPLY = Script.load("apply", BATCH_SIDE)
 SWAP = Script.load("swap")
 TRIM = Script.alone("trim")
@@ -152,7 +154,7 @@ refuses the call (``SSOWNER``) before anything is written."""
 CLAIM = Script.alone("claim")
 ALL = (
     APPEND, APPLY, READ_FULL, READ_SHALLOW, SWAP, REWRITE, READ_HISTORY, TTL, LIST_WINDOW, LIST_PAGE, ERASE, TTL_TOUCH,
-    FENCED_APPEND, CLAIM,
+    FENCED_APPEND, CLAIM, READ_CACHED,
 )
 LOAD_SCRIPTS: list[list[Arg]] = [["SCRIPT", "LOAD", s.source] for s in ALL]
 """The commands that load every script of `ALL` (after NOSCRIPT, or on a new primary)."""

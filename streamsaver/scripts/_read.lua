@@ -3,10 +3,14 @@
 
 -- A reader of log entry fields: read(id, field) -> value or false. Each entry is read once.
 -- links_sent[read] holds the delta links already returned in this call (see follow_links).
-local links_sent = {}
-local function log_reader(log)
-  local cache = {}
+-- With `held` (read_cached.lua: the entry ids the client holds, as a set), an entry it holds is
+-- not read: read returns 1 (the client takes the field from its copy); every entry read from
+-- the log is added to shipped[read] as flat {entry id, flat {field, value}}.
+local links_sent, shipped = {}, {}
+local function log_reader(log, held)
+  local cache, sent = {}, {}
   local read = function(id, field)
+    if held and held[id] then return 1 end
     local entry = cache[id]
     if entry == nil then
       entry = {}
@@ -14,12 +18,13 @@ local function log_reader(log)
       if found[1] then
         local kv = found[1][2]
         for k = 1, #kv, 2 do entry[kv[k]] = kv[k + 1] end
+        if held then sent[#sent + 1], sent[#sent + 2] = id, kv end
       end
       cache[id] = entry
     end
     return entry[field] or false
   end
-  links_sent[read] = {}
+  links_sent[read], shipped[read] = {}, sent
   return read
 end
 
@@ -37,6 +42,7 @@ end
 -- A link already returned in this call from the same log is not returned again (nor what it
 -- extends): the client joins with the links of every earlier row of the same thread.
 local function follow_links(read, field, payload, chain)
+  if type(payload) ~= 'string' then return end  -- held by the client, with what it links to
   local sent = links_sent[read]
   local link = delta_link(payload)
   local hops = 0
@@ -45,7 +51,7 @@ local function follow_links(read, field, payload, chain)
     if sent[key] then return end
     sent[key] = true
     local held = read(link, field)
-    if not held then return end
+    if type(held) ~= 'string' then return end
     chain[#chain + 1] = link
     chain[#chain + 1] = field
     chain[#chain + 1] = held

@@ -98,7 +98,7 @@ err = check_view_keys(blocks, nv)
 if err then return err end
 
 local id = redis.call('XADD', KEYS[1], '*', spread(ARGV, 2, 1 + nf))
-redis.call('XADD', KEYS[2], '*', 'id', id, unpack(ARGV, pointer + 1, pointer + np))
+local fed = redis.call('XADD', KEYS[2], '*', 'id', id, unpack(ARGV, pointer + 1, pointer + np))
 local i = blocks
 local positions = {false, false, false, false}  -- sized for two views: no rehash as it fills
 for v = 1, nv do
@@ -106,6 +106,8 @@ for v = 1, nv do
   i = apply_ops(i + 2, counts[ARGV[i + 1]] or count_of(ARGV[i + 1]), id)
 end
 if nv > 0 then redis.call('HSET', KEYS[3], unpack(positions, 1, 2 * nv)) end  -- one call for all views
+-- A log made anew gets a new incarnation (read_cached.lua): a feed id is never handed out twice.
+if not erase then redis.call('HSETNX', KEYS[3], '@inc', fed) end
 if erase then
   redis.call('DEL', KEYS[1], KEYS[3])
 elseif i <= last then

@@ -38,7 +38,8 @@ for e = 1, tonumber(ARGV[1]) do
   ids[e] = id
   i = i + 1 + nf
   local np = tonumber(ARGV[i])
-  redis.call('XADD', KEYS[2], '*', 'id', id, unpack(ARGV, i + 1, i + np))
+  local fed = redis.call('XADD', KEYS[2], '*', 'id', id, unpack(ARGV, i + 1, i + np))
+  if e == 1 then redis.call('HSETNX', KEYS[3], '@inc', fed) end  -- see append.lua
   i = i + 1 + np
   local nv = tonumber(ARGV[i])
   i = i + 1

@@ -81,6 +81,17 @@ local emptied = ARGV[2] == 'replace' and ne == 0
 for v = 1, nv do
   if emptied then redis.call('HDEL', KEYS[3], views[v]) else redis.call('HSET', KEYS[3], views[v], id) end
 end
+if emptied then
+  -- No log, no incarnation: the next append starts one from its own feed pointer.
+  redis.call('HDEL', KEYS[3], '@inc')
+elseif not refold then
+  -- Entries may come back under ids a reader holds: a new incarnation (read_cached.lua), made of
+  -- the feed's last id and the server's clock, so that no earlier one of the thread is repeated.
+  local fed = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
+  local now = redis.call('TIME')
+  local fresh = (fed and fed[1] or '0-0') .. '/' .. now[1] .. '.' .. now[2]
+  redis.call(ARGV[2] == 'replace' and 'HSET' or 'HSETNX', KEYS[3], '@inc', fresh)
+end
 local ttl = tonumber(ARGV[i] or '0')
 if ttl > 0 then
   keep_alive(KEYS[1], KEYS[3], ttl, i + 1, touched)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import redis
-from helpers import keys_of, snapshot
+from helpers import keys_of, sans_incarnation, snapshot
 from langgraph.checkpoint.base import CheckpointTuple
 
 from streamsaver import StreamSaver
@@ -47,10 +47,10 @@ def export_file(redis_url: str, source: str, tmp_path_factory: pytest.TempPathFa
 
 
 def _views(client: redis.Redis, prefix: str) -> dict[bytes, Any]:
-    """Every key but the partition feeds, named without the prefix."""
+    """Every key but the partition feeds, named without the prefix (positions without `@inc`)."""
     state = snapshot(client, prefix)
     return {
-        k[len(prefix) :]: v
+        k[len(prefix) :]: sans_incarnation(v)
         for k, v in state.items()
         if not k.startswith(f"{prefix}:feed:".encode())
     }

@@ -9,7 +9,7 @@ from typing import Any
 
 import redis
 from delta_graphs import Journal, diary
-from helpers import snapshot
+from helpers import sans_incarnation, snapshot
 
 from streamsaver import StreamSaver
 from streamsaver.ops.transfer import export_logs, import_logs
@@ -19,7 +19,7 @@ START = {"entries": ["start"], "notes": [], "steps": 0}
 
 
 def _views(client: redis.Redis, prefix: str) -> dict[bytes, Any]:
-    return {k[len(prefix) :]: v for k, v in snapshot(client, prefix).items() if b":feed:" not in k}
+    return {k[len(prefix) :]: sans_incarnation(v) for k, v in snapshot(client, prefix).items() if b":feed:" not in k}
 
 
 def _reads(saver: StreamSaver) -> list[Any]:

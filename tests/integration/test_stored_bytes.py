@@ -163,6 +163,8 @@ async def run_async(saver: AsyncStreamSaver, numbers: Iterator[int]) -> None:
 
 ENTRY_ID = re.compile(rb"(?<![0-9])([0-9]{13})-([0-9]{1,19})(?![0-9])")
 PARTITION_TAG = re.compile(rb"\{p[0-9]+\}")
+REWRITE_CLOCK = re.compile(rb"/[0-9]{10}\.[0-9]{1,6}$")
+"""The server clock in the incarnation a rewrite gives a log (positions field ``@inc``)."""
 Dump = dict[bytes, dict[str, Any]]
 
 
@@ -265,6 +267,7 @@ def normalise(keys: Dump, indexes: dict[bytes, Any], prefix: str, window: tuple[
     def replace(table: dict[bytes, bytes], data: bytes) -> bytes:
         if (inner := parts(data)) is not None:  # a packing: normalise its parts, pack them again
             return b"".join(len(p).to_bytes(4, "big") + p for p in (replace(table, q) for q in inner))
+        data = REWRITE_CLOCK.sub(b"/<clock>", data)
         return ENTRY_ID.sub(lambda m: table.get(m.group(), m.group()), data).replace(pfx, fixed)
 
     def plain(data: Any) -> Any:

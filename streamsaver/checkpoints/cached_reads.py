@@ -1,0 +1,134 @@
+"""`get_tuple` through the read cache, without I/O: one ``read_cached.lua`` call that names the log
+entries the saver holds of the thread (`entry_cache.Claim`), and the tuple read from its reply,
+the payloads taken from the entries held or shipped. Still one round trip, hit or miss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from projectors import full
+from streamsaver.checkpoints.append import namespace_of, thread_id_of
+from streamsaver.checkpoints.entry_cache import Claim, Entry, EntryCache
+from streamsaver.checkpoints.reads import decode_row
+from streamsaver.log import compression
+from streamsaver.log.keys import Keyspace, ViewName
+from streamsaver.log.routing import Command
+from streamsaver.scripts import READ_CACHED
+
+__all__ = ["CachedGet", "EntryLinks", "cached_get", "wire_bytes"]
+
+_BODY = b"body"
+
+
+@dataclass(frozen=True)
+class CachedGet:
+    """One `get_tuple` through the cache: the command to send and what it claimed."""
+
+    command: Command
+    claim: Claim
+
+    def read(self, cache: EntryCache, serde: SerializerProtocol, reply: Sequence[Any]) -> CheckpointTuple | None:
+        """The tuple of `reply` (None: no such checkpoint); the cache takes in what it shipped.
+
+        Raises:
+            PayloadDecodeError: a payload is missing, malformed or refused by the serde.
+        """
+        entries = cache.absorb(self.claim, bytes(reply[0]), reply[1])
+        if len(reply) < 3:
+            return None
+        raw_doc, markers, flat_writes, entry_ids = reply[2][:4]
+        doc = orjson.loads(raw_doc)
+        payloads = _payloads(entries, doc.get("refs") or [], markers, entry_ids)
+        writes = _writes(entries, flat_writes)
+        expand = compression.remembering_expand()
+        return decode_row(serde, doc, payloads, writes, entry_ids, EntryLinks(entries), expand)
+
+
+class EntryLinks:
+    """The values deltas link to, looked up in the entries of one read (`reads.LinkSource`)."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self, entries: Mapping[bytes, Entry]) -> None:
+        self.entries = entries
+
+    def get(self, key: tuple[bytes, bytes], /) -> bytes | None:
+        entry = self.entries.get(key[0])
+        return None if entry is None else entry.get(key[1])
+
+
+def cached_get(cache: EntryCache, keyspace: Keyspace, view: ViewName, config: RunnableConfig) -> CachedGet:
+    """The one script call of a `get_tuple` (the checkpoint `config` names, or the latest) that
+    names the entries `cache` holds of the thread."""
+    thread_id, ns = thread_id_of(config), namespace_of(config)
+    checkpoint_id = config["configurable"].get("checkpoint_id") or ""
+    keys = keyspace.thread(thread_id)
+    claim = cache.claim(keys.log)
+    if view == full.VIEW:
+        view_keys = [keys.in_ns(view, "ids", ns), keys.in_ns(view, "ptrs", ns)]
+        view_args = [keys.doc_prefix(view, "cp", ns), keys.doc_prefix(view, "writes", ns), checkpoint_id]
+    else:
+        view_keys = [keys.in_ns(view, "cp", ns), keys.in_ns(view, "ptrs", ns), keys.in_ns(view, "writes", ns)]
+        view_args = [checkpoint_id]
+    command = READ_CACHED.evalsha_args(
+        [keys.positions, keys.log, *view_keys],
+        [claim.incarnation, len(claim.ids), *claim.ids, view, *view_args],
+    )
+    return CachedGet(command, claim)
+
+
+def _ref_field(ref: str) -> bytes:
+    """The log entry field a ref names (``ref_field`` in ``_read.lua``)."""
+    if ref.startswith("@body"):
+        return _BODY
+    return b"c:" + ref.split(":", 1)[0].encode("utf-8", "surrogatepass")
+
+
+def _payloads(
+    entries: Mapping[bytes, Entry], refs: Sequence[str], markers: Sequence[Any], entry_ids: Sequence[bytes]
+) -> list[bytes | None]:
+    payloads: list[bytes | None] = []
+    for ref, marker, entry_id in zip(refs, markers, entry_ids, strict=True):
+        entry = entries.get(entry_id) if marker else None
+        payloads.append(None if entry is None else entry.get(_ref_field(ref)))
+    return payloads
+
+
+def _writes(entries: Mapping[bytes, Entry], flat: Sequence[Any]) -> list[bytes]:
+    """`pending_writes`'s flat groups, the task, path and write taken from the entries."""
+    out: list[bytes] = []
+    for i in range(0, len(flat), 5):
+        field, entry_id = flat[i], flat[i + 4]
+        entry = entries.get(entry_id)
+        write = None if entry is None else entry.get(b"w:" + field.rsplit(b":", 1)[1])
+        if entry is not None and write is not None:
+            out += (field, entry[b"task"], entry[b"path"], write, entry_id)
+    return out
+
+
+def wire_bytes(value: str | bytes | int | float) -> bytes:
+    """An argument as the server stores it (as redis-py encodes it)."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    return repr(value).encode() if isinstance(value, float) else str(value).encode()
+
+
+def hold_append(cache: EntryCache, command: Command, entry_id: Any, incarnation: bytes | None) -> None:
+    """Hold the log entry an ``append.lua`` `command` logged as `entry_id` (its reply; None when
+    it logged nothing) under `incarnation`, the thread's when it was sent (`EntryCache.wrote`):
+    its fields are the call's event fields, as the server stored them."""
+    if not isinstance(entry_id, bytes) or incarnation is None:
+        return
+    at = 4 + int(command[2])  # the first event field, after the keys and the field count
+    fields = [value if type(value) is bytes else wire_bytes(value) for value in command[at : at + int(command[at - 1])]]
+    cache.wrote(str(command[3]), entry_id, fields, incarnation)

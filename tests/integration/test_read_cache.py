@@ -1,0 +1,282 @@
+"""The read cache: `get_tuple` is shipped only the log entries the saver lacks, and never served an
+entry of a thread deleted, rewritten, pruned, copied onto or expired since it was held (sync and
+async savers, one server and a cluster, other processes writing).
+
+Entry ids can repeat across a thread's lives (a prune adds entries back under their old ids; a
+thread deleted and written again within a millisecond reuses its first ids). The tests make
+that collision certain rather than lucky: after another process changed the thread, the reader's
+cache is given, under the incarnation it knows, the thread's *new* entry ids holding its *old*
+entries. A read that trusted ids alone would return the old values.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import async_client, config, new_checkpoint, sync_client
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+from streamsaver import AsyncStreamSaver, StreamSaver
+from streamsaver.checkpoints.entry_cache import Claim, EntryCache
+
+OTHER = Path(__file__).with_name("other_process.py")
+
+
+class Reader:
+    """A sync or async saver behind one async interface, with what its reads were shipped."""
+
+    def __init__(self, saver: StreamSaver | AsyncStreamSaver, url: str, cluster: bool) -> None:
+        self.saver, self.url, self.cluster = saver, url, cluster
+        self.shipped: list[list[bytes]] = []
+        cache = saver.core.entries
+        assert cache is not None
+        self.cache: EntryCache = cache
+        absorb = cache.absorb
+
+        def spying(claim: Claim, incarnation: bytes, shipped: Any) -> Any:
+            self.shipped.append([bytes(shipped[i]) for i in range(0, len(shipped), 2)])
+            return absorb(claim, incarnation, shipped)
+
+        cache.absorb = spying  # type: ignore[method-assign]
+
+    async def get(self, cfg: Any) -> CheckpointTuple | None:
+        if isinstance(self.saver, AsyncStreamSaver):
+            return await self.saver.aget_tuple(cfg)
+        return self.saver.get_tuple(cfg)
+
+    async def put(self, cfg: Any, values: dict[str, Any], previous: Any = None) -> Any:
+        checkpoint, versions = new_checkpoint(values, previous)
+        if isinstance(self.saver, AsyncStreamSaver):
+            saved = await self.saver.aput(cfg, checkpoint, {}, versions)
+            await self.saver.aput_writes(saved, [("note", values["note"])], "task")
+        else:
+            saved = self.saver.put(cfg, checkpoint, {}, versions)
+            self.saver.put_writes(saved, [("note", values["note"])], "task")
+        return saved, checkpoint
+
+    def log(self, thread: str) -> str:
+        return self.saver.core.keys.thread(thread).log
+
+    def other(self, thread: str, op: str, value: str = "", stdin: str = "") -> None:
+        env = {**os.environ, "CLUSTER": "1" if self.cluster else "0", "VIEW": self.saver.core.view}
+        args = [sys.executable, str(OTHER), self.url, self.saver.core.prefix, thread, op, value]
+        subprocess.run(args, input=stdin, text=True, check=True, env=env, capture_output=True)
+
+
+@pytest.fixture(params=["server", "cluster"])
+def url(request: pytest.FixtureRequest, redis_url: str) -> tuple[str, bool]:
+    if request.param == "cluster":
+        return request.getfixturevalue("cluster_url"), True
+    return redis_url, False
+
+
+@pytest.fixture
+def client(url: tuple[str, bool]) -> Iterator[Any]:
+    c = sync_client(url[0])
+    yield c
+    c.close()
+
+
+@pytest.fixture(params=["sync", "async"])
+async def reader(request: pytest.FixtureRequest, url: tuple[str, bool], prefix: str) -> AsyncIterator[Reader]:
+    if request.param == "sync":
+        saver: Any = StreamSaver(sync_client(url[0]), prefix=prefix)
+        saver.setup()
+        yield Reader(saver, *url)
+        saver.redis.close()
+    else:
+        saver = AsyncStreamSaver(async_client(url[0]), prefix=prefix)
+        await saver.asetup()
+        yield Reader(saver, *url)
+        await saver.redis.aclose()
+
+
+async def written(reader: Reader, thread: str, steps: int) -> list[Any]:
+    """`steps` checkpoints of `thread` (a growing list, a note, writes), read once so that the
+    reader knows the thread's incarnation; the configs saved."""
+    saved, previous, configs = config(thread), None, []
+    for step in range(steps):
+        saved, previous = await reader.put(saved, {"messages": ["m"] * (step + 1), "note": f"v{step}"}, previous)
+        configs.append(saved)
+        if step == 0:
+            await reader.get(config(thread))
+    return configs
+
+
+def poison(reader: Reader, client: Any, thread: str, old: list[Any]) -> None:
+    """Make the reader's cache hold, at each of the thread's current entry ids and under the
+    incarnation it knows, an entry of `old` (one of the same shape when there is one) unlike
+    the one the server holds there: what trusting ids alone would serve."""
+    log = reader.log(thread)
+    known = reader.cache.incarnation(log)
+    assert known
+    reader.cache.forget(log)
+    reader.cache.absorb(Claim(log, b"", [], {}), known, [])
+    for entry_id, fields in client.xrange(log):
+        unlike = [f for _, f in old if f != fields]
+        stale = next((f for f in unlike if f.keys() == fields.keys()), unlike[0])
+        reader.cache.wrote(log, entry_id, [x for pair in stale.items() for x in pair], known)
+
+
+async def fresh_read(url: str, prefix: str, cfg: Any) -> CheckpointTuple | None:
+    saver = StreamSaver(sync_client(url), prefix=prefix, read_cache_bytes=0)
+    try:
+        return saver.get_tuple(cfg)
+    finally:
+        saver.redis.close()
+
+
+async def assert_reads_as_the_server_holds(reader: Reader, thread: str, ids: list[str]) -> None:
+    for cfg in [config(thread), *(config(thread, checkpoint_id=i) for i in ids)]:
+        got, truth = await reader.get(cfg), await fresh_read(reader.url, reader.saver.core.prefix, cfg)
+        assert (got and (got.checkpoint, got.metadata, got.pending_writes)) == (
+            truth and (truth.checkpoint, truth.metadata, truth.pending_writes)
+        )
+
+
+async def test_a_writer_reads_what_it_wrote_shipped_nothing(reader: Reader) -> None:
+    configs = await written(reader, "t", 5)
+    reader.shipped.clear()
+    latest = await reader.get(config("t"))
+    by_id = await reader.get(configs[2])
+    assert latest is not None and latest.checkpoint["channel_values"]["messages"] == ["m"] * 5
+    assert latest.pending_writes == [("task", "note", "v4")]
+    assert by_id is not None and by_id.checkpoint["channel_values"]["note"] == "v2"
+    assert reader.shipped == [[], []]
+
+
+async def test_a_thread_deleted_and_rewritten_elsewhere_under_the_same_ids_is_read_anew(
+    reader: Reader, client: Any
+) -> None:
+    configs = await written(reader, "t", 4)
+    await reader.get(config("t"))
+    known = reader.cache.incarnation(reader.log("t"))
+    old = client.xrange(reader.log("t"))
+    ids = [c["configurable"]["checkpoint_id"] for c in configs]
+    reader.other("t", "rewrite", "other", json.dumps(ids))
+    poison(reader, client, "t", old)
+
+    latest = await reader.get(config("t"))
+    assert latest is not None and latest.checkpoint["channel_values"]["note"] == "other"
+    assert latest.config["configurable"]["checkpoint_id"] == ids[-1]
+    assert reader.cache.incarnation(reader.log("t")) not in (None, known)
+    await assert_reads_as_the_server_holds(reader, "t", ids)
+
+
+async def test_a_prune_elsewhere_is_read_anew(reader: Reader, client: Any) -> None:
+    configs = await written(reader, "t", 4)
+    await reader.get(config("t"))
+    old = client.xrange(reader.log("t"))
+    reader.other("t", "prune")
+    poison(reader, client, "t", old)
+    await assert_reads_as_the_server_holds(reader, "t", [c["configurable"]["checkpoint_id"] for c in configs])
+
+
+async def test_a_copy_onto_a_thread_read_before_is_read_as_the_copy(reader: Reader, client: Any) -> None:
+    source = await written(reader, "src", 3)
+    await written(reader, "t", 2)
+    await reader.get(config("t"))
+    old = client.xrange(reader.log("t"))
+    reader.other("t", "copy", "src")
+    poison(reader, client, "t", old)
+    latest = await reader.get(config("t"))
+    assert latest is not None and latest.checkpoint["channel_values"]["note"] == "v2"
+    await assert_reads_as_the_server_holds(reader, "t", [c["configurable"]["checkpoint_id"] for c in source])
+
+
+async def test_a_checkpoint_another_process_wrote_between_reads_is_shipped_alone(reader: Reader, client: Any) -> None:
+    await written(reader, "t", 3)
+    await reader.get(config("t"))
+    before = {entry_id for entry_id, _ in client.xrange(reader.log("t"))}
+    reader.shipped.clear()
+    reader.other("t", "put", "elsewhere")
+
+    latest = await reader.get(config("t"))
+    assert latest is not None and latest.checkpoint["channel_values"]["note"] == "elsewhere"
+    assert latest.pending_writes == [("task-99", "note", "elsewhere")]
+    [shipped] = reader.shipped
+    assert shipped and not set(shipped) & before
+    await assert_reads_as_the_server_holds(reader, "t", [latest.config["configurable"]["checkpoint_id"]])
+
+
+def test_an_expired_thread_written_again_under_the_same_ids_is_read_anew(client: Any, prefix: str) -> None:
+    saver = StreamSaver(client, prefix=prefix, default_ttl=0.005)  # 300 ms
+    saver.setup()
+    checkpoint, versions = new_checkpoint({"note": "first"})
+    saved = saver.put(config("t"), checkpoint, {}, versions)
+    assert saver.get_tuple(config("t")) is not None
+    cache = saver.core.entries
+    assert cache is not None
+    log = saver.core.keys.thread("t").log
+    known, old = cache.incarnation(log), client.xrange(log)
+    deadline = time.monotonic() + 30
+    while client.exists(log) and time.monotonic() < deadline:
+        time.sleep(0.05)  # polls the condition: the server expires the thread on its own clock
+    assert not client.exists(log)
+
+    again, versions = new_checkpoint({"note": "second"})
+    again["id"] = saved["configurable"]["checkpoint_id"]
+    StreamSaver(client, prefix=prefix, default_ttl=5).put(config("t"), again, {}, versions)
+    for (new_id, _), (_, fields) in zip(client.xrange(log), old, strict=False):
+        cache.wrote(log, new_id, [x for pair in fields.items() for x in pair], known)  # same shape, older values
+    latest = saver.get_tuple(config("t"))
+    assert latest is not None and latest.checkpoint["channel_values"] == {"note": "second"}
+    assert cache.incarnation(log) not in (None, known)
+
+
+@pytest.mark.parametrize("url", ["server"], indirect=True)
+async def test_the_shallow_saver_reads_through_the_cache_too(url: tuple[str, bool], prefix: str, client: Any) -> None:
+    from streamsaver import ShallowStreamSaver
+
+    saver = ShallowStreamSaver(client, prefix=prefix)
+    saver.setup()
+    reader = Reader(saver, *url)
+    await written(reader, "t", 3)
+    reader.shipped.clear()
+    latest = await reader.get(config("t"))
+    assert latest is not None and latest.checkpoint["channel_values"]["note"] == "v2"
+    assert latest.pending_writes == [("task", "note", "v2")]
+    assert reader.shipped == [[]]
+    old = client.xrange(reader.log("t"))
+    reader.other("t", "rewrite", "other", json.dumps([latest.config["configurable"]["checkpoint_id"]]))
+    poison(reader, client, "t", old)
+    latest = await reader.get(config("t"))
+    assert latest is not None and latest.checkpoint["channel_values"]["note"] == "other"
+
+
+@pytest.mark.parametrize("url", ["server"], indirect=True)
+def test_an_encrypted_saver_holds_ciphertext_and_reads_plaintext(client: Any, prefix: str) -> None:
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef")
+    saver = StreamSaver(client, prefix=prefix, serde=serde)
+    saver.setup()
+    checkpoint, versions = new_checkpoint({"note": "a secret note"})
+    saver.put(config("t"), checkpoint, {}, versions)
+    saver.get_tuple(config("t"))
+    checkpoint, versions = new_checkpoint({"note": "another secret"}, checkpoint)
+    saver.put(config("t"), checkpoint, {}, versions)
+    latest = saver.get_tuple(config("t"))
+    assert latest is not None and latest.checkpoint["channel_values"]["note"] == "another secret"
+    cache = saver.core.entries
+    assert cache is not None and cache.size > 0
+    held = cache.claim(saver.core.keys.thread("t").log).entries.values()
+    assert held and not any(b"secret" in value for entry in held for value in entry.values())
+
+
+@pytest.mark.parametrize("url", ["server"], indirect=True)
+def test_read_cache_bytes_0_reads_without_a_cache(client: Any, prefix: str) -> None:
+    saver = StreamSaver(client, prefix=prefix, read_cache_bytes=0)
+    saver.setup()
+    checkpoint, versions = new_checkpoint({"note": "x"})
+    saver.put(config("t"), checkpoint, {}, versions)
+    assert saver.core.entries is None
+    latest = saver.get_tuple(config("t"))
+    assert latest is not None and latest.checkpoint["channel_values"] == {"note": "x"}

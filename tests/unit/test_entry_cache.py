@@ -1,0 +1,135 @@
+"""The read cache's policy (`streamsaver.checkpoints.entry_cache`), without Redis: what a read
+names to the server, what a reply leaves held, and the bound."""
+
+from __future__ import annotations
+
+from streamsaver.checkpoints.entry_cache import Claim, EntryCache, links_of
+from streamsaver.log import deltas
+from streamsaver.log.codec import pack
+
+LOG = "p:log:{p1}:t"
+INC = b"inc-1"
+
+
+def channel(name: bytes, type_: bytes, data: bytes) -> bytes:
+    return pack([name, b'"1"', type_, data])
+
+
+def delta_of(link: bytes) -> bytes:
+    type_, data = deltas.encode(link.decode(), b'"1"', 10, 2, "msgpack", b"\x01")
+    return channel(b"messages", type_.encode(), data)
+
+
+def known(cache: EntryCache, incarnation: bytes = INC, log: str = LOG) -> None:
+    """Let `cache` learn the thread's incarnation, as a read's reply does."""
+    cache.absorb(Claim(log, b"", [], {}), incarnation, [])
+
+
+def flat(entry: dict[bytes, bytes]) -> list[bytes]:
+    return [x for pair in entry.items() for x in pair]
+
+
+def test_nothing_is_held_of_a_thread_whose_incarnation_is_not_known() -> None:
+    cache = EntryCache(1 << 20)
+    cache.wrote(LOG, b"1-0", [b"body", b"x"], INC)
+    assert cache.claim(LOG) == Claim(LOG, b"", [], {})
+    assert cache.size == 0
+
+
+def test_a_read_names_the_entries_held_under_the_incarnation_it_learnt() -> None:
+    cache = EntryCache(1 << 20)
+    known(cache)
+    cache.wrote(LOG, b"1-0", [b"body", b"one"], INC)
+    cache.wrote(LOG, b"2-0", [b"body", b"two"], INC)
+    claim = cache.claim(LOG)
+    assert claim.incarnation == b"inc-1"
+    assert claim.ids == [b"2-0", b"1-0"]
+    assert claim.entries[b"1-0"] == {b"body": b"one"}
+
+
+def test_a_reply_of_another_incarnation_drops_what_was_held_and_holds_what_it_shipped() -> None:
+    cache = EntryCache(1 << 20)
+    known(cache)
+    cache.wrote(LOG, b"1-0", [b"body", b"old"], INC)
+    claim = cache.claim(LOG)
+    entries = cache.absorb(claim, b"inc-2", [b"1-0", [b"body", b"new"]])
+    assert entries == {b"1-0": {b"body": b"new"}}
+    assert cache.incarnation(LOG) == b"inc-2"
+    assert cache.claim(LOG).entries == {b"1-0": {b"body": b"new"}}
+
+
+def test_an_append_is_held_only_under_the_incarnation_known_when_it_was_sent() -> None:
+    cache = EntryCache(1 << 20)
+    known(cache)
+    sent_under = cache.incarnation(LOG)
+    cache.absorb(cache.claim(LOG), b"inc-2", [])  # a read in between learnt a newer incarnation
+    cache.wrote(LOG, b"1-0", [b"body", b"x"], sent_under)
+    assert cache.claim(LOG).ids == []
+    cache.wrote(LOG, b"1-0", [b"body", b"x"], None)
+    assert cache.claim(LOG).ids == []
+
+
+def test_a_reply_of_the_same_incarnation_reads_the_claimed_entries_with_those_shipped() -> None:
+    cache = EntryCache(1 << 20)
+    known(cache)
+    cache.wrote(LOG, b"1-0", [b"body", b"one"], INC)
+    claim = cache.claim(LOG)
+    cache.forget(LOG)  # evicted meanwhile: the claim still holds what it named
+    entries = cache.absorb(claim, b"inc-1", [b"2-0", [b"body", b"two"]])
+    assert entries == {b"1-0": {b"body": b"one"}, b"2-0": {b"body": b"two"}}
+
+
+def test_a_thread_without_an_incarnation_holds_nothing() -> None:
+    cache = EntryCache(1 << 20)
+    known(cache)
+    entries = cache.absorb(cache.claim(LOG), b"", [b"1-0", [b"body", b"x"]])
+    assert entries == {b"1-0": {b"body": b"x"}}
+    assert cache.incarnation(LOG) is None and cache.size == 0
+
+
+def test_a_delta_is_named_only_with_the_entry_it_links_to() -> None:
+    cache = EntryCache(1 << 20, claim_limit=1)
+    known(cache)
+    base = {b"c:messages": channel(b"messages", b"msgpack", b"\x91\x01")}
+    cache.wrote(LOG, b"1-0", flat(base), INC)
+    cache.wrote(LOG, b"2-0", flat({b"c:messages": delta_of(b"1-0")}), INC)
+    assert links_of({b"c:messages": delta_of(b"1-0")}) == (b"1-0",)
+    assert sorted(cache.claim(LOG).ids) == [b"1-0", b"2-0"]
+    cache.wrote(LOG, b"3-0", flat({b"c:messages": delta_of(b"0-1")}), INC)  # its link is not held
+    assert b"3-0" not in cache.claim(LOG).ids
+
+
+def test_an_entry_whose_values_cannot_be_read_is_never_named() -> None:
+    cache = EntryCache(1 << 20)
+    known(cache)
+    cache.wrote(LOG, b"1-0", [b"c:x", b"\xff"], INC)
+    assert cache.claim(LOG).ids == []
+
+
+def test_the_least_recently_used_entries_go_first_past_the_bound() -> None:
+    cache, other = EntryCache(2000), "p:log:{p1}:u"  # room for four of these entries
+    known(cache)
+    known(cache, log=other)
+    for log in (LOG, other):
+        for n in range(2):
+            cache.wrote(log, b"%d-0" % n, [b"body", b"x" * 200], INC)
+    assert cache.claim(LOG).ids == [b"1-0", b"0-0"]  # a read makes them the most recent
+    cache.wrote(other, b"2-0", [b"body", b"x" * 200], INC)
+    assert cache.size <= 2000
+    assert cache.claim(LOG).ids == [b"1-0", b"0-0"]
+    assert cache.claim(other).ids == [b"2-0", b"1-0"]
+
+
+def test_an_entry_larger_than_a_quarter_of_the_bound_is_not_held() -> None:
+    cache = EntryCache(4000)
+    known(cache)
+    cache.wrote(LOG, b"1-0", [b"body", b"x" * 1200], INC)
+    assert cache.claim(LOG).ids == []
+
+
+def test_a_read_names_at_most_the_claim_limit_of_newest_entries() -> None:
+    cache = EntryCache(1 << 20, claim_limit=3)
+    known(cache)
+    for n in range(10):
+        cache.wrote(LOG, b"%d-0" % n, [b"body", b"x"], INC)
+    assert cache.claim(LOG).ids == [b"9-0", b"8-0", b"7-0"]

@@ -1,4 +1,4 @@
-"""The command language projectors speak: plain Redis commands plus six script-side ops.
+"""The command language projectors speak: plain Redis commands plus nine script-side ops.
 
 A `Command` is a tuple of arguments exactly as sent to Redis. The ``SS.`` pseudo-commands are
 interpreted by ``streamsaver/scripts/_lib.lua`` because they depend on stored state; the two
@@ -17,11 +17,22 @@ guards each gate the commands between them and the next guard (or the end of the
 * ``SS.PURGE nsset cp ids ptrs writes``: delete every key of one view of one thread, found
   through the set of escaped namespaces ``nsset`` and the key stems ``cp``, ``ids``, ``ptrs``,
   ``writes`` (``ids`` empty when the view keeps one document per namespace).
+* ``SS.ITEM key created json``: ``JSON.SET key $ {"c":<c>,"i":json}``, ``<c>`` the stored
+  document's ``c`` when there is one, else `created` (an upsert keeps its creation time, and the
+  document is written once).
+* ``SS.NSADD items stem counts ns expiring flag``: ``SADD items stem``; when the stem is new,
+  ``HINCRBY counts ns 1``; then ``ZADD expiring 0 stem`` when `flag` is ``1``, else ``ZREM``
+  (skipped for a new stem).
+* ``SS.NSREM items stem counts ns expiring``: when ``SREM items stem`` removes it,
+  ``HINCRBY counts ns -1`` (the field deleted at 0) and ``ZREM expiring stem``.
 """
 
 from __future__ import annotations
 
-__all__ = ["FOLLOW", "IF_EQUAL", "IF_NEWER", "POINT", "POINT_IF_NEW", "PURGE", "Arg", "Command"]
+__all__ = [
+    "FOLLOW", "IF_EQUAL", "IF_NEWER", "ITEM", "NAMESPACE_ADD", "NAMESPACE_REMOVE", "POINT", "POINT_IF_NEW", "PURGE",
+    "Arg", "Command",
+]
 
 Arg = str | bytes
 Command = tuple[Arg, ...]
@@ -32,3 +43,6 @@ FOLLOW = "SS.FOLLOW"
 PURGE = "SS.PURGE"
 POINT = "SS.PTR"
 POINT_IF_NEW = "SS.PTRNX"
+ITEM = "SS.ITEM"
+NAMESPACE_ADD = "SS.NSADD"
+NAMESPACE_REMOVE = "SS.NSREM"

@@ -131,6 +131,37 @@ local function follow(key, f, newest)
   return cur, false
 end
 
+-- The store's ops (projectors/commands.py), each given the index `i` of its argument count: an
+-- item's document written whole once (one index update per put), keeping a stored creation
+-- time ('c'; a damaged document without one gets the put's); the partition's namespace
+-- registry kept with its item set, from SADD's and SREM's replies (never from whether a
+-- document exists: expiry is not an event, and a replay must rebuild the registry exactly).
+local STORE_OPS = {
+  ['SS.ITEM'] = function(i)
+    local doc = ARGV[i + 2]
+    local c = redis.pcall('JSON.GET', doc, 'c')
+    if type(c) ~= 'string' then c = ARGV[i + 3] end
+    rcall('JSON.SET', doc, '$', '{"c":' .. c .. ',"i":' .. ARGV[i + 4] .. '}')
+  end,
+  ['SS.NSADD'] = function(i)
+    local stem = ARGV[i + 3]
+    local new = rcall('SADD', ARGV[i + 2], stem) == 1
+    if new then rcall('HINCRBY', ARGV[i + 4], ARGV[i + 5], 1) end
+    if ARGV[i + 7] == '1' then
+      rcall('ZADD', ARGV[i + 6], 0, stem)
+    elseif not new then
+      rcall('ZREM', ARGV[i + 6], stem)
+    end
+  end,
+  ['SS.NSREM'] = function(i)
+    local stem = ARGV[i + 3]
+    if rcall('SREM', ARGV[i + 2], stem) == 1 then
+      if rcall('HINCRBY', ARGV[i + 4], ARGV[i + 5], -1) <= 0 then rcall('HDEL', ARGV[i + 4], ARGV[i + 5]) end
+      rcall('ZREM', ARGV[i + 6], stem)
+    end
+  end,
+}
+
 -- Applies `count` ops encoded in ARGV from index `i` (each op: argc, then argc arguments) for
 -- the event `id`, in order. A guard (SS.IFNEWER, SS.IFEQ) gates the ops after it up to the next
 -- guard; every guard is evaluated, whatever the previous one decided. Returns the index after
@@ -178,6 +209,8 @@ local function apply_ops(i, count, id)
           if emptied then hkey, hn, hfresh, hargs[1], hargs[2] = key, 2, true, f, known end
         elseif op == 'SS.PURGE' then
           purge(key, ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])
+        elseif STORE_OPS[op] then
+          STORE_OPS[op](i)
         else
           rcall(spread(ARGV, i + 1, i + argc))
         end
@@ -231,7 +264,19 @@ local OP_TYPE = {
   HSET = 'hash', ['SS.PTR'] = 'hash', ['SS.PTRNX'] = 'hash', ['SS.FOLLOW'] = 'hash',
   ['SS.IFNEWER'] = 'hash', ['SS.IFEQ'] = 'hash', ['SS.PURGE'] = 'set',
   SADD = 'set', SREM = 'set', ZADD = 'zset', ['JSON.SET'] = 'ReJSON-RL',
+  ['SS.ITEM'] = 'ReJSON-RL', ['SS.NSADD'] = 'set', ['SS.NSREM'] = 'set',
 }
+-- The ops that write more keys than their first: each one's argument offset and type.
+local OP_MORE_KEYS = {['SS.NSADD'] = {{4, 'hash'}, {6, 'zset'}}, ['SS.NSREM'] = {{4, 'hash'}, {6, 'zset'}}}
+
+-- Adds the keys the op at ARGV[j] (its argument count) writes to `out`.
+local function add_op_keys(out, j)
+  out[#out + 1] = ARGV[j + 2]
+  local more = OP_MORE_KEYS[ARGV[j + 1]]
+  if more then
+    for _, at in ipairs(more) do out[#out + 1] = ARGV[j + at[1]] end
+  end
+end
 
 -- An error naming the first key the `nv` view blocks from ARGV[i] would write that holds
 -- another type than its op needs, else nil and the index after the blocks: run before an
@@ -246,6 +291,10 @@ local function check_view_keys(i, nv)
       if needed and not seen[key] then
         seen[key] = true
         local err = expect_type(key, needed)
+        if err then return err end
+      end
+      for _, more in ipairs(OP_MORE_KEYS[ARGV[j + 1]] or OP_MORE_KEYS) do  -- OP_MORE_KEYS: no array part
+        local err = expect_type(ARGV[j + more[1]], more[2])
         if err then return err end
       end
       j = j + 1 + (counts[ARGV[j]] or count_of(ARGV[j]))

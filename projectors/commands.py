@@ -17,9 +17,8 @@ guards each gate the commands between them and the next guard (or the end of the
 * ``SS.PURGE nsset cp ids ptrs writes``: delete every key of one view of one thread, found
   through the set of escaped namespaces ``nsset`` and the key stems ``cp``, ``ids``, ``ptrs``,
   ``writes`` (``ids`` empty when the view keeps one document per namespace).
-* ``SS.ITEM key created json``: ``JSON.SET key $ {"c":<c>,"i":json}``, ``<c>`` the stored
-  document's ``c`` when there is one, else `created` (an upsert keeps its creation time, and the
-  document is written once).
+* ``SS.ITEM key created json``: ``JSON.SET key $.i json`` when `key` exists (an upsert keeps
+  its creation time), else ``JSON.SET key $ {"c":created,"i":json}``: one write either way.
 * ``SS.NSADD items stem counts ns expiring flag``: ``SADD items stem``; when the stem is new,
   ``HINCRBY counts ns 1``; then ``ZADD expiring 0 stem`` when `flag` is ``1``, else ``ZREM``
   (skipped for a new stem).

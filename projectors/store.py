@@ -1,16 +1,16 @@
 """The store's view ``items``: one RedisJSON document per (namespace, key), its index, and the
 partition's namespace registry.
 
-An item's document is ``{"c": created, "i": {...}}``, written whole by one ``SS.ITEM`` (one
-``JSON.SET``, so the index handles the item once per put): the script keeps the stored ``c``
-of an existing document, so an upsert keeps ``created_at``. ``i`` holds the namespace (``ns`` labels,
-``n`` escaped labels joined by '.', ``d`` depth, ``p`` a digest of every namespace prefix), the
-key ``k``, the value ``v``, ``u`` (updated, microseconds), ``t`` (TTL ms, 0: none), ``id``
-(the item's stem, ``s:k``), ``e`` (its embeddings, when it has any, with ``m`` the model that
-computed them and ``ep`` the put's own paths, if it gave some) and ``f``: an equality
-digest of every (path, value) pair of the value, nested keys included, so ``$eq``/``$in``/``$ne``
-are TAG queries. Namespaces match label by label through the prefix digests: ``("alice",)``
-never matches ``("malice",)``.
+An item's document is ``{"c": created, "i": {...}}``, written by one ``SS.ITEM`` (one
+``JSON.SET``, so the index handles the item once per put): an existing document gets its ``i``
+only, so an upsert keeps ``created_at`` (the same bytes as a document written whole). ``i``
+holds the namespace (``ns`` labels, ``n`` escaped labels joined by '.', ``d`` depth, ``p`` a
+digest of every namespace prefix), the key ``k``, the value ``v``, ``u`` (updated,
+microseconds), ``t`` (TTL ms, 0: none), ``id`` (the item's stem, ``s:k``), ``e`` (its
+embeddings, when it has any, with ``m`` the model that computed them and ``ep`` the put's own
+paths, if it gave some) and ``f``: an equality digest of every (path, value) pair of the value,
+nested keys included, so ``$eq``/``$in``/``$ne`` are TAG queries. Namespaces match label by
+label through the prefix digests: ``("alice",)`` never matches ``("malice",)``.
 
 The namespace registry (``SS.NSADD`` / ``SS.NSREM``, in the same call as the document): the
 partition's item set (every stem put and not deleted, expired or not), a hash counting its
@@ -20,10 +20,11 @@ them exactly; ``store_namespaces.lua`` lists a namespace when it holds more stem
 expiring ones, or else when one of its expiring items still exists.
 
 A delete removes the document; `StorePartitionErased` purges the partition (``SS.PURGE`` over
-the set of its item stems) and its registry. A TTL is the document's own: ``PEXPIREAT`` the put's time plus its
-TTL (`deadline_ms`), or ``PERSIST`` without. The deadline comes from the event, so a replay gives
-an item the deadline its put gave it (a reading refresh since is not logged: it is lost) and an
-item whose deadline has passed is not made again (Redis deletes a key whose deadline is past).
+the set of its item stems) and its registry. A TTL is the document's own: ``PEXPIREAT`` the
+put's time plus its TTL (`deadline_ms`), or ``PERSIST`` without. The deadline comes from the
+event, so a replay gives an item the deadline its put gave it (a reading refresh since is not
+logged: it is lost) and an item whose deadline has passed is not made again (Redis deletes a
+key whose deadline is past).
 """
 
 from __future__ import annotations

@@ -132,16 +132,19 @@ local function follow(key, f, newest)
 end
 
 -- The store's ops (projectors/commands.py), each given the index `i` of its argument count: an
--- item's document written whole once (one index update per put), keeping a stored creation
--- time ('c'; a damaged document without one gets the put's); the partition's namespace
--- registry kept with its item set, from SADD's and SREM's replies (never from whether a
--- document exists: expiry is not an event, and a replay must rebuild the registry exactly).
+-- item's document written with one JSON.SET (one index update per put): its body alone when
+-- the document exists (its creation time 'c' stays; EXISTS costs a fifth of reading 'c'),
+-- else whole; the partition's namespace registry kept with its item set, from SADD's and
+-- SREM's replies (never from whether a document exists: expiry is not an event, and a replay
+-- must rebuild the registry exactly).
 local STORE_OPS = {
   ['SS.ITEM'] = function(i)
     local doc = ARGV[i + 2]
-    local c = redis.pcall('JSON.GET', doc, 'c')
-    if type(c) ~= 'string' then c = ARGV[i + 3] end
-    rcall('JSON.SET', doc, '$', '{"c":' .. c .. ',"i":' .. ARGV[i + 4] .. '}')
+    if rcall('EXISTS', doc) == 1 then
+      rcall('JSON.SET', doc, '$.i', ARGV[i + 4])
+    else
+      rcall('JSON.SET', doc, '$', '{"c":' .. ARGV[i + 3] .. ',"i":' .. ARGV[i + 4] .. '}')
+    end
   end,
   ['SS.NSADD'] = function(i)
     local stem = ARGV[i + 3]

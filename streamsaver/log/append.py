@@ -29,6 +29,10 @@ def _count(n: int) -> str:
     return _COUNTS[n] if n < 1024 else str(n)
 
 
+_REGISTRY_OPS = frozenset({"SS.NSADD", "SS.NSREM"})
+"""The ops that write keys after their first (`projectors.commands`): at arguments 3 and 5."""
+
+
 def view_blocks(
     domain: Domain, event: Event, keyspace: Keyspace, views: Sequence[ViewName], declared: dict[Arg, None] | None = None
 ) -> list[Arg]:
@@ -64,6 +68,8 @@ def _add_view_blocks(
                 declared[command[1]] = None
                 if command[0] == "DEL":
                     declared.update(dict.fromkeys(command[2:]))
+                elif command[0] in _REGISTRY_OPS:  # the namespace counts and expiring stems too
+                    declared[command[3]] = declared[command[5]] = None
 
 
 def append_call(

@@ -64,6 +64,10 @@ def test_a_put_writes_its_document_once_and_counts_its_namespace() -> None:
     assert expiry == ("PERSIST", keys.item("a.b%20c:k"))
     expiring = project(ItemPut("0", ("a",), "k", {"v": 1}, 42, 60_000), KS)
     assert expiring[1][-1] == "1" and expiring[2][0] == "PEXPIREAT"
+    for event in (ItemPut("0", ("a",), "k", {"v": 1}, 42, 0), ItemDeleted("0", ("a",), "k", 43)):
+        call = append_batch_call(STORE, [event], KS, ("items",))  # type: ignore[list-item]
+        declared = call[3 : 3 + int(call[2])]
+        assert keys.namespaces in declared and keys.expiring in declared  # every key it writes (Redis Cluster)
 
 
 def test_namespace_digests_are_label_exact() -> None:

@@ -12,7 +12,7 @@ paths, if it gave some) and ``f``: an equality digest of every (path, value) pai
 nested keys included, so ``$eq``/``$in``/``$ne`` are TAG queries. Namespaces match label by
 label through the prefix digests: ``("alice",)`` never matches ``("malice",)``.
 
-The namespace registry (``SS.NSADD`` / ``SS.NSREM``, in the same call as the document): the
+The namespace registry (``SS.ITEM`` / ``SS.NSREM``, in the same call as the document): the
 partition's item set (every stem put and not deleted, expired or not), a hash counting its
 stems per namespace (``n`` → count; a namespace leaves at 0), and a sorted set of the stems
 whose last put gave a TTL. None of them depends on when items expire, so a replay rebuilds
@@ -34,7 +34,7 @@ from typing import Any, Final
 
 import orjson
 
-from projectors.commands import ITEM, NAMESPACE_ADD, NAMESPACE_REMOVE, PURGE, Command
+from projectors.commands import ITEM, NAMESPACE_REMOVE, PURGE, Command
 from streamsaver.log.codec import canonical_json, escape, strict_json, tag
 from streamsaver.log.events import Event, ItemDeleted, ItemPut, StorePartitionErased
 from streamsaver.log.keys import STORE_VIEW, Keyspace, ViewName, item_stem
@@ -130,9 +130,8 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
         expiring = event.ttl_ms > 0
         expiry: Command = ("PEXPIREAT", doc, str(deadline_ms(event))) if expiring else ("PERSIST", doc)
         return [
-            (ITEM, doc, str(event.at), _document(event, stem)),
-            (NAMESPACE_ADD, keys.items, stem, keys.namespaces, _joined(event.namespace), keys.expiring,
-             "1" if expiring else "0"),
+            (ITEM, doc, str(event.at), _document(event, stem), keys.items, stem, keys.namespaces,
+             _joined(event.namespace), keys.expiring, "1" if expiring else "0"),
             expiry,
         ]
     if isinstance(event, ItemDeleted):

@@ -131,29 +131,27 @@ local function follow(key, f, newest)
   return cur, false
 end
 
--- The store's ops (projectors/commands.py), each given the index `i` of its argument count: an
--- item's document written with one JSON.SET (one index update per put): its body alone when
--- the document exists (its creation time 'c' stays; EXISTS costs a fifth of reading 'c'),
--- else whole; the partition's namespace registry kept with its item set, from SADD's and
--- SREM's replies (never from whether a document exists: expiry is not an event, and a replay
--- must rebuild the registry exactly).
+-- The store's ops (projectors/commands.py), each given the index `i` of its argument count. A
+-- put writes its item's document with one JSON.SET (one index update): whole for a stem new to
+-- the item set, else its body alone (its creation time 'c' stays), whole again when that fails
+-- because the document expired (the set holds the stem of every document, and expired ones').
+-- The namespace registry follows SADD's and SREM's replies, never whether a document exists:
+-- expiry is not an event, and a replay must rebuild the registry exactly.
+-- The keys this call's type checks found empty (see expect_type), until an op adds to them: a
+-- ZREM from a sorted set known empty is skipped (a put without a TTL, where none has one).
+local known_empty = {}
 local STORE_OPS = {
   ['SS.ITEM'] = function(i)
-    local doc = ARGV[i + 2]
-    if rcall('EXISTS', doc) == 1 then
-      rcall('JSON.SET', doc, '$.i', ARGV[i + 4])
-    else
-      rcall('JSON.SET', doc, '$', '{"c":' .. ARGV[i + 3] .. ',"i":' .. ARGV[i + 4] .. '}')
-    end
-  end,
-  ['SS.NSADD'] = function(i)
-    local stem = ARGV[i + 3]
-    local new = rcall('SADD', ARGV[i + 2], stem) == 1
-    if new then rcall('HINCRBY', ARGV[i + 4], ARGV[i + 5], 1) end
-    if ARGV[i + 7] == '1' then
-      rcall('ZADD', ARGV[i + 6], 0, stem)
-    elseif not new then
-      rcall('ZREM', ARGV[i + 6], stem)
+    local doc, body, stem, expiring = ARGV[i + 2], ARGV[i + 4], ARGV[i + 6], ARGV[i + 9]
+    local new = rcall('SADD', ARGV[i + 5], stem) == 1
+    local kept = not new and redis.pcall('JSON.SET', doc, '$.i', body)
+    if not kept or kept.err then rcall('JSON.SET', doc, '$', '{"c":' .. ARGV[i + 3] .. ',"i":' .. body .. '}') end
+    if new then rcall('HINCRBY', ARGV[i + 7], ARGV[i + 8], 1) end
+    if ARGV[i + 10] == '1' then
+      rcall('ZADD', expiring, 0, stem)
+      known_empty[expiring] = nil
+    elseif not (new or known_empty[expiring]) then
+      rcall('ZREM', expiring, stem)
     end
   end,
   ['SS.NSREM'] = function(i)
@@ -234,7 +232,11 @@ local LENGTH = {stream = 'XLEN', hash = 'HLEN', set = 'SCARD', zset = 'ZCARD'}
 -- names the type.
 local function expect_type(key, allowed)
   local length = LENGTH[allowed]
-  if length and type(redis.pcall(length, key)) == 'number' then return nil end
+  local n = length and redis.pcall(length, key)
+  if type(n) == 'number' then
+    if n == 0 then known_empty[key] = true end
+    return nil
+  end
   local t = redis.call('TYPE', key)['ok']
   if t ~= 'none' and t ~= allowed then
     return redis.error_reply('WRONGTYPE streamsaver key ' .. key .. ' holds a ' .. t .. ', not a ' .. allowed)
@@ -267,10 +269,12 @@ local OP_TYPE = {
   HSET = 'hash', ['SS.PTR'] = 'hash', ['SS.PTRNX'] = 'hash', ['SS.FOLLOW'] = 'hash',
   ['SS.IFNEWER'] = 'hash', ['SS.IFEQ'] = 'hash', ['SS.PURGE'] = 'set',
   SADD = 'set', SREM = 'set', ZADD = 'zset', ['JSON.SET'] = 'ReJSON-RL',
-  ['SS.ITEM'] = 'ReJSON-RL', ['SS.NSADD'] = 'set', ['SS.NSREM'] = 'set',
+  ['SS.ITEM'] = 'ReJSON-RL', ['SS.NSREM'] = 'set',
 }
 -- The ops that write more keys than their first: each one's argument offset and type.
-local OP_MORE_KEYS = {['SS.NSADD'] = {{4, 'hash'}, {6, 'zset'}}, ['SS.NSREM'] = {{4, 'hash'}, {6, 'zset'}}}
+local OP_MORE_KEYS = {
+  ['SS.ITEM'] = {{5, 'set'}, {7, 'hash'}, {9, 'zset'}}, ['SS.NSREM'] = {{4, 'hash'}, {6, 'zset'}},
+}
 
 -- Adds the keys the op at ARGV[j] (its argument count) writes to `out`.
 local function add_op_keys(out, j)

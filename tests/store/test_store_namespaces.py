@@ -58,6 +58,8 @@ def test_a_namespace_whose_items_all_expired_is_not_listed(redis_url: str, prefi
     assert client.hget(keys.namespaces, "a.gone") == b"1"  # still counted: the listing checked it
     store.put(("a", "gone"), "k", {"v": 5})  # the same stem again, now without a TTL
     assert client.hget(keys.namespaces, "a.gone") == b"1"
+    again = store.get(("a", "gone"), "k")  # made whole again: its document had expired
+    assert again is not None and again.value == {"v": 5} and again.created_at == again.updated_at
     assert store.list_namespaces(prefix=("a",)) == [("a", "gone"), ("a", "mixed"), ("a", "plain")]
     store.delete(("a", "turned"), "k")  # deleting an expired item takes it out of the registry
     assert client.hget(keys.namespaces, "a.turned") is None

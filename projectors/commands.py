@@ -1,4 +1,4 @@
-"""The command language projectors speak: plain Redis commands plus six script-side ops.
+"""The command language projectors speak: plain Redis commands plus eight script-side ops.
 
 A `Command` is a tuple of arguments exactly as sent to Redis. The ``SS.`` pseudo-commands are
 interpreted by ``streamsaver/scripts/_lib.lua`` because they depend on stored state; the two
@@ -17,11 +17,21 @@ guards each gate the commands between them and the next guard (or the end of the
 * ``SS.PURGE nsset cp ids ptrs writes``: delete every key of one view of one thread, found
   through the set of escaped namespaces ``nsset`` and the key stems ``cp``, ``ids``, ``ptrs``,
   ``writes`` (``ids`` empty when the view keeps one document per namespace).
+* ``SS.ITEM key created json items stem counts ns expiring flag``: an item's put. ``SADD
+  items stem``; for a new stem, ``HINCRBY counts ns 1`` and ``JSON.SET key $
+  {"c":created,"i":json}``; else ``JSON.SET key $.i json`` (an upsert keeps its creation time),
+  or the whole document when that fails (the document expired). Then ``ZADD expiring 0 stem``
+  when `flag` is ``1``, else ``ZREM`` (skipped for a new stem). One document write either way.
+* ``SS.NSREM items stem counts ns expiring``: when ``SREM items stem`` removes it,
+  ``HINCRBY counts ns -1`` (the field deleted at 0) and ``ZREM expiring stem``.
 """
 
 from __future__ import annotations
 
-__all__ = ["FOLLOW", "IF_EQUAL", "IF_NEWER", "POINT", "POINT_IF_NEW", "PURGE", "Arg", "Command"]
+__all__ = [
+    "FOLLOW", "IF_EQUAL", "IF_NEWER", "ITEM", "NAMESPACE_REMOVE", "POINT", "POINT_IF_NEW", "PURGE",
+    "Arg", "Command",
+]
 
 Arg = str | bytes
 Command = tuple[Arg, ...]
@@ -32,3 +42,5 @@ FOLLOW = "SS.FOLLOW"
 PURGE = "SS.PURGE"
 POINT = "SS.PTR"
 POINT_IF_NEW = "SS.PTRNX"
+ITEM = "SS.ITEM"
+NAMESPACE_REMOVE = "SS.NSREM"

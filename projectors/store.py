@@ -1,21 +1,30 @@
-"""The store's view ``items``: one RedisJSON document per (namespace, key), and its index.
+"""The store's view ``items``: one RedisJSON document per (namespace, key), its index, and the
+partition's namespace registry.
 
-An item's document is ``{"c": created, "i": {...}}``: the first put creates it with ``c`` (its
-``JSON.SET ... NX`` leaves an existing document alone), every put then rewrites ``i``, so an
-upsert keeps ``created_at`` without reading state. ``i`` holds the namespace (``ns`` labels,
-``n`` escaped labels joined by '.', ``d`` depth, ``p`` a digest of every namespace prefix), the
-key ``k``, the value ``v``, ``u`` (updated, microseconds), ``t`` (TTL ms, 0: none), ``id``
-(the item's stem, ``s:k``), ``e`` (its embeddings, when it has any, with ``m`` the model that
-computed them and ``ep`` the put's own paths, if it gave some) and ``f``: an equality
-digest of every (path, value) pair of the value, nested keys included, so ``$eq``/``$in``/``$ne``
-are TAG queries. Namespaces match label by label through the prefix digests: ``("alice",)``
-never matches ``("malice",)``.
+An item's document is ``{"c": created, "i": {...}}``, written by one ``SS.ITEM`` (one
+``JSON.SET``, so the index handles the item once per put): an existing document gets its ``i``
+only, so an upsert keeps ``created_at`` (the same bytes as a document written whole). ``i``
+holds the namespace (``ns`` labels, ``n`` escaped labels joined by '.', ``d`` depth, ``p`` a
+digest of every namespace prefix), the key ``k``, the value ``v``, ``u`` (updated,
+microseconds), ``t`` (TTL ms, 0: none), ``id`` (the item's stem, ``s:k``), ``e`` (its
+embeddings, when it has any, with ``m`` the model that computed them and ``ep`` the put's own
+paths, if it gave some) and ``f``: an equality digest of every (path, value) pair of the value,
+nested keys included, so ``$eq``/``$in``/``$ne`` are TAG queries. Namespaces match label by
+label through the prefix digests: ``("alice",)`` never matches ``("malice",)``.
+
+The namespace registry (``SS.ITEM`` / ``SS.NSREM``, in the same call as the document): the
+partition's item set (every stem put and not deleted, expired or not), a hash counting its
+stems per namespace (``n`` → count; a namespace leaves at 0), and a sorted set of the stems
+whose last put gave a TTL. None of them depends on when items expire, so a replay rebuilds
+them exactly; ``store_namespaces.lua`` lists a namespace when it holds more stems than
+expiring ones, or else when one of its expiring items still exists.
 
 A delete removes the document; `StorePartitionErased` purges the partition (``SS.PURGE`` over
-the set of its item stems). A TTL is the document's own: ``PEXPIREAT`` the put's time plus its
-TTL (`deadline_ms`), or ``PERSIST`` without. The deadline comes from the event, so a replay gives
-an item the deadline its put gave it (a reading refresh since is not logged: it is lost) and an
-item whose deadline has passed is not made again (Redis deletes a key whose deadline is past).
+the set of its item stems) and its registry. A TTL is the document's own: ``PEXPIREAT`` the
+put's time plus its TTL (`deadline_ms`), or ``PERSIST`` without. The deadline comes from the
+event, so a replay gives an item the deadline its put gave it (a reading refresh since is not
+logged: it is lost) and an item whose deadline has passed is not made again (Redis deletes a
+key whose deadline is past).
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from typing import Any, Final
 
 import orjson
 
-from projectors.commands import PURGE, Command
+from projectors.commands import ITEM, NAMESPACE_REMOVE, PURGE, Command
 from streamsaver.log.codec import canonical_json, escape, strict_json, tag
 from streamsaver.log.events import Event, ItemDeleted, ItemPut, StorePartitionErased
 from streamsaver.log.keys import STORE_VIEW, Keyspace, ViewName, item_stem
@@ -79,10 +88,15 @@ def value_tags(value: Mapping[str, Any]) -> list[str]:
     return sorted({field_tag(path, inner) for path, inner in _pairs(value, ())})
 
 
+def _joined(namespace: Sequence[str]) -> str:
+    """The namespace's escaped labels joined by '.' (labels hold no '.'): its ``n``."""
+    return ".".join(escape(label) for label in namespace)
+
+
 def _document(event: ItemPut, stem: str) -> bytes:
     ns = event.namespace
     body: dict[str, Any] = {
-        "n": ".".join(escape(label) for label in ns), "ns": list(ns), "k": event.key, "v": event.value,
+        "n": _joined(ns), "ns": list(ns), "k": event.key, "v": event.value,
         "u": event.at, "d": len(ns), "p": [namespace_tag(ns[: k + 1]) for k in range(len(ns))],
         "f": value_tags(event.value), "t": event.ttl_ms, "id": stem,
     }
@@ -113,18 +127,22 @@ def project(event: Event, keyspace: Keyspace) -> list[Command]:
         keys = keyspace.store(event.log_id)
         stem = item_stem(event.namespace, event.key)
         doc = keys.item(stem)
-        expiry: Command = ("PEXPIREAT", doc, str(deadline_ms(event))) if event.ttl_ms > 0 else ("PERSIST", doc)
+        expiring = event.ttl_ms > 0
+        expiry: Command = ("PEXPIREAT", doc, str(deadline_ms(event))) if expiring else ("PERSIST", doc)
         return [
-            ("JSON.SET", doc, "$", f'{{"c":{event.at}}}', "NX"),
-            ("JSON.SET", doc, "$.i", _document(event, stem)),
-            ("SADD", keys.items, stem),
+            (ITEM, doc, str(event.at), _document(event, stem), keys.items, stem, keys.namespaces,
+             _joined(event.namespace), keys.expiring, "1" if expiring else "0"),
             expiry,
         ]
     if isinstance(event, ItemDeleted):
         keys = keyspace.store(event.log_id)
         stem = item_stem(event.namespace, event.key)
-        return [("DEL", keys.item(stem)), ("SREM", keys.items, stem)]
+        return [
+            ("DEL", keys.item(stem)),
+            (NAMESPACE_REMOVE, keys.items, stem, keys.namespaces, _joined(event.namespace), keys.expiring),
+        ]
     if isinstance(event, StorePartitionErased):
         keys = keyspace.store(event.log_id)
-        return [(PURGE, keys.items, keys.doc_base, "", keys.doc_base, keys.doc_base)]
+        return [(PURGE, keys.items, keys.doc_base, "", keys.doc_base, keys.doc_base),
+                ("DEL", keys.namespaces, keys.expiring)]
     return []

@@ -17,7 +17,7 @@ from streamsaver.log.domain import Domain, HeldEntry, LogScripts, View
 from streamsaver.log.events import Event, StorePartitionErased
 from streamsaver.log.items import item_fields, item_from_fields, item_pointer
 from streamsaver.log.keys import Keyspace, ViewName
-from streamsaver.scripts import APPEND, APPEND_BATCH, APPLY, REWRITE, STORE_GET, TTL
+from streamsaver.scripts import APPEND, APPEND_BATCH, APPLY, REWRITE, STORE_GET, STORE_NAMESPACES, TTL
 
 __all__ = ["STORE", "with_vectors"]
 
@@ -50,7 +50,7 @@ STORE = Domain(
     scripts=LogScripts(append=APPEND, apply=APPLY, rewrite=REWRITE, ttl=TTL, append_batch=APPEND_BATCH),
     decode=item_from_fields,
     log_family="slog",
-    loads=(APPEND_BATCH, APPLY, STORE_GET),
+    loads=(APPEND_BATCH, APPLY, STORE_GET, STORE_NAMESPACES),
     log_keys=Keyspace.store,
     positions_family="spos",
     encode=item_fields,

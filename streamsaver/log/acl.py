@@ -33,7 +33,7 @@ RUNTIME_COMMANDS: tuple[str, ...] = (
     "get", "set", "del", "exists", "type", "rename",
     "hget", "hset", "hsetnx", "hdel", "hmget", "hgetall", "hlen", "hincrby",
     "sadd", "srem", "smembers",
-    "zadd", "zrange", "zrem", "zremrangebyscore",
+    "zadd", "zrange", "zrem", "zremrangebyscore", "zlexcount",
     "pexpire", "pexpireat", "pexpiretime", "persist", "pttl",
     # streams: logs, feeds, consumer groups
     "xadd", "xrange", "xrevrange", "xlen", "xdel", "xtrim", "xread", "xreadgroup", "xack", "xautoclaim",

@@ -29,6 +29,10 @@ def _count(n: int) -> str:
     return _COUNTS[n] if n < 1024 else str(n)
 
 
+_MORE_KEYS = {"SS.ITEM": (4, 6, 8), "SS.NSREM": (3, 5)}
+"""The ops that write keys after their first (`projectors.commands`): at these arguments."""
+
+
 def view_blocks(
     domain: Domain, event: Event, keyspace: Keyspace, views: Sequence[ViewName], declared: dict[Arg, None] | None = None
 ) -> list[Arg]:
@@ -64,6 +68,8 @@ def _add_view_blocks(
                 declared[command[1]] = None
                 if command[0] == "DEL":
                     declared.update(dict.fromkeys(command[2:]))
+                elif command[0] in _MORE_KEYS:  # the item set, namespace counts and expiring stems
+                    declared.update(dict.fromkeys(command[k] for k in _MORE_KEYS[command[0]]))
 
 
 def append_call(

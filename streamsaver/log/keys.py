@@ -169,6 +169,18 @@ class StoreKeys:
         return f"{self.prefix}:{STORE_VIEW}:keys:{self.slot_tag}"
 
     @property
+    def namespaces(self) -> str:
+        """The hash of the partition's namespaces (escaped labels joined by '.') and how many
+        stems of the item set each holds: what ``list_namespaces`` reads."""
+        return f"{self.prefix}:{STORE_VIEW}:nsc:{self.slot_tag}"
+
+    @property
+    def expiring(self) -> str:
+        """The stems of the partition's items whose last put gave them a TTL (a sorted set, every
+        score 0, ranged by namespace): the items a namespace's liveness is checked on."""
+        return f"{self.prefix}:{STORE_VIEW}:nsx:{self.slot_tag}"
+
+    @property
     def doc_base(self) -> str:
         """The stem item documents extend with ``:s:k`` (`item_stem`)."""
         return f"{self.prefix}:{STORE_VIEW}:doc:{self.slot_tag}"

@@ -41,6 +41,7 @@ __all__ = [
     "READ_SIDE",
     "REWRITE",
     "STORE_GET",
+    "STORE_NAMESPACES",
     "SWAP",
     "TRIM",
     "TTL",
@@ -147,6 +148,7 @@ TTL_TOUCH = TTL.when_full(
 server so that reading never needs memory."""
 APPEND_BATCH = Script.load("append_batch")
 STORE_GET = Script.alone("store_get")
+STORE_NAMESPACES = Script.alone("store_namespaces")
 FENCED_APPEND = Script.load("append", ("_fence", *WRITE_SIDE, "_delta"), named="fenced_append")
 """`APPEND` for a writer holding a claim of the thread (`streamsaver.checkpoints.ownership`):
 its last argument is the claim's token, and a token that is not the thread's current claim

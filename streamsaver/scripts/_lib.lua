@@ -131,6 +131,38 @@ local function follow(key, f, newest)
   return cur, false
 end
 
+-- The store's ops (projectors/commands.py), each given the index `i` of its argument count. A
+-- put writes its item's document with one JSON.SET (one index update): whole for a stem new to
+-- the item set, else its body alone (its creation time 'c' stays), whole again when that fails
+-- because the document expired (the set holds the stem of every document, and expired ones').
+-- The namespace registry follows SADD's and SREM's replies, never whether a document exists:
+-- expiry is not an event, and a replay must rebuild the registry exactly.
+-- The keys this call's type checks found empty (see expect_type), until an op adds to them: a
+-- ZREM from a sorted set known empty is skipped (a put without a TTL, where none has one).
+local known_empty = {}
+local STORE_OPS = {
+  ['SS.ITEM'] = function(i)
+    local doc, body, stem, expiring = ARGV[i + 2], ARGV[i + 4], ARGV[i + 6], ARGV[i + 9]
+    local new = rcall('SADD', ARGV[i + 5], stem) == 1
+    local kept = not new and redis.pcall('JSON.SET', doc, '$.i', body)
+    if not kept or kept.err then rcall('JSON.SET', doc, '$', '{"c":' .. ARGV[i + 3] .. ',"i":' .. body .. '}') end
+    if new then rcall('HINCRBY', ARGV[i + 7], ARGV[i + 8], 1) end
+    if ARGV[i + 10] == '1' then
+      rcall('ZADD', expiring, 0, stem)
+      known_empty[expiring] = nil
+    elseif not (new or known_empty[expiring]) then
+      rcall('ZREM', expiring, stem)
+    end
+  end,
+  ['SS.NSREM'] = function(i)
+    local stem = ARGV[i + 3]
+    if rcall('SREM', ARGV[i + 2], stem) == 1 then
+      if rcall('HINCRBY', ARGV[i + 4], ARGV[i + 5], -1) <= 0 then rcall('HDEL', ARGV[i + 4], ARGV[i + 5]) end
+      rcall('ZREM', ARGV[i + 6], stem)
+    end
+  end,
+}
+
 -- Applies `count` ops encoded in ARGV from index `i` (each op: argc, then argc arguments) for
 -- the event `id`, in order. A guard (SS.IFNEWER, SS.IFEQ) gates the ops after it up to the next
 -- guard; every guard is evaluated, whatever the previous one decided. Returns the index after
@@ -178,6 +210,8 @@ local function apply_ops(i, count, id)
           if emptied then hkey, hn, hfresh, hargs[1], hargs[2] = key, 2, true, f, known end
         elseif op == 'SS.PURGE' then
           purge(key, ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])
+        elseif STORE_OPS[op] then
+          STORE_OPS[op](i)
         else
           rcall(spread(ARGV, i + 1, i + argc))
         end
@@ -198,7 +232,11 @@ local LENGTH = {stream = 'XLEN', hash = 'HLEN', set = 'SCARD', zset = 'ZCARD'}
 -- names the type.
 local function expect_type(key, allowed)
   local length = LENGTH[allowed]
-  if length and type(redis.pcall(length, key)) == 'number' then return nil end
+  local n = length and redis.pcall(length, key)
+  if type(n) == 'number' then
+    if n == 0 then known_empty[key] = true end
+    return nil
+  end
   local t = redis.call('TYPE', key)['ok']
   if t ~= 'none' and t ~= allowed then
     return redis.error_reply('WRONGTYPE streamsaver key ' .. key .. ' holds a ' .. t .. ', not a ' .. allowed)
@@ -231,7 +269,21 @@ local OP_TYPE = {
   HSET = 'hash', ['SS.PTR'] = 'hash', ['SS.PTRNX'] = 'hash', ['SS.FOLLOW'] = 'hash',
   ['SS.IFNEWER'] = 'hash', ['SS.IFEQ'] = 'hash', ['SS.PURGE'] = 'set',
   SADD = 'set', SREM = 'set', ZADD = 'zset', ['JSON.SET'] = 'ReJSON-RL',
+  ['SS.ITEM'] = 'ReJSON-RL', ['SS.NSREM'] = 'set',
 }
+-- The ops that write more keys than their first: each one's argument offset and type.
+local OP_MORE_KEYS = {
+  ['SS.ITEM'] = {{5, 'set'}, {7, 'hash'}, {9, 'zset'}}, ['SS.NSREM'] = {{4, 'hash'}, {6, 'zset'}},
+}
+
+-- Adds the keys the op at ARGV[j] (its argument count) writes to `out`.
+local function add_op_keys(out, j)
+  out[#out + 1] = ARGV[j + 2]
+  local more = OP_MORE_KEYS[ARGV[j + 1]]
+  if more then
+    for _, at in ipairs(more) do out[#out + 1] = ARGV[j + at[1]] end
+  end
+end
 
 -- An error naming the first key the `nv` view blocks from ARGV[i] would write that holds
 -- another type than its op needs, else nil and the index after the blocks: run before an
@@ -246,6 +298,10 @@ local function check_view_keys(i, nv)
       if needed and not seen[key] then
         seen[key] = true
         local err = expect_type(key, needed)
+        if err then return err end
+      end
+      for _, more in ipairs(OP_MORE_KEYS[ARGV[j + 1]] or OP_MORE_KEYS) do  -- OP_MORE_KEYS: no array part
+        local err = expect_type(ARGV[j + more[1]], more[2])
         if err then return err end
       end
       j = j + 1 + (counts[ARGV[j]] or count_of(ARGV[j]))

@@ -41,7 +41,7 @@ local function walk_blocks(keys)
   for _ = 1, nv do
     local j = i + 2
     for _ = 1, tonumber(ARGV[i + 1]) do
-      if keys then keys[#keys + 1] = ARGV[j + 2] end
+      if keys then add_op_keys(keys, j) end
       j = j + 1 + tonumber(ARGV[j])
     end
     i = j

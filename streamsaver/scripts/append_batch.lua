@@ -47,7 +47,7 @@ for e = 1, tonumber(ARGV[1]) do
     positions[ARGV[i]] = id
     local j = i + 2
     for _ = 1, tonumber(ARGV[i + 1]) do
-      touched[#touched + 1] = ARGV[j + 2]
+      add_op_keys(touched, j)
       j = j + 1 + tonumber(ARGV[j])
     end
     i = apply_ops(i + 2, tonumber(ARGV[i + 1]), id)

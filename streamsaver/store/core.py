@@ -25,7 +25,8 @@ from streamsaver.scripts import STORE_GET
 from streamsaver.store.fanout import fanned, merged
 from streamsaver.store.hybrid import text_query, wants_text
 from streamsaver.store.knn import KnnSearch
-from streamsaver.store.queries import item_of, list_request, namespaces_of, search_items, search_request
+from streamsaver.store.namespaces import list_calls, namespaces_of
+from streamsaver.store.queries import item_of, search_items, search_request
 from streamsaver.store.values import encoded
 from streamsaver.store.vectors import VectorIndex
 
@@ -139,7 +140,7 @@ class StoreCore:
             elif isinstance(op, SearchOp):
                 reads.append([search_request(self.index, op)])
             elif isinstance(op, ListNamespacesOp):
-                reads.append([list_request(self.index, op)])
+                reads.append(list_calls(self.keyspace, op))
             else:
                 reads.append([])
         return reads
@@ -201,7 +202,7 @@ class StoreCore:
             elif isinstance(op, SearchOp):
                 results.append(search_items(replies[n][0], None, self.serde))
             elif isinstance(op, ListNamespacesOp):
-                results.append(namespaces_of(replies[n][0], op))
+                results.append(namespaces_of(replies[n], op))
             else:
                 results.append(None)
         return results

@@ -5,8 +5,9 @@ A prefix's items all live in one store partition (its first label's), so a purge
 ``rewrite.lua`` call on that partition (`streamsaver.log.rewrite.erase_call`): the partition
 log is rewritten without the entries of the prefix (every other entry under its own id, so a
 replay still gives the same items), and the same call deletes the prefix's item documents
-(their index entries and TTLs go with them), their members of the partition's item set and
-the feed pointers of the erased entries. Labels match whole: ``("users", "alice")`` never
+(their index entries and TTLs go with them), their members of the partition's item set, their
+namespaces' counts and expiring stems (the namespace registry), and the feed pointers of the
+erased entries. Labels match whole: ``("users", "alice")`` never
 touches ``("users", "alicea")``. The call is guarded on the log's last id and retried when an
 append raced it.
 """
@@ -86,6 +87,9 @@ def _erase_commands(
     commands: list[list[str | bytes]] = [["DEL", keys.item(stem)] for stem in sorted(stems)]
     if stems:
         commands.append(["SREM", keys.items, *sorted(stems)])
+        commands.append(["ZREM", keys.expiring, *sorted(stems)])
+        # Every item of these namespaces goes: their counts go whole, as a replay would leave them.
+        commands.append(["HDEL", keys.namespaces, *sorted({stem.split(":", 1)[0] for stem in stems})])
     feed_ids = [pointers[entry_id] for entry_id in erased_ids if entry_id in pointers]
     if feed_ids:
         commands.append(["XDEL", keys.feed, *feed_ids])

@@ -1,5 +1,5 @@
-"""The store's reads, without I/O: the RediSearch requests of `search` and `list_namespaces`,
-and how their replies become items and namespaces.
+"""The store's reads, without I/O: the RediSearch requests of `search`, and how their replies
+become items (`list_namespaces` reads the namespace registry: `streamsaver.store.namespaces`).
 
 A search is one ``FT.AGGREGATE``: the namespace prefix and the equality conditions (``$eq``,
 ``$in``, ``$ne``, plain values, nested objects) are TAG digests in the query; each range
@@ -16,15 +16,14 @@ from typing import Any
 
 import orjson
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from langgraph.store.base import Item, ListNamespacesOp, SearchItem, SearchOp
+from langgraph.store.base import Item, SearchItem, SearchOp
 
 from projectors.store import field_tag, namespace_tag
-from streamsaver.log.codec import unescape
 from streamsaver.store.validation import RANGE_OPERATORS
 from streamsaver.store.values import decoded, holds_encoded
 
 __all__ = [
-    "item_of", "list_request", "namespaces_of", "page_request", "query_terms", "search_items", "search_request",
+    "item_of", "page_request", "query_terms", "search_items", "search_request",
 ]
 
 Command = list[str | bytes | int]
@@ -143,43 +142,3 @@ def search_items(
             value = score(float(row[b"dist"])) if score is not None and b"dist" in row else None
             found.append(SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, value))
     return found
-
-
-def _fixed_prefix(op: ListNamespacesOp) -> tuple[str, ...]:
-    for condition in op.match_conditions or ():
-        if condition.match_type == "prefix":
-            fixed: list[str] = []
-            for label in condition.path:
-                if label == "*":
-                    break
-                fixed.append(label)
-            return tuple(fixed)
-    return ()
-
-
-def list_request(index: str, op: ListNamespacesOp) -> Command:
-    """The ``FT.AGGREGATE`` listing every distinct namespace under the longest wildcard-free
-    leading labels of the prefix condition (`namespaces_of` finishes the listing)."""
-    fixed = _fixed_prefix(op)
-    query = f"@p:{{{namespace_tag(fixed)}}}" if fixed else "*"
-    return ["FT.AGGREGATE", index, query, "GROUPBY", 1, "@n", "DIALECT", 2, "TIMEOUT", 0]
-
-
-def _matches(namespace: tuple[str, ...], path: Sequence[str], suffix: bool) -> bool:
-    if len(namespace) < len(path):
-        return False
-    labels = namespace[len(namespace) - len(path):] if suffix else namespace[: len(path)]
-    return all(want in ("*", got) for got, want in zip(labels, path, strict=True))
-
-
-def namespaces_of(reply: Any, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-    """The listing of `op` from the distinct namespaces in `reply`: matched label by label
-    (``"*"`` matches any one label), cut to `max_depth`, deduplicated, sorted, then paged."""
-    found: set[tuple[str, ...]] = set()
-    for row in _rows(reply):
-        joined = row[b"n"].decode()
-        namespace = tuple(unescape(label) for label in joined.split("."))
-        conditions = op.match_conditions or ()
-        if all(_matches(namespace, c.path, c.match_type == "suffix") for c in conditions):
-            found.add(namespace if op.max_depth is None else namespace[: op.max_depth])
-    return sorted(found)[op.offset : op.offset + op.limit]

@@ -50,6 +50,10 @@ def _items(client: Any, prefix: str) -> dict[bytes, bytes]:
 
 def _content(client: Any, key: bytes) -> Any:
     kind = client.type(key)
+    if kind == b"hash":  # the namespace registry's counts
+        return sorted(client.hgetall(key).items())
+    if kind == b"zset":  # and its expiring stems
+        return client.zrange(key, 0, -1, withscores=True)
     return sorted(client.smembers(key)) if kind == b"set" else client.execute_command("JSON.GET", key)
 
 

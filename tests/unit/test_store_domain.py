@@ -14,7 +14,8 @@ from streamsaver.log.append import append_batch_call
 from streamsaver.log.events import ItemDeleted, ItemPut, StorePartitionErased
 from streamsaver.log.items import item_fields, item_from_fields
 from streamsaver.log.keys import Keyspace
-from streamsaver.store.queries import list_request, search_request
+from streamsaver.store.namespaces import list_calls
+from streamsaver.store.queries import search_request
 from streamsaver.store.validation import check_ops
 
 KS = Keyspace("p", 8)
@@ -55,10 +56,18 @@ def test_every_key_of_a_batch_append_carries_the_partition_tag() -> None:
             assert tag in str(command[1])
 
 
-def test_an_upsert_keeps_created_at_without_reading_state() -> None:
-    [create, body, *_] = project(ItemPut("0", ("a",), "k", {"v": 1}, 42, 0), KS)
-    assert create[0] == "JSON.SET" and create[-1] == "NX" and create[3] == '{"c":42}'
-    assert body[:3] == ("JSON.SET", create[1], "$.i")
+def test_a_put_writes_its_document_once_and_counts_its_namespace() -> None:
+    keys = KS.store("0")
+    [write, expiry] = project(ItemPut("0", ("a", "b c"), "k", {"v": 1}, 42, 0), KS)
+    assert write[:3] == ("SS.ITEM", keys.item("a.b%20c:k"), "42")  # the created time of a new document
+    assert write[4:] == (keys.items, "a.b%20c:k", keys.namespaces, "a.b%20c", keys.expiring, "0")
+    assert expiry == ("PERSIST", keys.item("a.b%20c:k"))
+    expiring = project(ItemPut("0", ("a",), "k", {"v": 1}, 42, 60_000), KS)
+    assert expiring[0][-1] == "1" and expiring[1][0] == "PEXPIREAT"
+    for event in (ItemPut("0", ("a",), "k", {"v": 1}, 42, 0), ItemDeleted("0", ("a",), "k", 43)):
+        call = append_batch_call(STORE, [event], KS, ("items",))  # type: ignore[list-item]
+        declared = call[3 : 3 + int(call[2])]
+        assert keys.namespaces in declared and keys.expiring in declared  # every key it writes (Redis Cluster)
 
 
 def test_namespace_digests_are_label_exact() -> None:
@@ -73,7 +82,11 @@ def test_a_search_applies_every_condition_before_its_limit() -> None:
     command = [str(a) for a in search_request("idx", SearchOp(("u",), {"n": {"$gt": 1}, "k": "x"}, 5, 10))]
     assert command.index("FILTER") < command.index("LIMIT")
     assert command[command.index("LIMIT") + 1 : command.index("LIMIT") + 3] == ["10", "5"]
-    assert list_request("idx", ListNamespacesOp(None, None, 10, 0))[2] == "*"
+    assert len(list_calls(KS, ListNamespacesOp(None, None, 10, 0))) == KS.partitions
+    fixed = list_calls(KS, ListNamespacesOp((MatchCondition("prefix", ("u", "*", "x")),), None, 10, 0))
+    assert [call[3:5] for call in fixed] == [[KS.store(KS.store_partition("u")).namespaces,
+                                             KS.store(KS.store_partition("u")).expiring]]
+    assert fixed[0][-1] == "u"
 
 
 @pytest.mark.parametrize(

@@ -32,9 +32,11 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def items(client: Any, prefix: str) -> dict[bytes, Any]:
-    """Every key of the items view with its content (documents, member sets)."""
+    """Every key of the items view with its content (documents, member sets, the namespace registry)."""
+    readers = {b"set": lambda key: sorted(client.smembers(key)), b"hash": client.hgetall,
+               b"zset": lambda key: client.zrange(key, 0, -1, withscores=True)}
     found = {}
     for key in sorted(client.scan_iter(match=f"{prefix}:items:*")):
-        kind = client.type(key)
-        found[key] = sorted(client.smembers(key)) if kind == b"set" else client.execute_command("JSON.GET", key)
+        read = readers.get(client.type(key), lambda key: client.execute_command("JSON.GET", key))
+        found[key] = read(key)
     return found

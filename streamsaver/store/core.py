@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -25,7 +25,8 @@ from streamsaver.scripts import STORE_GET
 from streamsaver.store.fanout import fanned, merged
 from streamsaver.store.hybrid import text_query, wants_text
 from streamsaver.store.knn import KnnSearch
-from streamsaver.store.queries import item_of, list_request, namespaces_of, search_items, search_request
+from streamsaver.store.postfilter import SelectivityMemory, candidate_filter, shape
+from streamsaver.store.queries import item_of, list_request, namespaces_of, query_terms, search_items, search_request
 from streamsaver.store.values import encoded
 from streamsaver.store.vectors import VectorIndex
 
@@ -71,6 +72,8 @@ class StoreCore:
     domain: Domain = field(init=False)
     topology: Topology | None = field(default=None, init=False)
     """The cluster's slot map, read by setup (None: one server)."""
+    selectivity: SelectivityMemory = field(default_factory=SelectivityMemory, init=False)
+    """The pre-filters whose bare KNN came back short (`streamsaver.store.postfilter`)."""
 
     def __post_init__(self) -> None:
         self.keyspace = Keyspace(self.prefix, self.partitions or DEFAULT_PARTITIONS)
@@ -124,8 +127,24 @@ class StoreCore:
         for n, op in enumerate(ops):
             if isinstance(op, SearchOp) and n in queries:
                 clause = text_query(text, op.query or "") if wants_text(op, text) else None
-                searches[n] = KnnSearch(self.index, op, queries[n], clause, self.serde, fill=self.topology is None)
+                search = KnnSearch(self.index, op, queries[n], clause, self.serde, fill=self.topology is None)
+                searches[n] = replace(search, postfilter=self._candidate_filter(op))
         return searches
+
+    def _candidate_filter(self, op: SearchOp) -> Command | None:
+        """The clauses of a bare KNN whose candidates `op`'s filter checks, when that plan is
+        tried first (`streamsaver.store.postfilter`): a pre-filter not known to be selective,
+        and on a cluster one that loads nothing."""
+        clauses = candidate_filter(op) if query_terms(op)[0] != "*" else None
+        if clauses is None or (self.topology is not None and "LOAD" in clauses):
+            return None
+        return clauses if self.selectivity.try_bare(shape(op)) else None
+
+    def learn(self, knn: Mapping[int, KnnSearch], rounds: Mapping[int, Sequence[Sequence[Any]]]) -> None:
+        """Remember the pre-filters whose bare KNN handed over to the pre-filtered plan."""
+        for n, search in knn.items():
+            if search.handed_over(rounds[n]):
+                self.selectivity.selective(shape(search.op))
 
     def reads(self, ops: Sequence[Op], knn: Mapping[int, KnnSearch]) -> list[list[Command]]:
         """The read commands of each op, in op order (none for a write; a search by meaning in
@@ -187,17 +206,17 @@ class StoreCore:
 
     def results(
         self, ops: Sequence[Op], replies: Sequence[list[Any]], knn: Mapping[int, KnnSearch],
-        more: Mapping[int, list[Any]],
+        rounds: Mapping[int, Sequence[Sequence[Any]]],
     ) -> list[Result]:
-        """The result of each op, in op order, from its replies (`replies_by_op`) and, for a
-        search by meaning, the replies to its follow-up (`more`, see `KnnSearch.follow_up`)."""
+        """The result of each op, in op order, from its replies (`replies_by_op`); a search by
+        meaning's from the `rounds` of replies to it (see `KnnSearch.follow_up`)."""
         results: list[Result] = []
         for n, op in enumerate(ops):
             if isinstance(op, GetOp):
                 [document] = replies[n][0]
                 results.append(item_of(document, self.serde))
             elif n in knn and self.vectors is not None:
-                results.append(knn[n].page(replies[n], more.get(n, []), self.vectors.score))
+                results.append(knn[n].page(rounds[n], self.vectors.score))
             elif isinstance(op, SearchOp):
                 results.append(search_items(replies[n][0], None, self.serde))
             elif isinstance(op, ListNamespacesOp):

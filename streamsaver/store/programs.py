@@ -18,6 +18,8 @@ from streamsaver.log import setup
 from streamsaver.log.program import Call, Program, Refused
 from streamsaver.store.core import StoreCore
 from streamsaver.store.fanout import missing, with_documents
+from streamsaver.store.knn import KnnSearch
+from streamsaver.store.refresh import refresh_calls
 from streamsaver.store.validation import check_ops
 from streamsaver.store.vectors import Embed, VectorIndex
 
@@ -46,8 +48,9 @@ def _embedded(index: VectorIndex, ops: Sequence[Op]) -> Program[tuple[dict[int, 
 
 def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     """Every op of `ops`, in one round trip (after the embeddings it needs, when the store has
-    a vector index; and a second when a search by meaning's page came back short, see
-    `streamsaver.store.knn`); their results in op order.
+    a vector index; and more when a search by meaning's page came back short, see
+    `streamsaver.store.knn`, or a refreshing search's page holds items that expire, see
+    `streamsaver.store.refresh`); their results in op order.
 
     A read that finds the items index gone (dropped or lost) re-creates it, waits until it
     has indexed every item, and reads again, once.
@@ -80,14 +83,28 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
         sent = [None] * writes + (yield Call(steps[writes:], core.load_scripts))
     replies = core.replies_by_op(checked, sent, reads)
     replies = yield from _with_documents(core, replies)
-    follow = {n: commands for n, search in knn.items() if (commands := search.follow_up(replies[n]))}
-    more: dict[int, list[Any]] = {}
-    if follow:  # a search by meaning whose page came back short: one more round trip finishes it
+    rounds = yield from _finished(core, knn, replies)
+    results = core.results(checked, replies, knn, rounds)
+    answers = [[reply for group in rounds[n] for reply in group] if n in knn else replies[n]
+               for n in range(len(checked))]
+    if refreshes := refresh_calls(core.keyspace, checked, results, answers):
+        yield Call(refreshes, core.load_scripts)  # see streamsaver.store.refresh: after the page is known
+    return results
+
+
+def _finished(core: StoreCore, knn: dict[int, KnnSearch], replies: list[list[Any]]) -> Program[
+        dict[int, list[list[Any]]]]:
+    """The rounds of replies of each search by meaning: its first round trip's `replies`, then
+    one more round trip while any page came back short (`KnnSearch.follow_up`)."""
+    rounds = {n: [replies[n]] for n in knn}
+    while follow := {n: commands for n, search in knn.items() if (commands := search.follow_up(rounds[n]))}:
         commands = [command for group in follow.values() for command in group]
         answers = iter(core.gather(commands, (yield Call(core.fan(commands), core.load_scripts))))
         groups = yield from _with_documents(core, [[next(answers) for _ in group] for group in follow.values()])
-        more = dict(zip(follow, groups, strict=True))
-    return core.results(checked, replies, knn, more)
+        for n, group in zip(follow, groups, strict=True):
+            rounds[n].append(group)
+    core.learn(knn, rounds)
+    return rounds
 
 
 def _with_documents(core: StoreCore, groups: list[list[Any]]) -> Program[list[list[Any]]]:

@@ -18,6 +18,7 @@ from streamsaver.log import setup
 from streamsaver.log.program import Call, Program, Refused
 from streamsaver.store.core import StoreCore
 from streamsaver.store.fanout import missing, with_documents
+from streamsaver.store.index_config import check_index
 from streamsaver.store.knn import KnnSearch
 from streamsaver.store.refresh import refresh_calls
 from streamsaver.store.validation import check_ops
@@ -130,9 +131,15 @@ def set_up(core: StoreCore, *, wait_indexed: bool = False) -> Program[None]:
         EvictionPolicyError: the server evicts keys and the core does not allow it.
         IndexMissingError: the index is missing and the user may not create it.
         IndexNotReadyError: with `wait_indexed`, the new index still indexing when the wait ran out.
+        IndexConfigMismatchError: the store has an index config and the items index was made
+            with another (`streamsaver.store.index_config`).
     """
     keyspace, topology = yield from setup.program(
         core.domain, core.prefix, core.partitions, (VIEW,), core.cluster, allow_eviction=core.allow_eviction,
         wait_indexed=wait_indexed,
     )
     core.keyspace, core.topology = keyspace, topology
+    if core.vectors is not None:
+        [items] = core.domain.views
+        infos = yield Call([target.query(["FT.INFO", target.name]) for target in core.targets], core.load_scripts)
+        check_index(core.index, items.index_fields or (), infos)

@@ -4,7 +4,7 @@ carries a batch, and what its replies mean (`streamsaver.store.programs` runs it
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -13,6 +13,7 @@ from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, Result, Sea
 
 from projectors.store import VIEW
 from projectors.store_domain import STORE, with_vectors
+from streamsaver.errors import ConfigurationError
 from streamsaver.log import setup
 from streamsaver.log.append import append_batch_call
 from streamsaver.log.codec import unescape
@@ -115,9 +116,29 @@ class StoreCore:
             by_log.setdefault(log_id, []).append(event)
         return by_log
 
-    def knn_searches(self, ops: Sequence[Op], queries: Mapping[int, bytes]) -> dict[int, KnnSearch]:
-        """The searches by meaning among `ops`: those with a query vector in `queries` (by op
-        position), each hybrid when it ranks by text too (`streamsaver.store.hybrid.wants_text`).
+    def ranged_on_cluster(self, ops: Sequence[Op], queries: Mapping[int, bytes]) -> dict[int, bytes | None]:
+        """The searches among `ops` with range conditions on a cluster (each with its query
+        vector, if any), which `streamsaver.store.cluster_ranges` runs.
+
+        Raises:
+            ConfigurationError: a hybrid search with a range condition on a cluster.
+        """
+        text = self.vectors.text if self.vectors is not None else ()
+        ranged: dict[int, bytes | None] = {}
+        for n, op in enumerate(ops):
+            if self.topology is None or not isinstance(op, SearchOp) or not query_terms(op)[1]:
+                continue
+            if n in queries and wants_text(op, text) and text_query(text, op.query or "") is not None:
+                raise ConfigurationError("on Redis Cluster a hybrid search cannot have range conditions ($gt...): "
+                                         "ask with hybrid=False, or without the range")
+            ranged[n] = queries.get(n)
+        return ranged
+
+    def knn_searches(self, ops: Sequence[Op], queries: Mapping[int, bytes], skip: Container[int] = ()) -> dict[
+            int, KnnSearch]:
+        """The searches by meaning among `ops` (but those in `skip`): those with a query vector
+        in `queries` (by op position), each hybrid when it ranks by text too
+        (`streamsaver.store.hybrid.wants_text`).
 
         Raises:
             InvalidInputError: ``hybrid=True`` on a store without text fields.
@@ -125,7 +146,7 @@ class StoreCore:
         text = self.vectors.text if self.vectors is not None else ()
         searches: dict[int, KnnSearch] = {}
         for n, op in enumerate(ops):
-            if isinstance(op, SearchOp) and n in queries:
+            if isinstance(op, SearchOp) and n in queries and n not in skip:
                 clause = text_query(text, op.query or "") if wants_text(op, text) else None
                 search = KnnSearch(self.index, op, queries[n], clause, self.serde, fill=self.topology is None)
                 searches[n] = replace(search, postfilter=self._candidate_filter(op))
@@ -146,12 +167,15 @@ class StoreCore:
             if search.handed_over(rounds[n]):
                 self.selectivity.selective(shape(search.op))
 
-    def reads(self, ops: Sequence[Op], knn: Mapping[int, KnnSearch]) -> list[list[Command]]:
-        """The read commands of each op, in op order (none for a write; a search by meaning in
-        `knn`, its first round trip's)."""
+    def reads(self, ops: Sequence[Op], knn: Mapping[int, KnnSearch], skip: Container[int] = ()) -> list[
+            list[Command]]:
+        """The read commands of each op, in op order (none for a write or an op in `skip`; a
+        search by meaning in `knn`, its first round trip's)."""
         reads: list[list[Command]] = []
         for n, op in enumerate(ops):
-            if isinstance(op, GetOp):
+            if n in skip:
+                reads.append([])
+            elif isinstance(op, GetOp):
                 reads.append([self._get(op)])
             elif n in knn:
                 reads.append(knn[n].first())
@@ -206,13 +230,16 @@ class StoreCore:
 
     def results(
         self, ops: Sequence[Op], replies: Sequence[list[Any]], knn: Mapping[int, KnnSearch],
-        rounds: Mapping[int, Sequence[Sequence[Any]]],
+        rounds: Mapping[int, Sequence[Sequence[Any]]], done: Mapping[int, Result],
     ) -> list[Result]:
         """The result of each op, in op order, from its replies (`replies_by_op`); a search by
-        meaning's from the `rounds` of replies to it (see `KnnSearch.follow_up`)."""
+        meaning's from the `rounds` of replies to it (see `KnnSearch.follow_up`); those `done`
+        already, as they are."""
         results: list[Result] = []
         for n, op in enumerate(ops):
-            if isinstance(op, GetOp):
+            if n in done:
+                results.append(done[n])
+            elif isinstance(op, GetOp):
                 [document] = replies[n][0]
                 results.append(item_of(document, self.serde))
             elif n in knn and self.vectors is not None:

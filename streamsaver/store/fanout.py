@@ -11,8 +11,12 @@ deduplicates). On one server nothing changes: the query goes as it is.
 A primary of a cluster answers ``LOAD`` with no attributes (RediSearch 8 on the embedded
 cluster), so there a page query loads nothing: its rows carry the sort fields (``u``, ``id``,
 ``dist``, ``__score``), and the documents of the merged page are read by key in one more round
-trip (`missing`, `with_documents`). A query that needs ``LOAD`` to filter (a range condition, the
-items without embeddings after a short page) is refused on a cluster.
+trip (`missing`, `with_documents`). RediSearch loads only the documents whose keys hash to the
+slot of the index the query names (one hash tag per primary's index; the items carry their
+partitions' tags), so a query that needs ``LOAD`` to filter is never sent to a cluster: range
+conditions run as rounds of candidates checked by key (`streamsaver.store.cluster_ranges`), a
+bare KNN's candidates are checked on the sortable namespace only, and the items without
+embeddings after a short page of a search by meaning are left out.
 """
 
 from __future__ import annotations
@@ -66,8 +70,8 @@ def _unloaded(command: Command) -> Command:
     bare = command if at is None else [*command[:at], *command[at + 5 :]]
     if "LOAD" in bare:
         raise ConfigurationError(
-            "on Redis Cluster a search cannot use range conditions ($gt...), nor fill a page by meaning "
-            "with the items that have no embedding: RediSearch's primaries load no fields there"
+            "on Redis Cluster a query cannot load document fields to filter (RediSearch loads only the "
+            "documents of the index name's slot there): hybrid searches with range conditions are refused"
         )
     return bare
 

@@ -16,6 +16,7 @@ from langgraph.store.base import Op, PutOp, Result, SearchOp
 from projectors.store import VIEW
 from streamsaver.log import setup
 from streamsaver.log.program import Call, Program, Refused
+from streamsaver.store.cluster_ranges import ranged_search
 from streamsaver.store.core import StoreCore
 from streamsaver.store.fanout import missing, with_documents
 from streamsaver.store.index_config import check_index
@@ -68,8 +69,9 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     queries: dict[int, bytes] = {}
     if core.vectors is not None:
         vectors, queries = yield from _embedded(core.vectors, checked)
-    knn = core.knn_searches(checked, queries)
-    reads = core.reads(checked, knn)
+    ranged = core.ranged_on_cluster(checked, queries)
+    knn = core.knn_searches(checked, queries, ranged)
+    reads = core.reads(checked, knn, ranged)
     steps = core.requests(checked, vectors, reads)
     try:
         sent: list[Any] = yield Call(steps, core.load_scripts)
@@ -85,12 +87,27 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     replies = core.replies_by_op(checked, sent, reads)
     replies = yield from _with_documents(core, replies)
     rounds = yield from _finished(core, knn, replies)
-    results = core.results(checked, replies, knn, rounds)
+    done = yield from _ranged(core, checked, ranged, replies)
+    results = core.results(checked, replies, knn, rounds, done)
     answers = [[reply for group in rounds[n] for reply in group] if n in knn else replies[n]
                for n in range(len(checked))]
     if refreshes := refresh_calls(core.keyspace, checked, results, answers):
         yield Call(refreshes, core.load_scripts)  # see streamsaver.store.refresh: after the page is known
     return results
+
+
+def _ranged(core: StoreCore, ops: Sequence[Op], ranged: dict[int, bytes | None], replies: list[list[Any]]) -> Program[
+        dict[int, Result]]:
+    """The pages of the searches with range conditions on a cluster (`ranged`: each with its
+    query vector, if any; `streamsaver.store.cluster_ranges`), each reply put in `replies`."""
+    done: dict[int, Result] = {}
+    for n, vector in ranged.items():
+        op = ops[n]
+        assert isinstance(op, SearchOp)  # ranged_on_cluster picks searches only
+        score = core.vectors.score if vector is not None and core.vectors is not None else None
+        done[n], reply = yield from ranged_search(core, op, vector, score)
+        replies[n] = [reply]
+    return done
 
 
 def _finished(core: StoreCore, knn: dict[int, KnnSearch], replies: list[list[Any]]) -> Program[

@@ -32,7 +32,7 @@ def test_a_setup_with_another_index_config_is_refused_and_says_what_to_run(
     client = redis.Redis.from_url(redis_url)
     first = VECTORS if later is not VECTORS else None  # the first store had no vectors, or other ones
     _store(client, prefix, first).setup()
-    with pytest.raises(IndexConfigMismatchError, match="FT.DROPINDEX") as refused:
+    with pytest.raises(IndexConfigMismatchError, match=r"FT\.DROPINDEX") as refused:
         _store(client, prefix, later).setup()
     assert f"{prefix}:items:idx" in str(refused.value)
     _store(client, prefix, first).setup()  # the index was left as it was: its own config still sets up

@@ -74,6 +74,14 @@ def test_the_store_on_a_cluster_answers_as_one_server_does(cluster_url: str, red
         assert [(i.namespace, i.key) for i in on_cluster.search((), limit=100, **query)] == [
             (i.namespace, i.key) for i in whole]
         assert _pages(on_cluster.search, 7, **query) == [(tuple(i.namespace), i.key) for i in whole]
+    for under in (("user3",), ("user3", "facts")):  # a bare KNN whose candidates the prefix checks
+        by_meaning = on_cluster.search(under, query="apple", limit=4, hybrid=False)
+        assert _keys(by_meaning) == _keys(on_server.search(under, query="apple", limit=4, hybrid=False))
+    on_cluster.put(("user5", "facts"), "brief", {"n": 9}, ttl=60)
+    brief, cluster = on_cluster.core.item_key("user5.facts:brief"), RedisCluster.from_url(cluster_url)
+    cluster.pexpire(brief, 10_000)
+    assert _keys(on_cluster.search(("user5",), filter={"n": 9})) == [(("user5", "facts"), "brief")]
+    assert cluster.pttl(brief) > 3_000_000  # the search renewed its page's TTL
     # BM25 weighs words by each primary's own statistics: the fused order may differ, not the items
     fused = on_cluster.search((), query="apple kiwi", limit=100)
     assert sorted((tuple(i.namespace), i.key) for i in fused) == sorted((op.namespace, op.key) for op in _ops())

@@ -32,6 +32,9 @@ __all__ = ["POSTFILTER_WIDENING", "SelectivityMemory", "candidate_filter", "shap
 
 POSTFILTER_WIDENING = 10
 """A bare KNN takes this many times the page's reach in candidates."""
+MAX_CANDIDATES = 1_000
+"""A page whose bare KNN would take more candidates than this takes the pre-filtered KNN (each
+candidate the equality terms check loads its digests)."""
 RETRY_AFTER = 64
 """A pre-filter found selective takes the pre-filtered KNN this many times before the bare one is
 tried again (a namespace that grows becomes worth it)."""
@@ -56,7 +59,10 @@ def shape(op: SearchOp) -> Shape:
 
 def candidate_filter(op: SearchOp) -> Command | None:
     """The clauses that keep the candidates of a bare KNN that `op`'s pre-filter would keep
-    (none: `op` has range conditions or an empty ``$in``, which the pre-filtered plan handles)."""
+    (none: `op` has range conditions or an empty ``$in``, which the pre-filtered plan handles, or
+    a page too deep for `MAX_CANDIDATES`)."""
+    if (op.offset + op.limit) * POSTFILTER_WIDENING > MAX_CANDIDATES:
+        return None
     tests: list[str] = [_namespace(op.namespace_prefix)] if op.namespace_prefix else []
     digests: list[str] = []
     for path, operator, operand in conditions(op.filter or {}):

@@ -72,5 +72,7 @@ async def test_a_selective_prefix_hands_over_to_the_prefiltered_knn_and_its_shap
 def test_ranges_and_an_empty_in_keep_the_prefiltered_plan() -> None:
     assert candidate_filter(SearchOp(("a",), {"n": {"$gt": 1}})) is None
     assert candidate_filter(SearchOp(("a",), {"n": {"$in": []}})) is None
+    assert candidate_filter(SearchOp(("a",), limit=90, offset=20)) is None  # 1,100 candidates: too deep
+    assert candidate_filter(SearchOp(("a",), limit=90, offset=10)) is not None
     [clause, test] = candidate_filter(SearchOp(("a b", "c"))) or []
     assert clause == "FILTER" and test == '(@n == "a%20b.c" || startswith(@n, "a%20b.c."))'

@@ -162,10 +162,13 @@ class StoreCore:
         return clauses if self.selectivity.try_bare(shape(op)) else None
 
     def learn(self, knn: Mapping[int, KnnSearch], rounds: Mapping[int, Sequence[Sequence[Any]]]) -> None:
-        """Remember the pre-filters whose bare KNN handed over to the pre-filtered plan."""
+        """Remember the search shapes whose bare KNN handed over to the pre-filtered plan, and
+        forget those whose bare KNN filled its page."""
         for n, search in knn.items():
             if search.handed_over(rounds[n]):
                 self.selectivity.selective(shape(search.op))
+            elif search.postfilter is not None:
+                self.selectivity.filled(shape(search.op))
 
     def reads(self, ops: Sequence[Op], knn: Mapping[int, KnnSearch], skip: Container[int] = ()) -> list[
             list[Command]]:

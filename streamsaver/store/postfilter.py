@@ -12,9 +12,10 @@ escaped labels hold no ``.`` nor ``"``), the equality conditions on the item's d
 (an item that passes and is not among the candidates is farther than every candidate). A short
 page proves nothing: the pre-filtered KNN runs, and `SelectivityMemory` remembers the search's
 shape (`shape`: the prefix's depth, the filter's paths and operators) as selective, so the next
-searches of that shape take the pre-filtered KNN at once. A shape, not the exact pre-filter: one
-user's namespace, ``("users", "alice")``, says how selective ``("users", "bob")`` is, and a
-search of a new user's memories does not pay the bare KNN first.
+searches of that shape take the pre-filtered KNN at once (for a while, longer while it stays
+so). A shape, not the exact pre-filter: one user's namespace, ``("users", "alice")``, says how
+selective ``("users", "bob")`` is, and a search of a new user's memories does not pay the bare
+KNN first.
 """
 
 from __future__ import annotations
@@ -35,9 +36,12 @@ POSTFILTER_WIDENING = 10
 MAX_CANDIDATES = 1_000
 """A page whose bare KNN would take more candidates than this takes the pre-filtered KNN (each
 candidate the equality terms check loads its digests)."""
+RETRY_FIRST = 4
+"""A shape whose bare KNN came back short takes the pre-filtered KNN this many times, then tries
+the bare one again."""
 RETRY_AFTER = 64
-"""A pre-filter found selective takes the pre-filtered KNN this many times before the bare one is
-tried again (a namespace that grows becomes worth it)."""
+"""At most this many searches between two tries of the bare KNN for a selective shape (a
+namespace that grows becomes worth it)."""
 MEMORY_SIZE = 4096
 """Pre-filters remembered at most (then the memory starts over)."""
 
@@ -80,25 +84,29 @@ def candidate_filter(op: SearchOp) -> Command | None:
 
 
 class SelectivityMemory:
-    """The search shapes whose bare KNN came back short, each with how many more searches take
-    the pre-filtered KNN first. Shared by the threads of one store."""
+    """The search shapes whose bare KNN came back short: each takes the pre-filtered KNN for the
+    next `RETRY_FIRST` searches, doubling with every further short bare KNN (at most
+    `RETRY_AFTER`); a bare KNN that fills its page forgets the shape. One unlucky query (its
+    nearest items all fail a filter most items pass) costs a few searches, a selective shape pays
+    for a bare KNN once in `RETRY_AFTER` searches. Shared by the threads of one store."""
 
     def __init__(self) -> None:
-        self._selective: dict[Shape, int] = {}
+        self._selective: dict[Shape, tuple[int, int]] = {}
+        """shape -> (searches left before the bare KNN is tried again, short bare KNNs in a row)"""
         self._lock = threading.Lock()
 
     def __contains__(self, terms: object) -> bool:
         """Whether the shape `terms` is remembered as selective."""
         with self._lock:
-            return any(known == terms and left > 0 for known, left in self._selective.items())
+            return any(known == terms and left > 0 for known, (left, _) in self._selective.items())
 
     def try_bare(self, terms: Shape) -> bool:
         """Whether a search of the shape `terms` tries a bare KNN first."""
         with self._lock:
-            left = self._selective.get(terms, 0)
+            left, streak = self._selective.get(terms, (0, 0))
             if left <= 0:
                 return True
-            self._selective[terms] = left - 1
+            self._selective[terms] = (left - 1, streak)
             return False
 
     def selective(self, terms: Shape) -> None:
@@ -106,4 +114,10 @@ class SelectivityMemory:
         with self._lock:
             if len(self._selective) >= MEMORY_SIZE:
                 self._selective.clear()
-            self._selective[terms] = RETRY_AFTER
+            streak = self._selective.get(terms, (0, 0))[1]
+            self._selective[terms] = (min(RETRY_FIRST << streak, RETRY_AFTER), streak + 1)
+
+    def filled(self, terms: Shape) -> None:
+        """A bare KNN of the shape `terms` filled its page: forget the shape."""
+        with self._lock:
+            self._selective.pop(terms, None)

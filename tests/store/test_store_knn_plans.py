@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from langgraph.store.base import PutOp, SearchOp
 
-from streamsaver.store.postfilter import candidate_filter, shape
+from streamsaver.store.postfilter import RETRY_AFTER, RETRY_FIRST, SelectivityMemory, candidate_filter, shape
 from tests.store.test_store_vector_pages import _nearest
 from tests.store.test_store_vectors import DIMS, Vectors, _open, embed
 
@@ -76,3 +76,25 @@ def test_ranges_and_an_empty_in_keep_the_prefiltered_plan() -> None:
     assert candidate_filter(SearchOp(("a",), limit=90, offset=10)) is not None
     [clause, test] = candidate_filter(SearchOp(("a b", "c"))) or []
     assert clause == "FILTER" and test == '(@n == "a%20b.c" || startswith(@n, "a%20b.c."))'
+
+
+def test_a_selective_shape_takes_the_prefiltered_plan_for_a_while_growing_while_it_stays_selective() -> None:
+    memory, users = SelectivityMemory(), shape(SearchOp(("users", "alice")))
+
+    def prefiltered_in_a_row() -> int:
+        count = 0
+        while not memory.try_bare(users):
+            count += 1
+        return count
+
+    assert memory.try_bare(users)
+    memory.selective(users)
+    assert prefiltered_in_a_row() == RETRY_FIRST
+    memory.selective(users)  # short again: twice as long
+    assert prefiltered_in_a_row() == RETRY_FIRST * 2
+    for _ in range(10):
+        memory.selective(users)
+    assert prefiltered_in_a_row() == RETRY_AFTER
+    memory.selective(users)
+    memory.filled(users)  # a bare KNN filled its page (another thread's): forgotten
+    assert users not in memory and memory.try_bare(users)

@@ -27,7 +27,7 @@ from langgraph.store.base import SearchItem, SearchOp
 
 from streamsaver.log.program import Call, Program
 from streamsaver.store.core import StoreCore
-from streamsaver.store.fanout import with_documents
+from streamsaver.store.fanout import rows_of, with_documents
 from streamsaver.store.queries import Command, page_request, query_terms, search_items
 
 __all__ = ["CHECK_WIDENING", "ranged_search"]
@@ -43,10 +43,6 @@ def _candidates(core: StoreCore, op: SearchOp, vector: bytes | None, count: int)
         return page_request(core.index, query, [], ["@u", "DESC", "@id", "ASC"], 0, count, [])
     body = (query if query == "*" else f"({query})") + f"=>[KNN {count} @e $vec AS dist]"
     return page_request(core.index, body, [], ["@dist", "ASC", "@id", "ASC"], 0, count, ["PARAMS", 2, "vec", vector])
-
-
-def _rows(reply: Any) -> list[dict[bytes, Any]]:
-    return [dict(zip(row[::2], row[1::2], strict=True)) for row in reply[1:]]
 
 
 def _stem(row: dict[bytes, Any]) -> str:
@@ -65,7 +61,7 @@ def ranged_search(core: StoreCore, op: SearchOp, vector: bytes | None,
     count = max(reach * CHECK_WIDENING, 10)
     while True:
         command = _candidates(core, op, vector, count)
-        rows = _rows(core.gather([command], (yield Call(core.fan([command]), core.load_scripts)))[0])
+        rows = list(rows_of(core.gather([command], (yield Call(core.fan([command]), core.load_scripts)))[0]))
         new = [_stem(row) for row in rows if _stem(row) not in passed]
         if new:
             tests = yield Call([["JSON.GET", core.item_key(stem), path] for stem in new], core.load_scripts)

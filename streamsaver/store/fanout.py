@@ -27,7 +27,7 @@ from typing import Any
 from streamsaver.errors import ConfigurationError
 from streamsaver.log.routing import Command, IndexTarget, Step
 
-__all__ = ["LOAD_DOCUMENT", "fanned", "merged", "missing", "with_documents"]
+__all__ = ["LOAD_DOCUMENT", "fanned", "merged", "missing", "rows_of", "with_documents"]
 
 LOAD_DOCUMENT = ["LOAD", 3, "$", "AS", "doc"]
 """The clause of a page query that loads each row's document (after the page is cut)."""
@@ -35,7 +35,8 @@ LOAD_DOCUMENT = ["LOAD", 3, "$", "AS", "doc"]
 Row = dict[bytes, Any]
 
 
-def _rows(reply: Any) -> Iterator[Row]:
+def rows_of(reply: Any) -> Iterator[Row]:
+    """The rows of a query reply: a merged one, or one primary's (RESP2 or RESP3)."""
     if isinstance(reply, dict):
         for row in reply[b"results"]:
             yield dict(row[b"extra_attributes"])
@@ -101,7 +102,7 @@ def merged(command: Command, replies: Sequence[Any]) -> Any:
         return replies[0]
     if _text(command[0]).upper() == "FT.SEARCH":
         return [sum(int(reply[b"total_results"] if isinstance(reply, dict) else reply[0]) for reply in replies)]
-    rows = [row for reply in replies for row in _rows(reply)]
+    rows = [row for reply in replies for row in rows_of(reply)]
     key = _sort_key(command)
     if key is not None and "LIMIT" in command:
         _, offset, limit = _paged(command)
@@ -119,7 +120,7 @@ def missing(reply: Any) -> list[str]:
     """The stems (``id``) of the rows of a merged page that have no document yet."""
     if not _merged_page(reply):
         return []
-    return [_text(row[b"id"]) for row in _rows(reply) if b"doc" not in row and b"id" in row]
+    return [_text(row[b"id"]) for row in rows_of(reply) if b"doc" not in row and b"id" in row]
 
 
 def with_documents(reply: Any, documents: dict[str, Any]) -> Any:
@@ -127,7 +128,7 @@ def with_documents(reply: Any, documents: dict[str, Any]) -> Any:
     (deleted or expired since the query) are left out."""
     if not missing(reply):
         return reply
-    rows = [row for row in _rows(reply) if b"doc" in row or documents.get(_text(row[b"id"])) is not None]
+    rows = [row for row in rows_of(reply) if b"doc" in row or documents.get(_text(row[b"id"])) is not None]
     for row in rows:
         row.setdefault(b"doc", documents.get(_text(row[b"id"])))
     return [len(rows), *([name for pair in row.items() for name in pair] for row in rows)]

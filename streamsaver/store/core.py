@@ -154,9 +154,12 @@ class StoreCore:
 
     def _candidate_filter(self, op: SearchOp) -> Command | None:
         """The clauses of a bare KNN whose candidates `op`'s filter checks, when that plan is
-        tried first (`streamsaver.store.postfilter`): a pre-filter not known to be selective,
-        and on a cluster one that loads nothing."""
-        clauses = candidate_filter(op) if query_terms(op)[0] != "*" else None
+        tried first (`streamsaver.store.postfilter`): on a FLAT index, a pre-filter not known to
+        be selective, and on a cluster one that loads nothing. (On HNSW, RediSearch's filtered
+        KNN under a pre-filter most items pass walks the graph in batches: cheaper there than a
+        bare KNN of ten times the candidates, measured in `benchmarks/store_knn_plans.py`.)"""
+        flat = self.vectors is not None and self.vectors.attrs.get("algorithm") == "flat"
+        clauses = candidate_filter(op) if flat and query_terms(op)[0] != "*" else None
         if clauses is None or (self.topology is not None and "LOAD" in clauses):
             return None
         return clauses if self.selectivity.try_bare(shape(op)) else None

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 from langgraph.store.base import PutOp, SearchOp
 
+from streamsaver.store.core import StoreCore
 from streamsaver.store.postfilter import RETRY_AFTER, RETRY_FIRST, SelectivityMemory, candidate_filter, shape
+from streamsaver.store.vectors import VectorIndex
 from tests.store.test_store_vector_pages import _nearest
 from tests.store.test_store_vectors import DIMS, Vectors, _open, embed
 
@@ -98,3 +100,14 @@ def test_a_selective_shape_takes_the_prefiltered_plan_for_a_while_growing_while_
     memory.selective(users)
     memory.filled(users)  # a bare KNN filled its page (another thread's): forgotten
     assert users not in memory and memory.try_bare(users)
+
+
+@pytest.mark.parametrize(("vector_type", "bare_first"), [("flat", True), ("hnsw", False)])
+def test_a_flat_index_tries_the_bare_knn_first_and_hnsw_keeps_the_prefiltered_plan(
+        vector_type: str, bare_first: bool) -> None:
+    index = VectorIndex.of({**INDEX, "ann_index_config": {"vector_type": vector_type}})  # type: ignore[typeddict-item]
+    core = StoreCore("plans", vectors=index)
+    ops = [SearchOp(("users",), query="q"), SearchOp((), query="q")]
+    searches = core.knn_searches(ops, {0: b"v", 1: b"v"})
+    assert (searches[0].postfilter is not None) is bare_first
+    assert searches[1].postfilter is None  # no prefix, no filter: the KNN is bare already

@@ -20,6 +20,9 @@ Tables (Markdown, to stdout and `--out`):
    query) and the smallest giving 0.99.
    The same for a store with ``text_fields`` (hybrid retrieval): against the vectors' exact
    neighbours, hybrid and ``hybrid=False`` on the same items.
+   With ``--plans``, the ops and the recall are also measured on a StreamStore that always takes
+   the pre-filtered KNN (the plan before `streamsaver.store.postfilter`), interleaved with the
+   others: the before/after of the bare KNN whose candidates the filter checks.
 4. bytes per item: the server's ``used_memory`` grown by each Redis store's fill, over the items
    (StreamStore's includes its log and feed: the truth the views are rebuilt from).
 """
@@ -42,6 +45,7 @@ from benchmarks import store_data as data
 from streamsaver import StreamStore
 from streamsaver.server.embedded import EmbeddedRedis
 from streamsaver.store.knn import KnnSearch
+from streamsaver.store.postfilter import SelectivityMemory
 from streamsaver.store.queries import search_items
 
 OPS = ("put", "get", "filtered search", "vector search", "list_namespaces")
@@ -49,6 +53,14 @@ EF_RUNTIMES = (10, 20, 40, 80, 160, 320, 640)
 EXACT_SKIPPED_FROM = 20_000
 """Past this many items InMemoryStore's recall is not measured: it is brute force (exact), and
 each of its searches takes seconds."""
+
+
+class AlwaysSelective(SelectivityMemory):
+    """A memory that knows every search shape as selective: the store always takes the
+    pre-filtered KNN (the plan before the bare KNN was tried first)."""
+
+    def try_bare(self, terms: Any) -> bool:
+        return False
 
 
 def index_config(embeddings: data.ClusteredEmbeddings, vector_type: str = "flat", text: bool = False) -> dict[
@@ -191,7 +203,7 @@ def _filled(client: redis.Redis, make: Callable[[], BaseStore], n: int) -> tuple
     return store, (_used(client) - before) / n
 
 
-def run(n: int, dims: int, samples: int, queries: int) -> str:
+def run(n: int, dims: int, samples: int, queries: int, plans: bool = False) -> str:
     """The four tables, as Markdown."""
     embeddings = data.ClusteredEmbeddings(dims)
     vectors = data.matrix(embeddings, n)
@@ -208,12 +220,24 @@ def run(n: int, dims: int, samples: int, queries: int) -> str:
         stores: dict[str, BaseStore] = {}
         sizes: dict[str, float] = {}
         stores["StreamStore"], sizes["StreamStore (FLAT)"] = _filled(client, lambda: ours("flat"), n)
+        if plans:  # the same items, read through the pre-filtered plan only
+            prefiltered = StreamStore(client, prefix=stores["StreamStore"].core.prefix,  # type: ignore[attr-defined]
+                                      index=index_config(embeddings, "flat"))  # type: ignore[arg-type]
+            prefiltered.setup()
+            prefiltered.core.selectivity = AlwaysSelective()
+            stores["StreamStore (pre-filtered KNN)"] = prefiltered
         stores["InMemoryStore"] = InMemoryStore(index=index_config(embeddings))  # type: ignore[arg-type]
         fill(stores["InMemoryStore"], n)
         peer = _peer(client, embeddings)
         if peer is not None:
             stores["RedisStore (peer)"], sizes["RedisStore (peer)"] = _filled(client, lambda: peer, n)
         hnsw, sizes["StreamStore (HNSW)"] = _filled(client, lambda: ours("hnsw"), n)
+        recall_stores: dict[str, BaseStore] = {"StreamStore (HNSW, default ef_runtime)": hnsw}
+        if plans:
+            hnsw_prefiltered = StreamStore(client, prefix=hnsw.core.prefix, index=index_config(embeddings, "hnsw"))  # type: ignore[arg-type]
+            hnsw_prefiltered.setup()
+            hnsw_prefiltered.core.selectivity = AlwaysSelective()
+            recall_stores["StreamStore (HNSW, pre-filtered KNN)"] = hnsw_prefiltered
         hybrid, sizes["StreamStore (FLAT, text_fields)"] = _filled(client, lambda: ours("flat", True), n)
         medians = measure_ops(stores, n, samples)
         base = medians["StreamStore"]
@@ -225,7 +249,7 @@ def run(n: int, dims: int, samples: int, queries: int) -> str:
                    f"{get / bare:.2f}x.\n")
         out.append("## Recall@10 against exact brute force\n")
         rows = []
-        for name, store in {**stores, "StreamStore (HNSW, default ef_runtime)": hnsw}.items():
+        for name, store in {**stores, **recall_stores}.items():
             label = f"{name} (FLAT)" if name == "StreamStore" else name
             if isinstance(store, InMemoryStore) and n > EXACT_SKIPPED_FROM:
                 rows.append([label, "exact by construction (not measured)", "exact by construction (not measured)"])
@@ -264,8 +288,10 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=400, help="put and get samples per store (default 400)")
     parser.add_argument("--queries", type=int, default=100, help="queries per recall figure (default 100)")
     parser.add_argument("--out", help="also write the report to this file")
+    parser.add_argument("--plans", action="store_true",
+                        help="also measure a StreamStore that always takes the pre-filtered KNN (before/after)")
     args = parser.parse_args()
-    report = run(args.n, args.dims, args.samples, args.queries)
+    report = run(args.n, args.dims, args.samples, args.queries, args.plans)
     print(report)
     if args.out:
         with open(args.out, "w") as handle:

@@ -9,7 +9,8 @@ The tree::
     │   ├── SettingsLostError        a deployment's data exists but its settings (partition count) are gone
     │   ├── InlineViewsError         a saver's projections disagree with the inline views its deployment records
     │   ├── MiddlewareConfigError    an agent middleware that cannot work (no embedding, wrong dims, policy)
-    │   └── IndexMissingError        an index is gone and this user may not create it (run setup as admin)
+    │   ├── IndexMissingError        an index is gone and this user may not create it (run setup as admin)
+    │   └── IndexConfigMismatchError a store's index config differs from the items index its deployment has
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
     │   └── ThreadExistsError        copy_thread was refused: the target thread already has a log
     ├── ConcurrentChangeError        a log rewrite (prune, delete_for_runs) kept racing new appends
@@ -45,6 +46,7 @@ __all__ = [
     "EventDecodeError",
     "EvictionPolicyError",
     "ExportFileError",
+    "IndexConfigMismatchError",
     "IndexMissingError",
     "IndexNotReadyError",
     "InlineViewsError",
@@ -115,6 +117,12 @@ class IndexMissingError(ConfigurationError):
     """An index the deployment reads is missing (never set up, dropped or lost) and the
     connected user may not create it (the runtime ACL grants no ``FT.CREATE``): run `setup()`
     or ``streamsaver setup`` as the deployment's admin user (docs/security.md)."""
+
+
+class IndexConfigMismatchError(ConfigurationError):
+    """A store's setup found the deployment's items index made with another index config
+    (vectors, their dimensions, metric, algorithm or type, or text fields): the index is not
+    changed under the items it serves; the message says how to move it to the new config."""
 
 
 class IndexNotReadyError(StreamSaverError):

@@ -4,8 +4,8 @@ carries a batch, and what its replies mean (`streamsaver.store.programs` runs it
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Container, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -13,6 +13,7 @@ from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, Result, Sea
 
 from projectors.store import VIEW
 from projectors.store_domain import STORE, with_vectors
+from streamsaver.errors import ConfigurationError
 from streamsaver.log import setup
 from streamsaver.log.append import append_batch_call
 from streamsaver.log.codec import unescape
@@ -26,7 +27,8 @@ from streamsaver.store.fanout import fanned, merged
 from streamsaver.store.hybrid import text_query, wants_text
 from streamsaver.store.knn import KnnSearch
 from streamsaver.store.namespaces import list_calls, namespaces_of
-from streamsaver.store.queries import item_of, search_items, search_request
+from streamsaver.store.postfilter import SelectivityMemory, candidate_filter, shape
+from streamsaver.store.queries import item_of, query_terms, search_items, search_request
 from streamsaver.store.values import encoded
 from streamsaver.store.vectors import VectorIndex
 
@@ -72,6 +74,8 @@ class StoreCore:
     domain: Domain = field(init=False)
     topology: Topology | None = field(default=None, init=False)
     """The cluster's slot map, read by setup (None: one server)."""
+    selectivity: SelectivityMemory = field(default_factory=SelectivityMemory, init=False)
+    """The pre-filters whose bare KNN came back short (`streamsaver.store.postfilter`)."""
 
     def __post_init__(self) -> None:
         self.keyspace = Keyspace(self.prefix, self.partitions or DEFAULT_PARTITIONS)
@@ -113,9 +117,29 @@ class StoreCore:
             by_log.setdefault(log_id, []).append(event)
         return by_log
 
-    def knn_searches(self, ops: Sequence[Op], queries: Mapping[int, bytes]) -> dict[int, KnnSearch]:
-        """The searches by meaning among `ops`: those with a query vector in `queries` (by op
-        position), each hybrid when it ranks by text too (`streamsaver.store.hybrid.wants_text`).
+    def ranged_on_cluster(self, ops: Sequence[Op], queries: Mapping[int, bytes]) -> dict[int, bytes | None]:
+        """The searches among `ops` with range conditions on a cluster (each with its query
+        vector, if any), which `streamsaver.store.cluster_ranges` runs.
+
+        Raises:
+            ConfigurationError: a hybrid search with a range condition on a cluster.
+        """
+        text = self.vectors.text if self.vectors is not None else ()
+        ranged: dict[int, bytes | None] = {}
+        for n, op in enumerate(ops):
+            if self.topology is None or not isinstance(op, SearchOp) or not query_terms(op)[1]:
+                continue
+            if n in queries and wants_text(op, text) and text_query(text, op.query or "") is not None:
+                raise ConfigurationError("on Redis Cluster a hybrid search cannot have range conditions ($gt...): "
+                                         "ask with hybrid=False, or without the range")
+            ranged[n] = queries.get(n)
+        return ranged
+
+    def knn_searches(self, ops: Sequence[Op], queries: Mapping[int, bytes], skip: Container[int] = ()) -> dict[
+            int, KnnSearch]:
+        """The searches by meaning among `ops` (but those in `skip`): those with a query vector
+        in `queries` (by op position), each hybrid when it ranks by text too
+        (`streamsaver.store.hybrid.wants_text`).
 
         Raises:
             InvalidInputError: ``hybrid=True`` on a store without text fields.
@@ -123,17 +147,42 @@ class StoreCore:
         text = self.vectors.text if self.vectors is not None else ()
         searches: dict[int, KnnSearch] = {}
         for n, op in enumerate(ops):
-            if isinstance(op, SearchOp) and n in queries:
+            if isinstance(op, SearchOp) and n in queries and n not in skip:
                 clause = text_query(text, op.query or "") if wants_text(op, text) else None
-                searches[n] = KnnSearch(self.index, op, queries[n], clause, self.serde, fill=self.topology is None)
+                search = KnnSearch(self.index, op, queries[n], clause, self.serde, fill=self.topology is None)
+                searches[n] = replace(search, postfilter=self._candidate_filter(op))
         return searches
 
-    def reads(self, ops: Sequence[Op], knn: Mapping[int, KnnSearch]) -> list[list[Command]]:
-        """The read commands of each op, in op order (none for a write; a search by meaning in
-        `knn`, its first round trip's)."""
+    def _candidate_filter(self, op: SearchOp) -> Command | None:
+        """The clauses of a bare KNN whose candidates `op`'s filter checks, when that plan is
+        tried first (`streamsaver.store.postfilter`): on a FLAT index, a pre-filter not known to
+        be selective, and on a cluster one that loads nothing. (On HNSW, RediSearch's filtered
+        KNN under a pre-filter most items pass walks the graph in batches: cheaper there than a
+        bare KNN of ten times the candidates, measured in `benchmarks/store_knn_plans.py`.)"""
+        flat = self.vectors is not None and self.vectors.attrs.get("algorithm") == "flat"
+        clauses = candidate_filter(op) if flat and query_terms(op)[0] != "*" else None
+        if clauses is None or (self.topology is not None and "LOAD" in clauses):
+            return None
+        return clauses if self.selectivity.try_bare(shape(op)) else None
+
+    def learn(self, knn: Mapping[int, KnnSearch], rounds: Mapping[int, Sequence[Sequence[Any]]]) -> None:
+        """Remember the search shapes whose bare KNN handed over to the pre-filtered plan, and
+        forget those whose bare KNN filled its page."""
+        for n, search in knn.items():
+            if search.handed_over(rounds[n]):
+                self.selectivity.selective(shape(search.op))
+            elif search.postfilter is not None:
+                self.selectivity.filled(shape(search.op))
+
+    def reads(self, ops: Sequence[Op], knn: Mapping[int, KnnSearch], skip: Container[int] = ()) -> list[
+            list[Command]]:
+        """The read commands of each op, in op order (none for a write or an op in `skip`; a
+        search by meaning in `knn`, its first round trip's)."""
         reads: list[list[Command]] = []
         for n, op in enumerate(ops):
-            if isinstance(op, GetOp):
+            if n in skip:
+                reads.append([])
+            elif isinstance(op, GetOp):
                 reads.append([self._get(op)])
             elif n in knn:
                 reads.append(knn[n].first())
@@ -188,17 +237,20 @@ class StoreCore:
 
     def results(
         self, ops: Sequence[Op], replies: Sequence[list[Any]], knn: Mapping[int, KnnSearch],
-        more: Mapping[int, list[Any]],
+        rounds: Mapping[int, Sequence[Sequence[Any]]], done: Mapping[int, Result],
     ) -> list[Result]:
-        """The result of each op, in op order, from its replies (`replies_by_op`) and, for a
-        search by meaning, the replies to its follow-up (`more`, see `KnnSearch.follow_up`)."""
+        """The result of each op, in op order, from its replies (`replies_by_op`); a search by
+        meaning's from the `rounds` of replies to it (see `KnnSearch.follow_up`); those `done`
+        already, as they are."""
         results: list[Result] = []
         for n, op in enumerate(ops):
-            if isinstance(op, GetOp):
+            if n in done:
+                results.append(done[n])
+            elif isinstance(op, GetOp):
                 [document] = replies[n][0]
                 results.append(item_of(document, self.serde))
             elif n in knn and self.vectors is not None:
-                results.append(knn[n].page(replies[n], more.get(n, []), self.vectors.score))
+                results.append(knn[n].page(rounds[n], self.vectors.score))
             elif isinstance(op, SearchOp):
                 results.append(search_items(replies[n][0], None, self.serde))
             elif isinstance(op, ListNamespacesOp):

@@ -11,8 +11,12 @@ deduplicates). On one server nothing changes: the query goes as it is.
 A primary of a cluster answers ``LOAD`` with no attributes (RediSearch 8 on the embedded
 cluster), so there a page query loads nothing: its rows carry the sort fields (``u``, ``id``,
 ``dist``, ``__score``), and the documents of the merged page are read by key in one more round
-trip (`missing`, `with_documents`). A query that needs ``LOAD`` to filter (a range condition, the
-items without embeddings after a short page) is refused on a cluster.
+trip (`missing`, `with_documents`). RediSearch loads only the documents whose keys hash to the
+slot of the index the query names (one hash tag per primary's index; the items carry their
+partitions' tags), so a query that needs ``LOAD`` to filter is never sent to a cluster: range
+conditions run as rounds of candidates checked by key (`streamsaver.store.cluster_ranges`), a
+bare KNN's candidates are checked on the sortable namespace only, and the items without
+embeddings after a short page of a search by meaning are left out.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 from streamsaver.errors import ConfigurationError
 from streamsaver.log.routing import Command, IndexTarget, Step
 
-__all__ = ["LOAD_DOCUMENT", "fanned", "merged", "missing", "with_documents"]
+__all__ = ["LOAD_DOCUMENT", "fanned", "merged", "missing", "rows_of", "with_documents"]
 
 LOAD_DOCUMENT = ["LOAD", 3, "$", "AS", "doc"]
 """The clause of a page query that loads each row's document (after the page is cut)."""
@@ -31,7 +35,8 @@ LOAD_DOCUMENT = ["LOAD", 3, "$", "AS", "doc"]
 Row = dict[bytes, Any]
 
 
-def _rows(reply: Any) -> Iterator[Row]:
+def rows_of(reply: Any) -> Iterator[Row]:
+    """The rows of a query reply: a merged one, or one primary's (RESP2 or RESP3)."""
     if isinstance(reply, dict):
         for row in reply[b"results"]:
             yield dict(row[b"extra_attributes"])
@@ -66,8 +71,8 @@ def _unloaded(command: Command) -> Command:
     bare = command if at is None else [*command[:at], *command[at + 5 :]]
     if "LOAD" in bare:
         raise ConfigurationError(
-            "on Redis Cluster a search cannot use range conditions ($gt...), nor fill a page by meaning "
-            "with the items that have no embedding: RediSearch's primaries load no fields there"
+            "on Redis Cluster a query cannot load document fields to filter (RediSearch loads only the "
+            "documents of the index name's slot there): hybrid searches with range conditions are refused"
         )
     return bare
 
@@ -97,7 +102,7 @@ def merged(command: Command, replies: Sequence[Any]) -> Any:
         return replies[0]
     if _text(command[0]).upper() == "FT.SEARCH":
         return [sum(int(reply[b"total_results"] if isinstance(reply, dict) else reply[0]) for reply in replies)]
-    rows = [row for reply in replies for row in _rows(reply)]
+    rows = [row for reply in replies for row in rows_of(reply)]
     key = _sort_key(command)
     if key is not None and "LIMIT" in command:
         _, offset, limit = _paged(command)
@@ -115,7 +120,7 @@ def missing(reply: Any) -> list[str]:
     """The stems (``id``) of the rows of a merged page that have no document yet."""
     if not _merged_page(reply):
         return []
-    return [_text(row[b"id"]) for row in _rows(reply) if b"doc" not in row and b"id" in row]
+    return [_text(row[b"id"]) for row in rows_of(reply) if b"doc" not in row and b"id" in row]
 
 
 def with_documents(reply: Any, documents: dict[str, Any]) -> Any:
@@ -123,7 +128,7 @@ def with_documents(reply: Any, documents: dict[str, Any]) -> Any:
     (deleted or expired since the query) are left out."""
     if not missing(reply):
         return reply
-    rows = [row for row in _rows(reply) if b"doc" in row or documents.get(_text(row[b"id"])) is not None]
+    rows = [row for row in rows_of(reply) if b"doc" in row or documents.get(_text(row[b"id"])) is not None]
     for row in rows:
         row.setdefault(b"doc", documents.get(_text(row[b"id"])))
     return [len(rows), *([name for pair in row.items() for name in pair] for row in rows)]

@@ -16,18 +16,23 @@ it. A short page means one of two things, told apart exactly: the KNN ran out of
 too many of its candidates (the KNN runs again over every item the pre-filter keeps, so no
 item that passes them is missed). Either way one more round trip finishes the page, so pages
 are never short while matching items remain.
+
+A pre-filter not known to be selective is first tried as a bare KNN whose candidates the filter
+checks (`streamsaver.store.postfilter`): its full page is exact; a short one hands over to the
+pre-filtered plan above, in the next round trip.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.store.base import SearchItem, SearchOp
 
 from streamsaver.store.hybrid import TEXT_SCORER, fuse
+from streamsaver.store.postfilter import POSTFILTER_WIDENING
 from streamsaver.store.queries import Command, page_request, query_terms, search_items
 
 __all__ = ["KNN_WIDENING", "KnnSearch"]
@@ -58,6 +63,9 @@ class KnnSearch:
     serde: SerializerProtocol | None = None
     fill: bool = True
     """Whether a short page is filled with the items without embeddings (not on a cluster)."""
+    postfilter: Command | None = None
+    """The clauses that check a bare KNN's candidates (`streamsaver.store.postfilter`); None:
+    the KNN's pre-filter is the namespace prefix and the equality terms."""
 
     @property
     def reach(self) -> int:
@@ -94,10 +102,24 @@ class KnnSearch:
         missing = ["LOAD", 3, "$.i.e", "AS", "ev", "FILTER", "!exists(@ev)"]
         return page_request(self.index, query, ranges, ["@u", "DESC", "@id", "ASC"], 0, count, [], before=missing)
 
+    def prefiltered(self) -> KnnSearch:
+        """This search with the KNN's pre-filter (the plan a short bare KNN hands over to)."""
+        return replace(self, postfilter=None)
+
+    def _bare(self, clauses: Command) -> Command:
+        """A bare KNN of `POSTFILTER_WIDENING` times the rows needed, its candidates checked by
+        `clauses`, the first rows that pass, nearest first."""
+        knn = f"*=>[KNN {self._rows * POSTFILTER_WIDENING} @e $vec AS dist]"
+        return page_request(self.index, knn, [], ["@dist", "ASC", "@id", "ASC"], 0, self._rows,
+                            ["PARAMS", 2, "vec", self.vector], before=clauses)
+
     def first(self) -> list[Command]:
-        """The first round trip: with ranges, the count of the pre-filter's items; the KNN; for
-        a hybrid search, the text ranking."""
+        """The first round trip: with ranges, the count of the pre-filter's items; the KNN (or
+        the bare KNN whose candidates are checked); for a hybrid search, the text ranking."""
         steps: list[Command] = []
+        if self.postfilter is not None:
+            steps.append(self._bare(self.postfilter))
+            return steps if self.text is None else [*steps, self._ranked(self.text)]
         if self._ranged:
             steps.append(["FT.SEARCH", self.index, query_terms(self.op)[0], "LIMIT", 0, 0, "DIALECT", 2, "TIMEOUT", 0])
         steps.append(self._knn(self._rows * (KNN_WIDENING if self._ranged else 1)))
@@ -112,8 +134,18 @@ class KnnSearch:
             return knn
         return fuse([knn, search_items(first[-1], None, self.serde)])
 
-    def follow_up(self, replies: Sequence[Any]) -> list[Command]:
-        """What finishes a short page after the first round trip's `replies` (none: it is whole)."""
+    def follow_up(self, rounds: Sequence[Sequence[Any]]) -> list[Command]:
+        """What the next round trip sends after the `rounds` of replies so far (none: the page
+        is whole). A bare KNN that came back with fewer rows than asked hands over to the
+        pre-filtered plan (whose first round trip follows); that plan takes at most one more."""
+        if self.postfilter is not None:
+            if len(rounds) == 1:
+                knn = search_items(rounds[0][0])
+                return [] if self.op.limit == 0 or len(knn) >= self._rows else self.prefiltered().first()
+            return self.prefiltered().follow_up(rounds[1:])
+        if len(rounds) > 1:
+            return []
+        replies = rounds[0]
         if self.op.limit == 0 or len(self._scored(replies, [], None)) >= self.reach:
             return []
         steps: list[Command] = []
@@ -123,8 +155,15 @@ class KnnSearch:
             steps.append(self._unscored(self.reach))
         return steps
 
-    def page(self, first: Sequence[Any], more: Sequence[Any], score: Callable[[float], float]) -> list[SearchItem]:
-        """The page from the first round trip's replies and the follow-up's (`more`, maybe none)."""
+    def handed_over(self, rounds: Sequence[Sequence[Any]]) -> bool:
+        """Whether a bare KNN's short page handed over to the pre-filtered plan."""
+        return self.postfilter is not None and len(rounds) > 1
+
+    def page(self, rounds: Sequence[Sequence[Any]], score: Callable[[float], float]) -> list[SearchItem]:
+        """The page from the replies of every round trip (`first`, then each `follow_up`)."""
+        if self.handed_over(rounds):
+            return self.prefiltered().page(rounds[1:], score)
+        first, more = rounds[0], (rounds[1] if len(rounds) > 1 else [])
         scored = self._scored(first, more, score)
         seen = {(tuple(item.namespace), item.key) for item in scored}
         unscored = [item for item in (search_items(more[-1], None, self.serde) if more and self.fill else [])

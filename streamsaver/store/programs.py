@@ -16,8 +16,12 @@ from langgraph.store.base import Op, PutOp, Result, SearchOp
 from projectors.store import VIEW
 from streamsaver.log import setup
 from streamsaver.log.program import Call, Program, Refused
+from streamsaver.store.cluster_ranges import ranged_search
 from streamsaver.store.core import StoreCore
 from streamsaver.store.fanout import missing, with_documents
+from streamsaver.store.index_config import check_index
+from streamsaver.store.knn import KnnSearch
+from streamsaver.store.refresh import refresh_calls
 from streamsaver.store.validation import check_ops
 from streamsaver.store.vectors import Embed, VectorIndex
 
@@ -46,8 +50,9 @@ def _embedded(index: VectorIndex, ops: Sequence[Op]) -> Program[tuple[dict[int, 
 
 def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     """Every op of `ops`, in one round trip (after the embeddings it needs, when the store has
-    a vector index; and a second when a search by meaning's page came back short, see
-    `streamsaver.store.knn`); their results in op order.
+    a vector index; and more when a search by meaning's page came back short, see
+    `streamsaver.store.knn`, or a refreshing search's page holds items that expire, see
+    `streamsaver.store.refresh`); their results in op order.
 
     A read that finds the items index gone (dropped or lost) re-creates it, waits until it
     has indexed every item, and reads again, once.
@@ -64,8 +69,9 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     queries: dict[int, bytes] = {}
     if core.vectors is not None:
         vectors, queries = yield from _embedded(core.vectors, checked)
-    knn = core.knn_searches(checked, queries)
-    reads = core.reads(checked, knn)
+    ranged = core.ranged_on_cluster(checked, queries)
+    knn = core.knn_searches(checked, queries, ranged)
+    reads = core.reads(checked, knn, ranged)
     steps = core.requests(checked, vectors, reads)
     try:
         sent: list[Any] = yield Call(steps, core.load_scripts)
@@ -80,14 +86,43 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
         sent = [None] * writes + (yield Call(steps[writes:], core.load_scripts))
     replies = core.replies_by_op(checked, sent, reads)
     replies = yield from _with_documents(core, replies)
-    follow = {n: commands for n, search in knn.items() if (commands := search.follow_up(replies[n]))}
-    more: dict[int, list[Any]] = {}
-    if follow:  # a search by meaning whose page came back short: one more round trip finishes it
+    rounds = yield from _finished(core, knn, replies)
+    done = yield from _ranged(core, checked, ranged, replies)
+    results = core.results(checked, replies, knn, rounds, done)
+    answers = [[reply for group in rounds[n] for reply in group] if n in knn else replies[n]
+               for n in range(len(checked))]
+    if refreshes := refresh_calls(core.keyspace, checked, results, answers):
+        yield Call(refreshes, core.load_scripts)  # see streamsaver.store.refresh: after the page is known
+    return results
+
+
+def _ranged(core: StoreCore, ops: Sequence[Op], ranged: dict[int, bytes | None], replies: list[list[Any]]) -> Program[
+        dict[int, Result]]:
+    """The pages of the searches with range conditions on a cluster (`ranged`: each with its
+    query vector, if any; `streamsaver.store.cluster_ranges`), each reply put in `replies`."""
+    done: dict[int, Result] = {}
+    for n, vector in ranged.items():
+        op = ops[n]
+        assert isinstance(op, SearchOp)  # ranged_on_cluster picks searches only
+        score = core.vectors.score if vector is not None and core.vectors is not None else None
+        done[n], reply = yield from ranged_search(core, op, vector, score)
+        replies[n] = [reply]
+    return done
+
+
+def _finished(core: StoreCore, knn: dict[int, KnnSearch], replies: list[list[Any]]) -> Program[
+        dict[int, list[list[Any]]]]:
+    """The rounds of replies of each search by meaning: its first round trip's `replies`, then
+    one more round trip while any page came back short (`KnnSearch.follow_up`)."""
+    rounds = {n: [replies[n]] for n in knn}
+    while follow := {n: commands for n, search in knn.items() if (commands := search.follow_up(rounds[n]))}:
         commands = [command for group in follow.values() for command in group]
         answers = iter(core.gather(commands, (yield Call(core.fan(commands), core.load_scripts))))
         groups = yield from _with_documents(core, [[next(answers) for _ in group] for group in follow.values()])
-        more = dict(zip(follow, groups, strict=True))
-    return core.results(checked, replies, knn, more)
+        for n, group in zip(follow, groups, strict=True):
+            rounds[n].append(group)
+    core.learn(knn, rounds)
+    return rounds
 
 
 def _with_documents(core: StoreCore, groups: list[list[Any]]) -> Program[list[list[Any]]]:
@@ -113,9 +148,15 @@ def set_up(core: StoreCore, *, wait_indexed: bool = False) -> Program[None]:
         EvictionPolicyError: the server evicts keys and the core does not allow it.
         IndexMissingError: the index is missing and the user may not create it.
         IndexNotReadyError: with `wait_indexed`, the new index still indexing when the wait ran out.
+        IndexConfigMismatchError: the store has an index config and the items index was made
+            with another (`streamsaver.store.index_config`).
     """
     keyspace, topology = yield from setup.program(
         core.domain, core.prefix, core.partitions, (VIEW,), core.cluster, allow_eviction=core.allow_eviction,
         wait_indexed=wait_indexed,
     )
     core.keyspace, core.topology = keyspace, topology
+    if core.vectors is not None:
+        [items] = core.domain.views
+        infos = yield Call([target.query(["FT.INFO", target.name]) for target in core.targets], core.load_scripts)
+        check_index(core.index, items.index_fields or (), infos)

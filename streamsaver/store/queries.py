@@ -23,7 +23,7 @@ from streamsaver.store.validation import RANGE_OPERATORS
 from streamsaver.store.values import decoded, holds_encoded
 
 __all__ = [
-    "item_of", "page_request", "query_terms", "search_items", "search_request",
+    "conditions", "item_of", "page_request", "query_terms", "search_items", "search_request",
 ]
 
 Command = list[str | bytes | int]
@@ -33,14 +33,15 @@ _NOTHING = "@d:[-1 -1]"
 """A query no item matches (an empty ``$in``)."""
 
 
-def _conditions(filter: Mapping[str, Any], path: tuple[str, ...] = ()) -> Iterator[Condition]:
+def conditions(filter: Mapping[str, Any], path: tuple[str, ...] = ()) -> Iterator[Condition]:
+    """Every condition of a search filter: (path of keys, operator, operand); a plain value is ``$eq``."""
     for key, condition in filter.items():
         here = (*path, key)
         if isinstance(condition, Mapping) and any(str(op).startswith("$") for op in condition):
             for op, operand in condition.items():
                 yield here, op, operand
         elif isinstance(condition, Mapping):
-            yield from _conditions(condition, here)
+            yield from conditions(condition, here)
         else:
             yield here, "$eq", condition
 
@@ -55,7 +56,7 @@ def query_terms(op: SearchOp) -> tuple[str, list[str]]:
     conditions as JSONPath comparisons."""
     terms = [f"@p:{{{namespace_tag(op.namespace_prefix)}}}"] if op.namespace_prefix else []
     ranges: list[str] = []
-    for path, operator, operand in _conditions(op.filter or {}):
+    for path, operator, operand in conditions(op.filter or {}):
         if operator == "$eq":
             terms.append(f"@f:{{{field_tag(path, operand)}}}")
         elif operator == "$ne":

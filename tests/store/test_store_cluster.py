@@ -32,6 +32,33 @@ def _pages(search: Any, size: int, **query: Any) -> list[tuple[tuple[str, ...], 
     return found
 
 
+def _keys(items: Any) -> list[tuple[tuple[str, ...], str]]:
+    return [(tuple(item.namespace), item.key) for item in items]
+
+
+@pytest.mark.parametrize("ranged", [
+    {"filter": {"n": {"$gte": 4}}},                       # a third of the items: more rounds than one
+    {"filter": {"n": {"$gt": 0, "$lt": 2}}},
+    {"filter": {"n": {"$lte": 1}}, "query": "kiwi", "hybrid": False},
+    {"filter": {"n": {"$gte": 5}}, "query": "apple", "hybrid": False},
+])
+def test_range_conditions_on_a_cluster_answer_as_one_server_does(
+        cluster_url: str, redis_url: str, prefix: str, ranged: dict[str, Any]) -> None:
+    on_cluster = StreamStore(RedisCluster.from_url(cluster_url), prefix=prefix, index=INDEX)  # type: ignore[arg-type]
+    on_server = StreamStore(redis.Redis.from_url(redis_url), prefix=prefix, index=INDEX)  # type: ignore[arg-type]
+    for store in (on_cluster, on_server):
+        store.setup()
+        store.batch([*_ops(), PutOp(("user1", "facts"), "text", {"n": "5"}), PutOp(("user2", "facts"), "none", {})])
+    whole = on_server.search((), limit=100, **ranged)
+    assert whole and all(isinstance(item.value["n"], int) for item in whole)
+    assert _keys(on_cluster.search((), limit=100, **ranged)) == _keys(whole)
+    assert _pages(on_cluster.search, 5, **ranged) == _keys(whole)
+    under = on_server.search(("user3",), limit=3, **ranged)
+    assert _keys(on_cluster.search(("user3",), limit=3, **ranged)) == _keys(under)
+    if "query" in ranged:
+        assert [item.score for item in on_cluster.search((), limit=100, **ranged)] == [item.score for item in whole]
+
+
 def test_the_store_on_a_cluster_answers_as_one_server_does(cluster_url: str, redis_url: str, prefix: str) -> None:
     on_cluster = StreamStore(RedisCluster.from_url(cluster_url), prefix=prefix, index=INDEX)  # type: ignore[arg-type]
     on_server = StreamStore(redis.Redis.from_url(redis_url), prefix=prefix, index=INDEX)  # type: ignore[arg-type]
@@ -47,11 +74,19 @@ def test_the_store_on_a_cluster_answers_as_one_server_does(cluster_url: str, red
         assert [(i.namespace, i.key) for i in on_cluster.search((), limit=100, **query)] == [
             (i.namespace, i.key) for i in whole]
         assert _pages(on_cluster.search, 7, **query) == [(tuple(i.namespace), i.key) for i in whole]
+    for under in (("user3",), ("user3", "facts")):  # a bare KNN whose candidates the prefix checks
+        by_meaning = on_cluster.search(under, query="apple", limit=4, hybrid=False)
+        assert _keys(by_meaning) == _keys(on_server.search(under, query="apple", limit=4, hybrid=False))
+    on_cluster.put(("user5", "facts"), "brief", {"n": 9}, ttl=60)
+    brief, cluster = on_cluster.core.item_key("user5.facts:brief"), RedisCluster.from_url(cluster_url)
+    cluster.pexpire(brief, 10_000)
+    assert _keys(on_cluster.search(("user5",), filter={"n": 9})) == [(("user5", "facts"), "brief")]
+    assert cluster.pttl(brief) > 3_000_000  # the search renewed its page's TTL
     # BM25 weighs words by each primary's own statistics: the fused order may differ, not the items
     fused = on_cluster.search((), query="apple kiwi", limit=100)
     assert sorted((tuple(i.namespace), i.key) for i in fused) == sorted((op.namespace, op.key) for op in _ops())
-    with pytest.raises(ConfigurationError, match="range"):
-        on_cluster.batch([PutOp(("user0", "facts"), "new", {"n": 1}), SearchOp((), {"n": {"$gt": 1}})])
+    with pytest.raises(ConfigurationError, match="range"):  # a hybrid search: its text ranking loads to filter
+        on_cluster.batch([PutOp(("user0", "facts"), "new", {"n": 1}), SearchOp((), {"n": {"$gt": 1}}, query="kiwi")])
     assert on_cluster.get(("user0", "facts"), "new") is None  # refused before anything was sent
     assert on_cluster.list_namespaces(limit=100) == on_server.list_namespaces(limit=100) == sorted(
         (user, "facts") for user in USERS)
@@ -70,5 +105,7 @@ async def test_the_async_store_on_a_cluster(cluster_url: str, prefix: str) -> No
     found = await store.asearch((), filter={"n": 5}, limit=100)
     assert sorted(i.namespace[0] for i in found) == sorted(USERS)
     assert [i.key for i in await store.asearch((), query="apple", limit=3, hybrid=False)] == ["k5", "k5", "k5"]
+    ranged = await store.asearch((), filter={"n": {"$gte": 5}}, limit=100)
+    assert sorted(i.namespace[0] for i in ranged) == sorted(USERS) and {i.key for i in ranged} == {"k5"}
     assert await store.areembed(("user1",), everything=True) == 6
     await client.aclose()

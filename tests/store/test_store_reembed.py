@@ -68,7 +68,7 @@ def test_puts_log_the_model_and_reembed_moves_items_to_a_new_one(
     assert "re-embedded 2 items" in caplog.text and "new-model" in caplog.text
     assert new_embed.texts == 2  # "green tea" and "rex": each at the paths it was embedded at
     assert new.reembed(("users", "ada")) == 0  # already the store's model
-    after = {item.key: item for item in new.search(("users",), limit=10)}
+    after = {item.key: item for item in new.search(("users",), limit=10, refresh_ttl=False)}  # a search renews TTLs
     assert {k: (i.value, i.created_at, i.updated_at) for k, i in after.items()} == {
         k: (i.value, i.created_at, i.updated_at) for k, i in before.items()}
     assert client.pexpiretime(tea_doc) == deadline

@@ -20,7 +20,8 @@ def test_error_tree() -> None:
     e = streamsaver.errors
     assert sorted(e.__all__) == sorted(
         ["ConcurrentChangeError", "ConfigurationError", "DurabilityError", "EmbeddedServerError", "EventDecodeError",
-         "EvictionPolicyError", "IndexMissingError", "IndexNotReadyError", "InlineViewsError", "MiddlewareConfigError",
+         "EvictionPolicyError", "IndexConfigMismatchError", "IndexMissingError", "IndexNotReadyError",
+         "InlineViewsError", "MiddlewareConfigError",
          "ExportFileError", "InvalidInputError", "MissingModuleError", "PayloadDecodeError", "ReplayJobError",
          "ServerTimeoutError", "ServerUnavailableError", "SettingsLostError", "StaleWriteOwnerError",
          "StreamSaverError", "TargetNotEmptyError", "ThreadExistsError", "WrongKeyTypeError"]
@@ -28,6 +29,7 @@ def test_error_tree() -> None:
     assert e.StaleWriteOwnerError.is_stale_write_owner_error is True
     assert issubclass(e.InvalidInputError, ValueError)
     assert issubclass(e.MissingModuleError, e.ConfigurationError)
+    assert issubclass(e.IndexConfigMismatchError, e.ConfigurationError)
     assert issubclass(e.IndexMissingError, e.ConfigurationError)
     assert issubclass(e.InlineViewsError, e.ConfigurationError)
     assert issubclass(e.ServerTimeoutError, e.ServerUnavailableError)

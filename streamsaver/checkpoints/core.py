@@ -76,6 +76,7 @@ class SaverCore:
     serde: SerializerProtocol
     view: ViewName = "full"
     projections: tuple[ViewName, ...] = ("full", "shallow")
+    """The views each append projects (after `setup`: the deployment's recorded inline views)."""
     prefix: str = DEFAULT_PREFIX
     partitions: int | None = None
     keyspace: Keyspace | None = None
@@ -92,6 +93,9 @@ class SaverCore:
     skipped: listing.Skipped = field(default_factory=listing.Skipped)
     """Checkpoints this saver's listings across threads left out, unreadable (`listing.Skipped`)."""
     memory: DeltaMemory = field(default_factory=DeltaMemory, repr=False, compare=False)
+    adopts: bool = False
+    """Whether the saver declared no projections: `setup` adopts the deployment's recorded views
+    (`streamsaver.checkpoints.inline_views.adopt`)."""
 
     @classmethod
     def configure(
@@ -99,7 +103,7 @@ class SaverCore:
         serde: SerializerProtocol,
         *,
         view: str,
-        projections: Iterable[str],
+        projections: Iterable[str] | None,
         prefix: str,
         partitions: int | None,
         durability: str = "memory",
@@ -126,7 +130,7 @@ class SaverCore:
             raise InvalidInputError(f"partitions must be None or an int in 1..16384, not {partitions!r}")
         Keyspace(prefix, partitions or 1)
         level = durability_.durability_of(durability, durability_timeout_ms)
-        views = append.projections_of(projections, read_view)
+        views = append.projections_of((read_view,) if projections is None else projections, read_view)
         if compression not in ("zstd", None):
             raise InvalidInputError(f'compression must be "zstd" or None, not {compression!r}')
         return cls(
@@ -134,6 +138,7 @@ class SaverCore:
             durability=level, durability_timeout_ms=durability_timeout_ms,
             ttl_ms=ttl.ttl_ms(default_ttl), refresh_on_read=bool(refresh_on_read), cluster=cluster,
             compression=compression, deltas=bool(deltas), allow_eviction=bool(allow_eviction),
+            adopts=projections is None,
         )
 
     @property

@@ -323,7 +323,9 @@ def import_logs(
 def _set_up(client: Redis, keyspace: Keyspace, names: set[str]) -> list[Domain]:
     """Set the target deployment up for the file's domains (checkpoints always; the store, its
     items index, when the file holds store logs); those domains, checkpoints first."""
-    StreamSaver(client, prefix=keyspace.prefix, partitions=keyspace.partitions).setup()
+    # Every view is rebuilt from the file's logs, so the deployment keeps both inline.
+    views = CHECKPOINTS.view_names
+    StreamSaver(client, prefix=keyspace.prefix, partitions=keyspace.partitions, projections=views).setup()
     if STORE.name not in names:
         return [CHECKPOINTS]
     StreamStore(client, prefix=keyspace.prefix, partitions=keyspace.partitions).setup()

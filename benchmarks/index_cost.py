@@ -1,7 +1,8 @@
 """What indexing the view documents costs a put, measured on the server.
 
 Each variant is a deployment of its own (a prefix) on one embedded Redis: the default inline
-views ``("full", "shallow")``, ``("full",)``, ``("shallow",)``, no index at all, and the default
+views ``("full", "shallow")`` (declared; the default before savers adopted their read view),
+``("full",)`` (a new deployment's default for `StreamSaver`), ``("shallow",)``, no index at all, and both
 views with one indexed field dropped from both view indexes (a scratch schema: the index is
 dropped and created again under its own name without the field). Every round runs the same
 seeded conversation steps (``put`` then ``put_writes``, `benchmarks.workload.Conversation`)
@@ -52,9 +53,9 @@ class Variant:
 def variants() -> list[Variant]:
     """The views compared, then the default views without each indexed field in turn."""
     return [
-        Variant("full+shallow (default)"),
-        Variant("full+shallow (default, a control)"),
-        Variant("full only", projections=("full",)),
+        Variant("full+shallow (declared)"),
+        Variant("full+shallow (declared, a control)"),
+        Variant("full only (default)", projections=("full",)),
         Variant("shallow only", view="shallow", projections=("shallow",)),
         Variant("full+shallow, no index", no_index=True),
         *(Variant(f"full+shallow without {f['name']}", dropped=(f["name"],)) for f in FIELDS),

@@ -1,10 +1,11 @@
 """Round trips and commands per op, counted on the wire, for the Redis-based savers.
 
 A round trip is one send on a connection followed by its replies: redis-py sends every command,
-and every pipeline, through exactly one ``send_packed_command`` call, sync and asyncio alike.
-Commands are counted where redis-py sends them (``send_command`` for one, ``pack_commands`` for
-a pipeline), so a pipeline of three is one round trip and three commands; the commands a Lua
-script runs on the server are not counted (they cost no trip). The counting methods are patched
+and every pipeline, through exactly one ``send_packed_command`` call, sync and asyncio alike, and
+so do streamsaver's lanes (`streamsaver.drivers.lane`), which pack with hiredis themselves.
+Commands are counted in what that call sends (the Redis protocol parsed back with hiredis), so a
+pipeline of three is one round trip and three commands whichever path packed it; the commands a
+Lua script runs on the server are not counted (they cost no trip). The counting methods are patched
 onto redis-py's connection classes only while one saver call runs, outside any timed pass.
 """
 
@@ -16,6 +17,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+import hiredis
 import redis.asyncio.connection
 import redis.connection
 
@@ -34,43 +36,35 @@ class Count:
     commands: int = 0
 
 
-def _patched(cls: type, count: Count) -> dict[str, Callable[..., Any]]:
-    send, one, many = cls.send_packed_command, cls.send_command, cls.pack_commands  # type: ignore[attr-defined]
+def _commands_in(packed: Any) -> int:
+    """How many commands the Redis protocol in `packed` (bytes, or a list of chunks) holds."""
+    chunks = packed if isinstance(packed, (list, tuple)) else [packed]
+    reader = hiredis.Reader()
+    reader.feed(b"".join(chunk.encode() if isinstance(chunk, str) else bytes(chunk) for chunk in chunks))
+    commands = 0
+    while reader.gets() is not False:
+        commands += 1
+    return commands
 
-    def pack_commands(self: Any, commands: Any) -> Any:
-        commands = list(commands)
-        count.commands += len(commands)
-        return many(self, commands)
+
+def _patched(cls: type, count: Count) -> dict[str, Callable[..., Any]]:
+    send = cls.send_packed_command  # type: ignore[attr-defined]
 
     if cls is redis.asyncio.connection.AbstractConnection:
 
         async def send_packed_async(self: Any, command: Any, check_health: bool = True) -> None:
             count.trips += 1
+            count.commands += _commands_in(command)
             await send(self, command, check_health)
 
-        async def send_async(self: Any, *args: Any, **kwargs: Any) -> None:
-            count.commands += 1
-            await one(self, *args, **kwargs)
-
-        return {
-            "send_packed_command": send_packed_async,
-            "send_command": send_async,
-            "pack_commands": pack_commands,
-        }
+        return {"send_packed_command": send_packed_async}
 
     def send_packed(self: Any, command: Any, check_health: bool = True) -> None:
         count.trips += 1
+        count.commands += _commands_in(command)
         send(self, command, check_health)
 
-    def send_sync(self: Any, *args: Any, **kwargs: Any) -> None:
-        count.commands += 1
-        one(self, *args, **kwargs)
-
-    return {
-        "send_packed_command": send_packed,
-        "send_command": send_sync,
-        "pack_commands": pack_commands,
-    }
+    return {"send_packed_command": send_packed}
 
 
 @contextmanager

@@ -80,6 +80,7 @@ class SaverCore:
     serde: SerializerProtocol
     view: ViewName = "full"
     projections: tuple[ViewName, ...] = ("full", "shallow")
+    """The views each append projects (after `setup`: the deployment's recorded inline views)."""
     prefix: str = DEFAULT_PREFIX
     partitions: int | None = None
     keyspace: Keyspace | None = None
@@ -98,6 +99,9 @@ class SaverCore:
     memory: DeltaMemory = field(default_factory=DeltaMemory, repr=False, compare=False)
     entries: EntryCache | None = field(default=None, repr=False, compare=False)
     """The read cache (`entry_cache`); None: reads ship every entry they need."""
+    adopts: bool = False
+    """Whether the saver declared no projections: `setup` adopts the deployment's recorded views
+    (`streamsaver.checkpoints.inline_views.adopt`)."""
 
     @classmethod
     def configure(
@@ -105,7 +109,7 @@ class SaverCore:
         serde: SerializerProtocol,
         *,
         view: str,
-        projections: Iterable[str],
+        projections: Iterable[str] | None,
         prefix: str,
         partitions: int | None,
         durability: str = "memory",
@@ -134,7 +138,7 @@ class SaverCore:
             raise InvalidInputError(f"partitions must be None or an int in 1..16384, not {partitions!r}")
         Keyspace(prefix, partitions or 1)
         level = durability_.durability_of(durability, durability_timeout_ms)
-        views = append.projections_of(projections, read_view)
+        views = append.projections_of((read_view,) if projections is None else projections, read_view)
         if compression not in ("zstd", None):
             raise InvalidInputError(f'compression must be "zstd" or None, not {compression!r}')
         if isinstance(read_cache_bytes, bool) or not isinstance(read_cache_bytes, int) or read_cache_bytes < 0:
@@ -145,6 +149,7 @@ class SaverCore:
             ttl_ms=ttl.ttl_ms(default_ttl), refresh_on_read=bool(refresh_on_read), cluster=cluster,
             compression=compression, deltas=bool(deltas), allow_eviction=bool(allow_eviction),
             entries=EntryCache(read_cache_bytes) if read_cache_bytes else None,
+            adopts=projections is None,
         )
 
     @property

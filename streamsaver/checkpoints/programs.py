@@ -29,7 +29,7 @@ from streamsaver.checkpoints import history, inline_views
 from streamsaver.checkpoints.append import thread_id_of
 from streamsaver.checkpoints.core import SaverCore
 from streamsaver.checkpoints.ownership import WriteFence, check_request, claim_request
-from streamsaver.errors import WrongKeyTypeError
+from streamsaver.errors import ConfigurationError, WrongKeyTypeError
 from streamsaver.log import setup
 from streamsaver.log.keys import checked_id
 from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused
@@ -64,17 +64,27 @@ __all__ = [
 def set_up(core: SaverCore, *, wait_indexed: bool = False) -> Program[None]:
     """`setup()`: `streamsaver.log.setup.program` for the checkpoint domain, then one round trip
     recording or reading the deployment's inline views (`inline_views`); the core keeps what it
-    read, and its appends project the recorded views.
+    read, and its appends project the recorded views. A saver that declared no projections
+    adopts the recorded views before the indexes are made (`inline_views.adopt`), and makes
+    theirs (and its read view's, kept by a worker).
 
     Raises:
         InlineViewsError: the saver's projections disagree with the recorded views.
     """
-    keyspace, topology = yield from setup.program(
-        CHECKPOINTS, core.prefix, core.partitions, core.projections, core.cluster, wait_indexed,
-        core.allow_eviction,
-    )
-    replies = yield inline_views.record_requests(keyspace, core.projections)
-    core.projections = inline_views.agree(keyspace, replies, core.projections, core.view)
+    adopted, fresh = (yield from inline_views.adopt(core.prefix, core.view)) if core.adopts else (None, False)
+    views = core.projections if adopted is None else (*adopted, *(() if core.view in adopted else (core.view,)))
+    try:
+        keyspace, topology = yield from setup.program(
+            CHECKPOINTS, core.prefix, core.partitions, views, core.cluster, wait_indexed, core.allow_eviction,
+        )
+    except ConfigurationError:
+        if fresh:
+            yield inline_views.forget(core.prefix)
+        raise
+    if adopted is None:
+        replies = yield inline_views.record_requests(keyspace, core.projections)
+        adopted = inline_views.agree(keyspace, replies, core.projections, core.view)
+    core.projections = adopted
     core.keyspace, core.topology = keyspace, topology
 
 

@@ -67,7 +67,7 @@ def middleware_scene(client: Redis, demo: StreamSaver, show: Show) -> Middleware
     show.title("Agent middleware: caches, memory, routing and audit on the Store and the thread logs")
     # A deployment of its own, so the demo's deployment holds what the other scenes wrote, as they report it.
     prefix = f"{demo.core.keys.prefix}-agents"
-    saver = StreamSaver(client, prefix=prefix)
+    saver = StreamSaver(client, prefix=prefix, projections=("full", "shallow"))  # the tour shows both views
     saver.setup()
     store = StreamStore(client, prefix=prefix, index={"dims": 256, "embed": BagOfWordsEmbeddings()})
     store.setup()

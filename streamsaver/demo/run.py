@@ -108,7 +108,7 @@ def _middleware_scene(client: Redis, saver: StreamSaver, show: Show) -> Middlewa
 def _long_term(client: Redis, show: Show, prefix: str) -> MemoryStoreFacts:
     """The long-term memory scene, on a saver and a store of its own key prefix (so the
     checkpoint scenes' deployment stays as they left it)."""
-    saver = StreamSaver(client, prefix=prefix)
+    saver = StreamSaver(client, prefix=prefix, projections=("full", "shallow"))  # the tour shows both views
     saver.setup()
     store = StreamStore(client, prefix=prefix, index={"dims": DIMS, "embed": WordEmbeddings(), "fields": ["text"]})
     store.setup()
@@ -117,7 +117,7 @@ def _long_term(client: Redis, show: Show, prefix: str) -> MemoryStoreFacts:
 
 def _run(client: Redis, show: Show, url: str, embedded: bool) -> DemoReport:
     prefix = f"demo-{uuid.uuid4().hex[:8]}"
-    saver = StreamSaver(client, prefix=prefix)
+    saver = StreamSaver(client, prefix=prefix, projections=("full", "shallow"))  # the tour shows both views
     saver.setup()
     _introduce(client, show, url, embedded, prefix)
     memory = scenes.memory(saver, show)

@@ -120,6 +120,9 @@ def _deployment(r: Any, prefix: str) -> Iterator[Finding]:
         return
     keyspace = keyspace_of(prefix, partitions)
     yield Finding("partitions", "ok", f"{keyspace.partitions} partitions")
+    views = r.hget(keyspace.meta, "views")
+    yield Finding("inline views", "ok", f"projected by every put: {_text(views)}" if views is not None else
+                  "none recorded yet (the first saver's setup records them; docs/worker.md)")
     unread = dead = 0
     groups: set[str] = set()
     for p in range(keyspace.partitions):

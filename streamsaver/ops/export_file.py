@@ -28,7 +28,7 @@ from streamsaver.log.domain import Domain
 from streamsaver.ops.progress import Progress
 
 __all__ = ["DOMAINS", "FORMAT", "VERSION", "Checked", "Entry", "Expiry", "Header", "LogName", "ProgressFactory",
-           "check_export", "check_file", "phase_bar", "records"]
+           "check_export", "check_file", "phase_bar", "records", "views_field"]
 
 FORMAT = "streamsaver-logs"
 VERSION = 3
@@ -53,6 +53,8 @@ class Header:
     created: str
     streamsaver: str
     version: int = VERSION
+    views: tuple[str, ...] | None = None
+    """The source's inline views (None: the file does not name them)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,15 @@ def _json(line: bytes, number: int) -> dict[str, Any]:
     return document
 
 
+def views_field(recorded: Any) -> dict[str, list[str]]:
+    """The header's ``views`` (the source's inline views, from its settings' ``views`` field,
+    bytes or None), or nothing when it records none."""
+    if recorded is None:
+        return {}
+    text = recorded.decode() if isinstance(recorded, bytes) else str(recorded)
+    return {"views": [view for view in text.split(",") if view]}
+
+
 def _header(line: bytes) -> Header:
     document = _json(line, 1)
     if document.get("format") != FORMAT:
@@ -141,7 +152,9 @@ def _header(line: bytes) -> Header:
     try:
         fields = (str(document[k]) for k in ("prefix", "partitions", "created", "streamsaver"))
         prefix, partitions, created, writer = fields
-        return Header(prefix, int(partitions), created, writer, version)
+        views = document.get("views")
+        named = tuple(str(v) for v in views) if isinstance(views, list) and views else None
+        return Header(prefix, int(partitions), created, writer, version, named)
     except (KeyError, TypeError, ValueError) as exc:
         raise ExportFileError(f"the export's header lacks or garbles {exc}") from exc
 

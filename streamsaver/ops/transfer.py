@@ -11,7 +11,8 @@ travels with it (version 2), so a retention policy is not lost on the way.
 File format ``streamsaver-logs`` version 3: gzip-compressed JSON Lines (UTF-8), one object a line:
 
 * a header: ``{"format": "streamsaver-logs", "version": 3, "prefix": "streamsaver",
-  "partitions": 16, "created": "2025-01-31T12:00:00+00:00", "streamsaver": "0.1.0"}``;
+  "partitions": 16, "created": "2025-01-31T12:00:00+00:00", "streamsaver": "0.1.0"}``, and
+  ``"views": ["full"]``, the source's inline views, when it records them (an import keeps them);
 * per thread, one line per log entry, oldest first:
   ``{"thread": "<thread id>", "id": "<original stream id>", "fields": [["<name>", "<value>"], ...]}``
   with every field name and value base64-encoded (binary-safe), in the entry's order;
@@ -96,6 +97,7 @@ from streamsaver.ops.export_file import (
     check_file,
     phase_bar,
     records,
+    views_field,
 )
 from streamsaver.ops.progress import Progress
 from streamsaver.ops.replay import Replayer
@@ -192,7 +194,7 @@ def _write_export(
     `reading` is (the inclusive bound, entries per XRANGE)."""
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     header = {"format": FORMAT, "version": VERSION, "prefix": keyspace.prefix, "partitions": keyspace.partitions,
-              "until": reading[0]}
+              "until": reading[0]} | views_field(client.hget(keyspace.meta, "views"))
     out.write(_line(header | {"created": created, "streamsaver": __version__}))
     for domain, log in logs:
         count, thread = _export_log(client, (domain, keyspace), log, out, reading, bar)
@@ -307,27 +309,29 @@ def import_logs(
     now = _now_ms()
     expired = {log for log, e in checked.expiries.items() if _expired(e, now)}
     stats = TransferStats(keyspace.prefix, header.prefix, keyspace.partitions, checked.threads, checked.entries)
-    domains = _set_up(client, keyspace, {name for name, _ in checked.expiries})
+    domains = _set_up(client, keyspace, {name for name, _ in checked.expiries}, header.views)
     with phase_bar(progress, "restore", checked.entries) as bar:
         skipped = _restore(client, keyspace, path, (feeds, expired), bar)
     stats.threads, stats.entries = checked.threads - len(expired), checked.entries - skipped
     stats.expired = len(expired)
     with phase_bar(progress, "replay", stats.entries) as bar:
-        for domain in domains:
+        for domain, views in domains:
             replayer = Replayer(client, keyspace, page=page, domain=domain)
-            stats.replayed += replayer.replay(domain.view_names, progress=bar.advance).events
+            stats.replayed += replayer.replay(views, progress=bar.advance).events
     _restore_expiries(client, keyspace, [e for log, e in checked.expiries.items() if log not in expired])
     return stats
 
 
-def _set_up(client: Redis, keyspace: Keyspace, names: set[str]) -> list[Domain]:
-    """Set the target deployment up for the file's domains (checkpoints always; the store, its
-    items index, when the file holds store logs); those domains, checkpoints first."""
-    StreamSaver(client, prefix=keyspace.prefix, partitions=keyspace.partitions).setup()
+def _set_up(client: Redis, keyspace: Keyspace, names: set[str], views: Any) -> list[tuple[Domain, Sequence[str]]]:
+    """Set the target deployment up for the file's domains (checkpoints always, keeping the source's inline
+    `views`, both when the file names none; the store when the file holds its logs); each with its views."""
+    saver = StreamSaver(client, prefix=keyspace.prefix, partitions=keyspace.partitions,
+                        projections=views or CHECKPOINTS.view_names)
+    saver.setup()
     if STORE.name not in names:
-        return [CHECKPOINTS]
+        return [(CHECKPOINTS, saver.core.projections)]
     StreamStore(client, prefix=keyspace.prefix, partitions=keyspace.partitions).setup()
-    return [CHECKPOINTS, STORE]
+    return [(CHECKPOINTS, saver.core.projections), (STORE, STORE.view_names)]
 
 
 def _expired(expiry: Expiry, now: int) -> bool:

@@ -261,14 +261,15 @@ class AsyncStreamSaver(SaverShell[Redis | RedisCluster]):
 
 class AsyncShallowStreamSaver(AsyncStreamSaver):
     """The asyncio twin of `ShallowStreamSaver` (langgraph-checkpoint-redis's
-    ``AsyncShallowRedisSaver``): ``view="shallow", projections=("shallow",)`` by default."""
+    ``AsyncShallowRedisSaver``): ``view="shallow"``, and on a new deployment it projects the
+    shallow view alone."""
 
     def __init__(
         self,
         redis_client: Redis | RedisCluster | str | None = None,
         *,
         view: str = "shallow",
-        projections: Iterable[str] = ("shallow",),
+        projections: Iterable[str] | None = None,
         **options: Any,
     ) -> None:
         super().__init__(redis_client, view=view, projections=projections, **options)

@@ -44,7 +44,7 @@ class SaverShell(CoreBinding, BaseCheckpointSaver[str], Generic[C]):
         connection_args: Mapping[str, Any] | None = None,
         ttl: Mapping[str, Any] | None = None,
         view: str = "full",
-        projections: Iterable[str] = ("full", "shallow"),
+        projections: Iterable[str] | None = None,
         prefix: str = DEFAULT_PREFIX,
         partitions: int | None = None,
         serde: SerializerProtocol | None = None,

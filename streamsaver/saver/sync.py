@@ -42,7 +42,11 @@ class StreamSaver(SaverShell[Redis | RedisCluster]):
             to (a client the saver owns, closed by `close`), ``from_url`` options for it, and
             ``{"default_ttl": minutes, "refresh_on_read": bool}`` (instead of the two below).
         view: the view reads use: ``"full"`` (every checkpoint) or ``"shallow"`` (latest only).
-        projections: the views each append keeps current (must include `view`).
+        projections: the views each append keeps current (must include `view`); None (the
+            default): the views the deployment's first `setup()` recorded, which on a new
+            deployment is `view` alone, so each put indexes one document
+            (`streamsaver.checkpoints.inline_views`; docs/worker.md). A deployment whose
+            savers read both views declares ``("full", "shallow")`` at its first setup.
         prefix: the key prefix; deployments with different prefixes share a Redis safely.
         partitions: the partition count of a new deployment (an existing one keeps its own).
         serde: the serializer of checkpoint bodies, channel values and writes.
@@ -294,8 +298,8 @@ class StreamSaver(SaverShell[Redis | RedisCluster]):
 
 class ShallowStreamSaver(StreamSaver):
     """A `StreamSaver` that reads and keeps only the shallow view (the latest checkpoint per
-    thread and namespace; the log still holds every event): ``view="shallow",
-    projections=("shallow",)`` by default. The counterpart of langgraph-checkpoint-redis's
+    thread and namespace; the log still holds every event): ``view="shallow"``, and on a new
+    deployment it projects the shallow view alone. The counterpart of langgraph-checkpoint-redis's
     ``ShallowRedisSaver``; every other argument as `StreamSaver`'s."""
 
     def __init__(
@@ -303,7 +307,7 @@ class ShallowStreamSaver(StreamSaver):
         redis_client: Redis | RedisCluster | str | None = None,
         *,
         view: str = "shallow",
-        projections: Iterable[str] = ("shallow",),
+        projections: Iterable[str] | None = None,
         **options: Any,
     ) -> None:
         super().__init__(redis_client, view=view, projections=projections, **options)

@@ -76,7 +76,7 @@ async def test_the_copy_survives_the_source_and_replays_from_its_own_log(
         driver.saver.delete_thread("src")
     live = snapshot(client, prefix)
     replayer = Replayer.open(client, prefix)
-    replayer.rebuild(["full", "shallow"])
+    replayer.rebuild()  # the views the deployment keeps
 
     assert snapshot(client, prefix) == live
     assert (await driver.state(thread("dst"))).values == before

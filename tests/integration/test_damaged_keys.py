@@ -30,12 +30,14 @@ def thread_keys(client: redis.Redis, prefix: str) -> dict[bytes, str]:
 
 
 CHECKPOINT, VERSIONS = new_checkpoint({"messages": ["a"], "n": 1})
+BOTH = ("full", "shallow")
+"""The deployment keeps both views inline, so that every kind of view key is planted."""
 
 
 def view_keys_of_a_put(client: redis.Redis, prefix: str) -> list[tuple[bytes, str]]:
     """Every key a put of `CHECKPOINT` writes, found by making the put once and deleting the
     thread's keys again."""
-    StreamSaver(client, prefix=prefix).put(config(THREAD), CHECKPOINT, {"step": 1}, VERSIONS)
+    StreamSaver(client, prefix=prefix, projections=BOTH).put(config(THREAD), CHECKPOINT, {"step": 1}, VERSIONS)
     found = thread_keys(client, prefix)
     client.delete(*found)
     return sorted(found.items())
@@ -60,7 +62,7 @@ def test_a_view_key_of_another_type_refuses_the_put_and_writes_nothing(
             continue
         client.set(key, "not a view key")
         before = snapshot(client, prefix)
-        saver = StreamSaver(client, prefix=prefix)
+        saver = StreamSaver(client, prefix=prefix, projections=BOTH)
         with pytest.raises(WrongKeyTypeError, match=f"{key.decode()} holds a string, not a {kind}"):
             saver.put(config(THREAD), CHECKPOINT, {"step": 1}, VERSIONS)
         assert snapshot(client, prefix) == before  # the log entry and the feed pointer too
@@ -70,7 +72,7 @@ def test_a_view_key_of_another_type_refuses_the_put_and_writes_nothing(
 
 
 def test_a_writes_key_of_another_type_refuses_put_writes_and_writes_nothing(client: redis.Redis, prefix: str) -> None:
-    saver = StreamSaver(client, prefix=prefix)
+    saver = StreamSaver(client, prefix=prefix, projections=BOTH)
     checkpoint, versions = new_checkpoint({"n": 1})
     saved = saver.put(config(THREAD), checkpoint, {"step": 1}, versions)
     before_writes = set(thread_keys(client, prefix))

@@ -31,7 +31,7 @@ def test_doctor_reports_every_check_and_exits_by_the_worst(
     code, report = _doctor(capsys, "--url", redis_url, "--prefix", deployment)
 
     checks = {f["check"] for f in report["findings"]}
-    assert {"server", "modules", "eviction", "aof", "replicas", "indexes", "partitions", "feeds",
+    assert {"server", "modules", "eviction", "aof", "replicas", "indexes", "partitions", "inline views", "feeds",
             "dead letters", "other deployments", "acl"} <= checks
     assert code == {"ok": 0, "error": 1, "warning": 3}[report["severity"]]
     assert all(f["severity"] == "ok" for f in report["findings"] if f["check"] in ("modules", "partitions"))

@@ -62,7 +62,8 @@ def test_shallow_saver_keeps_the_latest_checkpoint_only(redis_url: str, prefix: 
 
 
 async def test_async_spellings_and_asetup(redis_url: str, prefix: str) -> None:
-    async with AsyncStreamSaver.from_conn_string(redis_url=redis_url, prefix=prefix, ttl={"default_ttl": 2}) as s:
+    spellings = {"redis_url": redis_url, "prefix": prefix, "ttl": {"default_ttl": 2}}
+    async with AsyncStreamSaver.from_conn_string(**spellings, projections=("full", "shallow")) as s:  # both read
         await s.asetup()
         await s.aput({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, empty_checkpoint(), {}, {})
         assert s.core.ttl_ms == 120_000

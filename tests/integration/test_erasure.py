@@ -41,6 +41,7 @@ async def delete(saver: Any, thread_id: str) -> None:
 async def test_a_deleted_thread_leaves_nothing_in_the_keyspace(h: Harness, client: redis.Redis, prefix: str) -> None:
     secret = f"secret-{uuid.uuid4().hex}"
     name = f"doomed {{thread}}:{uuid.uuid4().hex[:6]}"
+    client.hset(Keyspace(prefix).meta, "views", "full,shallow")  # both views hold the thread, then neither
     driver = await h.driver(lambda: diary(5, Journal))
     await driver.invoke({"entries": [secret], "notes": [secret], "steps": 0}, thread(name))
     await driver.update(thread(name), {"notes": [secret + "-edit"]}, as_node="left")

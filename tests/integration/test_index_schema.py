@@ -25,7 +25,7 @@ def _attributes(client: redis.Redis, index: str) -> dict[str, list[str]]:
 
 def test_the_index_searches_what_queries_use_and_only_sorts_the_checkpoint_id(redis_url: str, prefix: str) -> None:
     client = redis.Redis.from_url(redis_url, protocol=2)
-    saver = StreamSaver(client, prefix=prefix)
+    saver = StreamSaver(client, prefix=prefix, projections=("full", "shallow"))
     saver.setup()
     for view in ("full", "shallow"):
         attributes = _attributes(client, Keyspace(prefix).index(view))

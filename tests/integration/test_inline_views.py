@@ -32,7 +32,7 @@ def test_the_first_setup_records_its_projections(
 
 
 def test_a_later_setup_keeps_the_recorded_views(client: redis.Redis, prefix: str) -> None:
-    StreamSaver(client, prefix=prefix).setup()
+    StreamSaver(client, prefix=prefix, projections=("full", "shallow")).setup()
     StreamSaver(client, prefix=prefix, view="shallow", projections=("shallow",)).setup()
     assert _views(client, prefix) == b"full,shallow"
 
@@ -53,7 +53,7 @@ def test_a_saver_projecting_a_view_the_deployment_does_not_is_refused_before_wri
 def test_a_shallow_only_saver_of_a_full_and_shallow_deployment_keeps_both_views(
     client: redis.Redis, prefix: str
 ) -> None:
-    StreamSaver(client, prefix=prefix).setup()
+    StreamSaver(client, prefix=prefix, projections=("full", "shallow")).setup()
     shallow = StreamSaver(client, prefix=prefix, view="shallow", projections=("shallow",))
     _put(shallow, "t1")
     assert shallow.core.projections == ("full", "shallow")
@@ -93,7 +93,7 @@ async def test_the_async_saver_records_and_agrees_alike(
 ) -> None:
     await AsyncStreamSaver(aclient, prefix=prefix, projections=("full",)).setup()
     assert _views(client, prefix) == b"full"
-    extra = AsyncStreamSaver(aclient, prefix=prefix)
+    extra = AsyncStreamSaver(aclient, prefix=prefix, projections=("full", "shallow"))
     with pytest.raises(InlineViewsError):
         await extra.setup()
     reader = AsyncStreamSaver(aclient, prefix=prefix, view="shallow", projections=("shallow",))

@@ -39,7 +39,8 @@ def test_one_put_writes_of_100000_writes_reads_back_exactly(client: redis.Redis,
 def test_a_put_of_10000_changed_channels_reads_back_on_both_views(client: redis.Redis, prefix: str) -> None:
     values = {f"channel-{k}": [k, f"v{k}"] for k in range(10_000)}
     checkpoint, versions = new_checkpoint(values)
-    saved = StreamSaver(client, prefix=prefix).put(config("many"), checkpoint, {"source": "loop", "step": 0}, versions)
+    writer = StreamSaver(client, prefix=prefix, projections=("full", "shallow"))
+    saved = writer.put(config("many"), checkpoint, {"source": "loop", "step": 0}, versions)
 
     for view in ("full", "shallow"):
         found = StreamSaver(client, prefix=prefix, view=view).get_tuple(saved)

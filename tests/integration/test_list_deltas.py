@@ -198,6 +198,8 @@ def test_shallow_history_subscribers_export_and_verify_read_deltas(
     from streamsaver.ops.transfer import export_logs, import_logs
     from streamsaver.ops.verify import verify
 
+    client.hset(saver.core.keys.meta, "views", "full,shallow")  # the shallow view is read too
+    saver = StreamSaver(client, prefix=prefix)
     messages, _, _ = _grow(saver, "t", 10)
     shallow = StreamSaver(client, prefix=prefix, view="shallow")
     got = shallow.get_tuple(config("t"))

@@ -276,8 +276,9 @@ class Run:
 def _savers(sync: Any, aio: Any, prefix: str, partitions: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for view in ("full", "shallow"):
-        out[f"sync-{view}"] = StreamSaver(sync, prefix=prefix, view=view, partitions=partitions)
-        out[f"async-{view}"] = AsyncStreamSaver(aio, prefix=prefix, view=view, partitions=partitions)
+        options = {"prefix": prefix, "view": view, "partitions": partitions, "projections": ("full", "shallow")}
+        out[f"sync-{view}"] = StreamSaver(sync, **options)
+        out[f"async-{view}"] = AsyncStreamSaver(aio, **options)
     return out
 
 

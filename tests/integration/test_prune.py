@@ -73,7 +73,7 @@ async def test_the_pruned_log_replays_to_the_same_views(h: Harness, client: redi
     assert isinstance(events[-1], ThreadPruned) and events[-1].strategy == "keep_latest"
     live = snapshot(client, prefix)
 
-    Replayer.open(client, prefix).rebuild(["full", "shallow"])
+    Replayer.open(client, prefix).rebuild()  # the views the deployment keeps
 
     assert snapshot(client, prefix) == live
 
@@ -127,7 +127,7 @@ async def test_retention_keeps_the_newest_and_the_recent(h: Harness, client: red
     for old in listed[: SNAPSHOT_EVERY + 2]:
         assert (await driver.state(old.config)).values == states[old.config["configurable"]["checkpoint_id"]]
     live = snapshot(client, prefix)
-    Replayer.open(client, prefix).rebuild(["full", "shallow"])
+    Replayer.open(client, prefix).rebuild()  # the views the deployment keeps
     assert snapshot(client, prefix) == live
 
     with pytest.raises(InvalidInputError, match="retention needs"):

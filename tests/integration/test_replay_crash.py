@@ -41,7 +41,7 @@ print("done", flush=True)
 def _write_threads(client: redis.Redis, prefix: str) -> int:
     """THREADS threads of STEPS checkpoints, each followed by its writes (every third thread
     also has a subgraph namespace); returns the number of events logged."""
-    saver = StreamSaver(client, prefix=prefix)
+    saver = StreamSaver(client, prefix=prefix, projections=VIEWS)
     saver.setup()
     events = 0
     for t in range(THREADS):

@@ -62,8 +62,9 @@ def cluster_client(cluster_url: str) -> RedisCluster:
 
 @pytest.fixture
 def filled(cluster_client: RedisCluster, prefix: str) -> tuple[StreamSaver, list[str]]:
-    """A saver with THREADS threads of one checkpoint each (metadata ``even``); the ids, newest first."""
-    saver = StreamSaver(cluster_client, prefix=prefix)
+    """A saver with THREADS threads of one checkpoint each (metadata ``even``); the ids, newest
+    first. The deployment keeps both views inline: the operator tools here rebuild and move both."""
+    saver = StreamSaver(cluster_client, prefix=prefix, projections=("full", "shallow"))
     saver.setup()
     ids = []
     for i in range(THREADS):
@@ -227,7 +228,7 @@ def test_the_projector_worker_builds_a_view_on_a_cluster_as_an_inline_projection
 
     assert stats.read == len(ops) and stats.dead == 0
     inline = f"{prefix}i"
-    play(StreamSaver(cluster_client, prefix=inline), ops)
+    play(StreamSaver(cluster_client, prefix=inline, projections=("full", "shallow")), ops)
     assert reads(shallow_reader(cluster_client, prefix)) == reads(
         StreamSaver(cluster_client, prefix=inline, view="shallow")
     )
@@ -246,7 +247,7 @@ async def test_the_async_projector_worker_drains_a_cluster_too(
     await aclient.aclose()
     assert stats.read == len(ops) and stats.dead == 0
     inline = f"{prefix}i"
-    play(StreamSaver(cluster_client, prefix=inline), ops)
+    play(StreamSaver(cluster_client, prefix=inline, projections=("full", "shallow")), ops)
     assert view_state(cluster_client, prefix) == view_state(cluster_client, inline)
 
 

@@ -42,7 +42,7 @@ async def test_the_async_saver_reloads_its_scripts_after_a_flush(
 
 
 def test_a_replay_reloads_its_scripts_after_a_flush(client: redis.Redis, prefix: str) -> None:
-    saver = StreamSaver(client, prefix=prefix)
+    saver = StreamSaver(client, prefix=prefix, projections=("full", "shallow"))
     for thread in ("a", "b"):
         _put(saver, thread)
     live = snapshot(client, prefix)

@@ -34,6 +34,14 @@ def _save(saver: StreamSaver, thread_id: str, previous: Checkpoint | None, step:
 
 
 @pytest.fixture
+def sync_saver(client: redis.Redis, prefix: str) -> StreamSaver:
+    """A saver of a deployment keeping both views inline (both are rebuilt here)."""
+    saver = StreamSaver(client, prefix=prefix, projections=("full", "shallow"))
+    saver.setup()
+    return saver
+
+
+@pytest.fixture
 def deployment(sync_saver: StreamSaver) -> dict[str, Checkpoint]:
     """Seven threads of three checkpoints each (one with a subgraph namespace); the latest
     checkpoint of each thread, by thread."""

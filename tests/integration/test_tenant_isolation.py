@@ -103,10 +103,10 @@ class Tenant:
         self.admin_url, self.runtime_url = _url(redis_url, self.admin), _url(redis_url, self.runtime)
 
     def set_up(self) -> None:
-        """What ``streamsaver setup`` does, as the admin user."""
+        """What ``streamsaver setup --view full --view shallow`` does, as the admin user."""
         with redis.Redis.from_url(self.admin_url) as admin:
             for view in ("full", "shallow"):
-                StreamSaver(admin, prefix=self.prefix, view=view).setup()
+                StreamSaver(admin, prefix=self.prefix, view=view, projections=("full", "shallow")).setup()
             StreamStore(admin, prefix=self.prefix).setup()
 
     def owns(self, key: str) -> bool:

@@ -32,7 +32,7 @@ def own_url() -> Iterator[str]:
 
 def test_a_new_index_over_existing_documents_answers_whole_right_after_setup(own_url: str, prefix: str) -> None:
     client = redis.Redis.from_url(own_url)
-    saver = StreamSaver(client, prefix=prefix, view="shallow")
+    saver = StreamSaver(client, prefix=prefix, view="shallow", projections=("full", "shallow"))
     saver.setup()
     for i in range(3):
         checkpoint, versions = new_checkpoint({"i": i})

@@ -240,6 +240,14 @@ def let_the_server_clock_pass(client: redis.Redis, entry_id: str) -> None:
 
 
 @pytest.fixture
+def sync_saver(client: redis.Redis, prefix: str) -> StreamSaver:
+    """A saver of a deployment keeping both views inline (a restore rebuilds both)."""
+    saver = StreamSaver(client, prefix=prefix, projections=("full", "shallow"))
+    saver.setup()
+    return saver
+
+
+@pytest.fixture
 def story(client: redis.Redis, sync_saver: StreamSaver) -> Story:
     """Thread ``source``: asked (interrupted), answered, asked again; a `Moment` after each."""
     graph = approval_graph(sync_saver)

@@ -135,7 +135,7 @@ def test_a_worker_builds_the_view_an_inline_projection_would(
     assert (stats.read, stats.dead, stats.gone) == (events, 0, beta_events)
     assert stats.applied == events - beta_events
     inline = f"{prefix}i"
-    play(StreamSaver(client, prefix=inline), written)
+    play(StreamSaver(client, prefix=inline, projections=("full", "shallow")), written)
     assert reads(shallow_reader(client, prefix)) == reads(StreamSaver(client, prefix=inline, view="shallow"))
     built = view_state(client, prefix)
     assert len(built) == 3 * 7 and built == view_state(client, inline)  # 3 threads: 2 ns x 3 keys + ns set
@@ -307,7 +307,7 @@ def test_a_new_view_is_backfilled_by_replay_then_followed_by_the_worker(client: 
 
     assert stats.read == len(ops) - 20 and stats.skipped == 20 and stats.applied == len(ops) - 40
     inline = f"{prefix}i"
-    play(StreamSaver(client, prefix=inline), ops)
+    play(StreamSaver(client, prefix=inline, projections=("full", "shallow")), ops)
     assert view_state(client, prefix) == view_state(client, inline)
 
 

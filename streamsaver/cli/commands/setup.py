@@ -13,10 +13,14 @@ def _run(args: argparse.Namespace) -> int:
     from streamsaver.memory.sync import StreamStore
     from streamsaver.saver.sync import StreamSaver
 
-    views = list(dict.fromkeys(args.view or ["full", "shallow"]))
+    asked = list(dict.fromkeys(args.view or []))
     with open_client(args) as client:
-        for view in views:
-            StreamSaver(client, prefix=args.prefix, view=view, partitions=args.partitions).setup()
+        # Without --view, the views the deployment records (a new one: the full view), as a saver's setup.
+        for view in asked or ["full"]:
+            saver = StreamSaver(client, prefix=args.prefix, view=view, projections=asked or None,
+                                partitions=args.partitions)
+            saver.setup()
+        views = list(saver.core.projections)
         if not args.no_store:
             StreamStore(client, prefix=args.prefix, partitions=args.partitions).setup()
     done = {"prefix": args.prefix, "views": views, "store": not args.no_store}
@@ -40,7 +44,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         "and its setup() only checks that they are there (IndexMissingError otherwise).",
     )
     parser.add_argument("--view", action="append", choices=["full", "shallow"],
-                        help="a checkpoint view to set up (repeatable; default: both)")
+                        help="a checkpoint view the deployment keeps inline (repeatable; recorded by the "
+                        "first setup; default: the views the deployment records, on a new one the full view; "
+                        "give both when its savers read both)")
     parser.add_argument("--partitions", type=int, default=None,
                         help="the partition count of a new deployment (an existing one keeps its own)")
     parser.add_argument("--no-store", action="store_true", help="leave the store's index alone")

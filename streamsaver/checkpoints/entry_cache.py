@@ -27,7 +27,7 @@ from typing import Any
 from streamsaver.log import deltas
 from streamsaver.log.codec import unpack
 
-__all__ = ["CLAIM_LIMIT", "DEFAULT_READ_CACHE_BYTES", "Claim", "Entry", "EntryCache", "links_of"]
+__all__ = ["CLAIM_LIMIT", "DEFAULT_READ_CACHE_BYTES", "Claim", "Entry", "EntryCache", "links_of", "wire_bytes"]
 
 DEFAULT_READ_CACHE_BYTES = 32 * 1024 * 1024
 """The default bound of a saver's read cache (``read_cache_bytes``)."""
@@ -46,13 +46,39 @@ Entry = dict[bytes, bytes]
 """A log entry: field -> stored value."""
 
 
+Arg = str | bytes | int | float
+"""An append's argument, as the saver sent it."""
+
+
 class _Held:
-    """One entry held: its fields, the entries its deltas link to (None: unreadable), its size."""
+    """One entry held: its size, and either its fields (read from a reply) or, until a read first
+    names it, the flat field/value arguments of this saver's append that logged it: a put pays
+    for holding its entry with a slice of its arguments, not a dict and a parse of its deltas.
+    `links`: the entries its deltas link to (None: unreadable)."""
 
-    __slots__ = ("entry", "links", "size")
+    __slots__ = ("_entry", "_flat", "_links", "size")
 
-    def __init__(self, entry: Entry, links: tuple[bytes, ...] | None, size: int) -> None:
-        self.entry, self.links, self.size = entry, links, size
+    def __init__(self, size: int, entry: Entry | None = None, flat: Sequence[Arg] | None = None) -> None:
+        self.size, self._flat = size, flat
+        self._entry: Entry = {} if entry is None else entry
+        self._links = None if entry is None else links_of(entry)
+
+    @property
+    def entry(self) -> Entry:
+        if self._flat is not None:
+            self._read(self._flat)
+        return self._entry
+
+    @property
+    def links(self) -> tuple[bytes, ...] | None:
+        if self._flat is not None:
+            self._read(self._flat)
+        return self._links
+
+    def _read(self, args: Sequence[Arg]) -> None:
+        flat = [value if type(value) is bytes else wire_bytes(value) for value in args]
+        self._entry = dict(zip(flat[::2], flat[1::2], strict=True))
+        self._links, self._flat = links_of(self._entry), None
 
 
 @dataclass
@@ -170,12 +196,13 @@ class EntryCache:
                 self._drop(claim.log)
                 thread = self._threads[claim.log] = _Thread(incarnation)
             for entry_id, entry in fresh:
-                self._add(claim.log, thread, entry_id, entry, sum(len(k) + len(v) for k, v in entry.items()))
+                self._add(claim.log, thread, entry_id, _Held(sum(len(k) + len(v) for k, v in entry.items()), entry))
             self._evict()
         return entries
 
-    def wrote(self, log: str, entry_id: bytes, fields: Sequence[bytes], incarnation: bytes | None) -> None:
-        """Hold the entry this saver appended (flat field/value `fields`) as `entry_id`, under
+    def wrote(self, log: str, entry_id: bytes, fields: Sequence[Arg], incarnation: bytes | None) -> None:
+        """Hold the entry this saver appended (flat field/value `fields`, as sent: the server
+        stores them as `wire_bytes`; kept as they are until a read names them) as `entry_id`, under
         `incarnation`: the one the cache knew of the thread when the append was sent, and only
         while it still does (a read between the send and the reply may have learnt a newer
         incarnation, which the append may not belong to). None: nothing is held."""
@@ -183,7 +210,7 @@ class EntryCache:
             thread = self._threads.get(log)
             if thread is None or incarnation is None or thread.incarnation != incarnation:
                 return
-            self._add(log, thread, entry_id, dict(zip(fields[::2], fields[1::2], strict=True)), sum(map(len, fields)))
+            self._add(log, thread, entry_id, _Held(_stored(fields), flat=fields))
             self._evict()
 
     def incarnation(self, log: str) -> bytes | None:
@@ -197,19 +224,19 @@ class EntryCache:
         with self._lock:
             self._drop(log)
 
-    def _add(self, log: str, thread: _Thread, entry_id: bytes, entry: Entry, stored: int) -> None:
-        """Hold `entry` (`stored` bytes of fields and values) unless held already."""
+    def _add(self, log: str, thread: _Thread, entry_id: bytes, held: _Held) -> None:
+        """Hold `held` (its size: the bytes of its fields and values) unless held already."""
         key = (log, entry_id)
         if key in self._lru:
             self._lru.move_to_end(key)
             return
-        size = _OVERHEAD + len(log) + len(entry_id) + stored
-        if size > self.max_bytes // 4:
+        held.size += _OVERHEAD + len(log) + len(entry_id)
+        if held.size > self.max_bytes // 4:
             return  # it would push out much of what is held, for one entry
-        self._lru[key] = _Held(entry, links_of(entry), size)
+        self._lru[key] = held
         thread.ids[entry_id] = None
         thread.claim = None
-        self.size += size
+        self.size += held.size
 
     def _evict(self) -> None:
         while self.size > self.max_bytes and self._lru:
@@ -226,6 +253,23 @@ class EntryCache:
         if thread is not None:
             for entry_id in thread.ids:
                 self.size -= self._lru.pop((log, entry_id)).size
+
+
+def wire_bytes(value: Arg) -> bytes:
+    """An argument as the server stores it (as redis-py encodes it)."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    return repr(value).encode() if isinstance(value, float) else str(value).encode()
+
+
+def _stored(flat: Sequence[Arg]) -> int:
+    """About the bytes the server stores of `flat` (a str's characters, not its UTF-8 bytes)."""
+    try:
+        return sum(map(len, flat))  # type: ignore[arg-type]
+    except TypeError:  # a number among them
+        return sum(len(wire_bytes(value)) for value in flat)
 
 
 def _entry(flat: Sequence[bytes]) -> Entry:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import ctypes.util
+import functools
 import os
 import random
 import subprocess
@@ -43,7 +44,7 @@ class _Writer:
         self.saved: RunnableConfig = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
         self.step = 0
 
-    def write(self) -> None:
+    def write(self, read: bool = False) -> None:
         step, rng = self.step, self.rng
         self.messages += [HumanMessage(content=_text(rng), id=f"h{step}"), AIMessage(content=_text(rng), id=f"a{step}")]
         checkpoint = empty_checkpoint()
@@ -52,8 +53,8 @@ class _Writer:
         versions: dict[str, str | int | float] = {"messages": step + 1, "step": step + 1}
         self.saved = self.saver.put(self.saved, checkpoint, {"source": "loop", "step": step}, versions)
         self.saver.put_writes(self.saved, [("a", 1), ("b", 2), ("c", 3)], "task")
-        if step == 0:
-            self.saver.get_tuple(self.saved)  # the saver learns the thread's incarnation
+        if step == 0 or read:  # the first read tells the saver the thread's incarnation
+            self.saver.get_tuple(self.saved)
         self.step += 1
 
 
@@ -76,6 +77,7 @@ def main() -> None:
         "--no-compression", action="store_true",
         help="store values uncompressed: zstd's table resets cost more or less with the heap's state",
     )
+    parser.add_argument("--read", action="store_true", help="each step ends with a get_tuple (an agent loop)")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=40, help="measured steps per saver")
     args = parser.parse_args()
@@ -94,9 +96,9 @@ def main() -> None:
             order = [cached, plain]
             for writer in order if step % 2 == 0 else order[::-1]:
                 if writer is measured:
-                    _inside(writer.write)
+                    _inside(functools.partial(writer.write, args.read))
                 else:
-                    writer.write()
+                    writer.write(args.read)
 
 
 if __name__ == "__main__":

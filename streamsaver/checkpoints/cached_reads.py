@@ -112,13 +112,3 @@ def _writes(entries: Mapping[bytes, Entry], flat: Sequence[Any]) -> list[bytes]:
         if entry is not None and write is not None:
             out += (field, entry[b"task"], entry[b"path"], write, entry_id)
     return out
-
-
-def hold_append(cache: EntryCache, command: Command, entry_id: Any, incarnation: bytes | None) -> None:
-    """Hold the log entry an ``append.lua`` `command` logged as `entry_id` (its reply; None when
-    it logged nothing) under `incarnation`, the thread's when it was sent (`EntryCache.wrote`):
-    its fields are the call's event fields, as the server stored them."""
-    if not isinstance(entry_id, bytes) or incarnation is None:
-        return
-    at = 4 + int(command[2])  # the first event field, after the keys and the field count
-    cache.wrote(str(command[3]), entry_id, command[at : at + int(command[at - 1])], incarnation)

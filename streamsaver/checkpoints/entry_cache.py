@@ -228,7 +228,9 @@ class EntryCache:
 
     def _note(self, append: tuple[str | Sequence[Arg], bytes, bytes, Sequence[Arg] | None]) -> None:
         pending = self._pending
-        pending.append(append)  # atomic: no lock on a put
+        # atomic under the GIL, no lock on a put; a note racing a `_settle` may land in the list
+        # it already read and be lost, which only means the entry is not held
+        pending.append(append)
         if len(pending) >= SETTLE_AFTER:
             with self._lock:
                 self._settle()

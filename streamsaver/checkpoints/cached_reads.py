@@ -16,7 +16,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from projectors import full
 from streamsaver.checkpoints.append import namespace_of, thread_id_of
-from streamsaver.checkpoints.entry_cache import Claim, Entry, EntryCache
+from streamsaver.checkpoints.entry_cache import Claim, Entry, EntryCache, wire_bytes
 from streamsaver.checkpoints.reads import decode_row
 from streamsaver.log import compression
 from streamsaver.log.keys import Keyspace, ViewName
@@ -112,23 +112,3 @@ def _writes(entries: Mapping[bytes, Entry], flat: Sequence[Any]) -> list[bytes]:
         if entry is not None and write is not None:
             out += (field, entry[b"task"], entry[b"path"], write, entry_id)
     return out
-
-
-def wire_bytes(value: str | bytes | int | float) -> bytes:
-    """An argument as the server stores it (as redis-py encodes it)."""
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode("utf-8", "surrogatepass")
-    return repr(value).encode() if isinstance(value, float) else str(value).encode()
-
-
-def hold_append(cache: EntryCache, command: Command, entry_id: Any, incarnation: bytes | None) -> None:
-    """Hold the log entry an ``append.lua`` `command` logged as `entry_id` (its reply; None when
-    it logged nothing) under `incarnation`, the thread's when it was sent (`EntryCache.wrote`):
-    its fields are the call's event fields, as the server stored them."""
-    if not isinstance(entry_id, bytes) or incarnation is None:
-        return
-    at = 4 + int(command[2])  # the first event field, after the keys and the field count
-    fields = [value if type(value) is bytes else wire_bytes(value) for value in command[at : at + int(command[at - 1])]]
-    cache.wrote(str(command[3]), entry_id, fields, incarnation)

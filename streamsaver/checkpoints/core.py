@@ -245,7 +245,7 @@ class SaverCore:
         """Hold the entry the append `command` logged as `entry_id` (its reply) in the read
         cache, under `incarnation` (`sending`, before it was sent)."""
         if self.entries is not None:
-            cached_reads.hold_append(self.entries, command, entry_id, incarnation)
+            self.entries.appended(command, entry_id, incarnation)
 
     def put_writes_request(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str

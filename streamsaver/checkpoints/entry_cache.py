@@ -27,7 +27,10 @@ from typing import Any
 from streamsaver.log import deltas
 from streamsaver.log.codec import unpack
 
-__all__ = ["CLAIM_LIMIT", "DEFAULT_READ_CACHE_BYTES", "Claim", "Entry", "EntryCache", "links_of"]
+__all__ = [
+    "CLAIM_LIMIT", "DEFAULT_READ_CACHE_BYTES", "SETTLE_AFTER", "Claim", "Entry", "EntryCache", "links_of",
+    "wire_bytes",
+]
 
 DEFAULT_READ_CACHE_BYTES = 32 * 1024 * 1024
 """The default bound of a saver's read cache (``read_cache_bytes``)."""
@@ -35,6 +38,9 @@ DEFAULT_READ_CACHE_BYTES = 32 * 1024 * 1024
 CLAIM_LIMIT = 16
 """The newest held entries of a thread a read names (with those they link to): a read needs the
 entries of its checkpoint and of the values it points at, mostly the thread's last ones."""
+
+SETTLE_AFTER = 32
+"""Appends noted (`EntryCache.wrote`) at most before the cache takes them in without a read."""
 
 _OVERHEAD = 200
 """Bytes counted per entry beyond its fields (the dicts and tuples that hold it)."""
@@ -46,13 +52,29 @@ Entry = dict[bytes, bytes]
 """A log entry: field -> stored value."""
 
 
+Arg = str | bytes | int | float
+"""An append's argument, as the saver sent it."""
+
+
 class _Held:
-    """One entry held: its fields, the entries its deltas link to (None: unreadable), its size."""
+    """One entry held: its size, and either its fields (read from a reply) or, until a read first
+    names it, the flat field/value arguments of this saver's append that logged it (`flat`;
+    `read` makes them its fields): a put pays for holding its entry with a note of its
+    arguments, not a dict and a parse of its deltas. `links`: the entries its deltas link to
+    (None: unreadable)."""
 
-    __slots__ = ("entry", "links", "size")
+    __slots__ = ("entry", "flat", "links", "size")
 
-    def __init__(self, entry: Entry, links: tuple[bytes, ...] | None, size: int) -> None:
-        self.entry, self.links, self.size = entry, links, size
+    def __init__(self, size: int, entry: Entry | None = None, flat: Sequence[Arg] | None = None) -> None:
+        self.size, self.flat = size, flat
+        self.entry: Entry = {} if entry is None else entry
+        self.links = None if entry is None else links_of(entry)
+
+    def read(self, args: Sequence[Arg]) -> None:
+        """Make the append's arguments `args` (`flat`) the entry's fields."""
+        flat = [value if type(value) is bytes else wire_bytes(value) for value in args]
+        self.entry = dict(zip(flat[::2], flat[1::2], strict=True))
+        self.links, self.flat = links_of(self.entry), None
 
 
 @dataclass
@@ -108,11 +130,16 @@ class EntryCache:
         self._lru: OrderedDict[tuple[str, bytes], _Held] = OrderedDict()
         self._threads: dict[str, _Thread] = {}
         self._lock = threading.Lock()
+        self._pending: list[tuple[str | Sequence[Arg], bytes, bytes, Sequence[Arg] | None]] = []
+        """This saver's appends not taken in yet: (log, entry id, incarnation, fields) from
+        `wrote`, (command, entry id, incarnation, None) from `appended`."""
 
     def claim(self, log: str) -> Claim:
         """The entries of thread `log` a read may name: its newest `claim_limit` held ones whose
         delta links are held too, and those they link to."""
         with self._lock:
+            if self._pending:
+                self._settle()
             thread = self._threads.get(log)
             if thread is None:
                 return Claim(log, b"", [], {})
@@ -131,6 +158,8 @@ class EntryCache:
                 break
             if entry_id not in claimed:
                 held = lru[(log, entry_id)]
+                if held.flat is not None:
+                    held.read(held.flat)
                 if held.links == ():  # most entries: no delta
                     claimed[entry_id] = held.entry
                 elif held.links is not None:
@@ -147,6 +176,8 @@ class EntryCache:
             if current in found or current in claimed:
                 continue
             held = self._lru.get((log, current))
+            if held is not None and held.flat is not None:
+                held.read(held.flat)
             if held is None or held.links is None or len(found) > deltas.READ_LIMIT:
                 return
             found[current] = held.entry
@@ -162,6 +193,8 @@ class EntryCache:
         if fresh:
             entries = {**entries, **dict(fresh)}
         with self._lock:
+            if self._pending:
+                self._settle()
             if not incarnation:
                 self._drop(claim.log)
                 return entries
@@ -170,46 +203,87 @@ class EntryCache:
                 self._drop(claim.log)
                 thread = self._threads[claim.log] = _Thread(incarnation)
             for entry_id, entry in fresh:
-                self._add(claim.log, thread, entry_id, entry, sum(len(k) + len(v) for k, v in entry.items()))
+                self._add(claim.log, thread, entry_id, _Held(sum(len(k) + len(v) for k, v in entry.items()), entry))
             self._evict()
         return entries
 
-    def wrote(self, log: str, entry_id: bytes, fields: Sequence[bytes], incarnation: bytes | None) -> None:
-        """Hold the entry this saver appended (flat field/value `fields`) as `entry_id`, under
+    def wrote(self, log: str, entry_id: bytes, fields: Sequence[Arg], incarnation: bytes | None) -> None:
+        """Hold the entry this saver appended (flat field/value `fields`, as sent: the server
+        stores them as `wire_bytes`; kept as they are until a read names them) as `entry_id`, under
         `incarnation`: the one the cache knew of the thread when the append was sent, and only
         while it still does (a read between the send and the reply may have learnt a newer
-        incarnation, which the append may not belong to). None: nothing is held."""
-        with self._lock:
-            thread = self._threads.get(log)
-            if thread is None or incarnation is None or thread.incarnation != incarnation:
-                return
-            self._add(log, thread, entry_id, dict(zip(fields[::2], fields[1::2], strict=True)), sum(map(len, fields)))
-            self._evict()
+        incarnation, which the append may not belong to). None: nothing is held.
+
+        A put pays only for noting it: the entry is taken in (and counted in `size`) by the next
+        read, or once `SETTLE_AFTER` appends are noted."""
+        if incarnation is not None:
+            self._note((log, entry_id, incarnation, fields))
+
+    def appended(self, command: Sequence[Arg], entry_id: Any, incarnation: bytes | None) -> None:
+        """`wrote` the entry an ``append.lua`` `command` logged as `entry_id` (its reply; None
+        when it logged nothing): its fields are the command's event fields (after the keys, the log
+        first, and the field count)."""
+        if incarnation is not None and type(entry_id) is bytes:
+            self._note((command, entry_id, incarnation, None))
+
+    def _note(self, append: tuple[str | Sequence[Arg], bytes, bytes, Sequence[Arg] | None]) -> None:
+        pending = self._pending
+        # atomic under the GIL, no lock on a put; a note racing a `_settle` may land in the list
+        # it already read and be lost, which only means the entry is not held
+        pending.append(append)
+        if len(pending) >= SETTLE_AFTER:
+            with self._lock:
+                self._settle()
+
+    def _settle(self) -> None:
+        """Take in the appends noted, those still of the incarnation they were sent under."""
+        # `_add`, inlined: this runs for every entry a saver writes
+        pending, self._pending = self._pending, []
+        threads, lru, largest = self._threads, self._lru, self.max_bytes // 4
+        for source, entry_id, incarnation, noted in pending:
+            if noted is None:  # an append's event fields (`appended`)
+                at = 4 + int(source[2])
+                log, fields = str(source[3]), source[at : at + int(source[at - 1])]
+            else:
+                log, fields = str(source), noted
+            thread = threads.get(log)
+            key = (log, entry_id)
+            if thread is None or thread.incarnation != incarnation or key in lru:
+                continue
+            try:
+                size = _OVERHEAD + len(log) + len(entry_id) + len(b"".join(fields))  # type: ignore[arg-type]
+            except TypeError:  # a str or a number among them
+                size = _OVERHEAD + len(log) + len(entry_id) + sum(len(wire_bytes(value)) for value in fields)
+            if size <= largest:  # else it would push out much of what is held, for one entry
+                lru[key] = _Held(size, None, fields)
+                thread.ids[entry_id] = None
+                thread.claim = None
+                self.size += size
+        self._evict()
 
     def incarnation(self, log: str) -> bytes | None:
         """The incarnation of thread `log` its held entries belong to; None: none held."""
-        with self._lock:
-            thread = self._threads.get(log)
-            return None if thread is None else thread.incarnation
+        thread = self._threads.get(log)  # one dict read, atomic: no lock on a put
+        return None if thread is None else thread.incarnation
 
     def forget(self, log: str) -> None:
         """Drop every entry of thread `log` (this saver deleted it)."""
         with self._lock:
             self._drop(log)
 
-    def _add(self, log: str, thread: _Thread, entry_id: bytes, entry: Entry, stored: int) -> None:
-        """Hold `entry` (`stored` bytes of fields and values) unless held already."""
+    def _add(self, log: str, thread: _Thread, entry_id: bytes, held: _Held) -> None:
+        """Hold `held` (its size: the bytes of its fields and values) unless held already."""
         key = (log, entry_id)
         if key in self._lru:
             self._lru.move_to_end(key)
             return
-        size = _OVERHEAD + len(log) + len(entry_id) + stored
-        if size > self.max_bytes // 4:
+        held.size += _OVERHEAD + len(log) + len(entry_id)
+        if held.size > self.max_bytes // 4:
             return  # it would push out much of what is held, for one entry
-        self._lru[key] = _Held(entry, links_of(entry), size)
+        self._lru[key] = held
         thread.ids[entry_id] = None
         thread.claim = None
-        self.size += size
+        self.size += held.size
 
     def _evict(self) -> None:
         while self.size > self.max_bytes and self._lru:
@@ -226,6 +300,15 @@ class EntryCache:
         if thread is not None:
             for entry_id in thread.ids:
                 self.size -= self._lru.pop((log, entry_id)).size
+
+
+def wire_bytes(value: Arg) -> bytes:
+    """An argument as the server stores it (as redis-py encodes it)."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    return repr(value).encode() if isinstance(value, float) else str(value).encode()
 
 
 def _entry(flat: Sequence[bytes]) -> Entry:

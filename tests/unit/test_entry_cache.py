@@ -3,7 +3,7 @@ names to the server, what a reply leaves held, and the bound."""
 
 from __future__ import annotations
 
-from streamsaver.checkpoints.entry_cache import Claim, EntryCache, links_of
+from streamsaver.checkpoints.entry_cache import SETTLE_AFTER, Claim, EntryCache, links_of
 from streamsaver.log import deltas
 from streamsaver.log.codec import pack
 
@@ -67,6 +67,26 @@ def test_an_append_is_held_only_under_the_incarnation_known_when_it_was_sent() -
     assert cache.claim(LOG).ids == []
     cache.wrote(LOG, b"1-0", [b"body", b"x"], None)
     assert cache.claim(LOG).ids == []
+
+
+def test_an_append_noted_under_an_incarnation_gone_before_it_is_taken_in_is_not_held() -> None:
+    cache = EntryCache(1 << 20)
+    known(cache)
+    cache.wrote(LOG, b"1-0", [b"body", b"x"], INC)  # noted, not taken in yet
+    cache.forget(LOG)
+    known(cache, b"inc-2")  # the thread made anew: the next read takes the note in
+    assert cache.claim(LOG).ids == [] and cache.size == 0
+
+
+def test_a_writer_that_never_reads_takes_its_appends_in_every_settle_after_notes() -> None:
+    cache = EntryCache(1 << 20)
+    known(cache)
+    for n in range(SETTLE_AFTER - 1):
+        cache.wrote(LOG, b"%d-0" % n, [b"body", b"x"], INC)
+    assert cache.size == 0  # a put only notes its append
+    cache.wrote(LOG, b"%d-0" % SETTLE_AFTER, [b"body", b"x"], INC)
+    assert cache.size > 0
+    assert len(cache.claim(LOG).ids) == min(SETTLE_AFTER, cache.claim_limit)
 
 
 def test_a_reply_of_the_same_incarnation_reads_the_claimed_entries_with_those_shipped() -> None:

@@ -5,7 +5,10 @@ stayed refuses to start (`streamsaver.errors.SettingsLostError`): a guessed part
 send threads to partitions their logs are not in. Each thread log's key names its partition
 (``P:log:{pK}:<thread>``), and a thread's partition is a hash of its id modulo the count, so the
 logs tell which counts are possible: `restore_settings` writes a count only when every log
-agrees with it, and `possible_partitions` lists the counts that do.
+agrees with it, and `possible_partitions` lists the counts that do. The settings also record the
+deployment's inline views (`streamsaver.checkpoints.inline_views`); the positions hashes tell
+which views the writers projected, and `restore_settings` writes those back too, so the next
+saver does not take a deployment that indexed one view for one set up before the record (two).
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from streamsaver.checkpoints import inline_views
 from streamsaver.errors import InvalidInputError
+from streamsaver.log import fields
 from streamsaver.log.keys import Keyspace
 
 __all__ = ["RestoredSettings", "possible_partitions", "restore_settings"]
@@ -27,10 +32,12 @@ _TAG = re.compile(rb"\{p(\d+)\}")
 
 @dataclass(frozen=True)
 class RestoredSettings:
-    """What `restore_settings` did: the count written and how many logs it checked."""
+    """What `restore_settings` did: the count written, how many logs it checked, and the inline
+    views it recorded (empty: none recorded, the next saver records its own)."""
 
     partitions: int
     logs_checked: int
+    views: tuple[str, ...] = ()
 
 
 def _digest(thread_id: str) -> int:
@@ -57,9 +64,23 @@ def possible_partitions(client: Any, prefix: str, sample: int = 200) -> list[int
     return [n for n in range(1, MAX_PARTITIONS + 1) if all(digest % n == part for digest, part in placed)]
 
 
+def projected_views(client: Any, prefix: str, sample: int = 200) -> tuple[str, ...]:
+    """The views every one of the first `sample` thread positions hashes names: what every writer
+    projected (a view a projector worker keeps counts once the worker has reached each thread).
+    Empty when the deployment has no positions."""
+    common: set[str] | None = None
+    for seen, key in enumerate(client.scan_iter(match=Keyspace(prefix).positions_pattern(), count=1000, _type="hash")):
+        named = {f.decode() if isinstance(f, bytes) else str(f) for f in client.hkeys(key)} - {fields.INCARNATION}
+        common = named if common is None else common & named
+        if seen + 1 >= sample:
+            break
+    return tuple(view for view in inline_views.LEGACY_VIEWS if common and view in common)
+
+
 def restore_settings(client: Any, prefix: str, partitions: int) -> RestoredSettings:
     """Write `partitions` as the deployment's partition count, after checking every thread log
-    is in the partition that count gives its thread (one SCAN of the deployment's logs).
+    is in the partition that count gives its thread (one SCAN of the deployment's logs), and the
+    inline views the positions show (`projected_views`) unless views are recorded.
 
     Raises:
         InvalidInputError: a log is elsewhere (the message lists the counts the logs allow), or
@@ -78,5 +99,8 @@ def restore_settings(client: Any, prefix: str, partitions: int) -> RestoredSetti
                 f"partition {part}); counts that place the logs checked: {allowed[:10]}"
             )
         checked += 1
+    views = projected_views(client, prefix)
+    if views:
+        client.hsetnx(keyspace.meta, inline_views.FIELD, ",".join(views))
     client.hset(keyspace.meta, "partitions", partitions)
-    return RestoredSettings(partitions, checked)
+    return RestoredSettings(partitions, checked, views)

@@ -75,5 +75,25 @@ def test_the_restore_settings_command(
     deployment_without_settings(client, prefix, partitions=5)
 
     assert main(["restore-settings", "--partitions", "5", "--json", "--url", redis_url, "--prefix", prefix]) == 0
-    assert json.loads(capsys.readouterr().out) == {"partitions": 5, "logs_checked": len(THREADS)}
+    assert json.loads(capsys.readouterr().out) == {"partitions": 5, "logs_checked": len(THREADS), "views": ["full"]}
     assert StreamSaver(client, prefix=prefix).get_tuple(config(THREADS[0])) is not None
+
+
+@pytest.mark.parametrize("views", [("full",), ("full", "shallow")])
+def test_restore_settings_records_the_inline_views_the_writers_projected(
+    client: redis.Redis, prefix: str, views: tuple[str, ...]
+) -> None:
+    """A deployment indexing one view must not come back as one set up before the record (which
+    would start projecting a second view that lacks every earlier checkpoint)."""
+    saver = StreamSaver(client, prefix=prefix, partitions=7, projections=views)  # type: ignore[arg-type]
+    for thread in THREADS:
+        checkpoint, versions = new_checkpoint({"n": thread})
+        saver.put(config(thread), checkpoint, {"source": "input"}, versions)
+    client.delete(Keyspace(prefix).meta)
+
+    assert restore_settings(client, prefix, 7).views == views
+    assert client.hget(Keyspace(prefix).meta, "views") == ",".join(views).encode()
+    checkpoint, versions = new_checkpoint({"n": "after"})
+    StreamSaver(client, prefix=prefix).put(config("after"), checkpoint, {"source": "input"}, versions)
+    assert bool(list(client.scan_iter(match=f"{prefix}:shallow:*"))) == ("shallow" in views)
+

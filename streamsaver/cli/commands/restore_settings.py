@@ -15,9 +15,12 @@ def _run(args: argparse.Namespace) -> int:
     with open_client(args) as client:
         restored = restore_settings(client, args.prefix, args.partitions)
     if args.json:
-        emit_json({"partitions": restored.partitions, "logs_checked": restored.logs_checked})
+        emit_json({"partitions": restored.partitions, "logs_checked": restored.logs_checked,
+                   "views": list(restored.views)})
     else:
-        print(f"settings restored: {restored.partitions} partitions ({restored.logs_checked:,} thread logs agree)")
+        views = f", inline views {','.join(restored.views)}" if restored.views else ""
+        agree = f"{restored.logs_checked:,} thread logs agree"
+        print(f"settings restored: {restored.partitions} partitions ({agree}){views}")
     return 0
 
 
@@ -31,7 +34,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         "refuses to start (SettingsLostError): a guessed partition count would re-partition it. This "
         "writes the count back after checking that every thread log is in the partition that count "
         "gives its thread; when one is not, it fails and lists the counts the logs allow. "
-        "The count is the one the deployment was set up with (16 unless chosen).",
+        "The count is the one the deployment was set up with (16 unless chosen). The inline views "
+        "the writers projected (the views every thread's positions name) are recorded too, so the next "
+        "saver projects what the deployment's views hold.",
     )
     parser.add_argument("--partitions", type=int, required=True, help="the deployment's partition count")
     parser.set_defaults(handler=_run)

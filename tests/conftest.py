@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 import redis
 import redis.asyncio
-from helpers import async_client, cluster_of_three, sync_client
+from helpers import async_client, cluster_of, cluster_of_three, sync_client
 
 from streamsaver import AsyncStreamSaver, StreamSaver
 
@@ -46,6 +46,14 @@ def embedded_cluster() -> Iterator[EmbeddedCluster]:
     session, on first use."""
     with cluster_of_three() as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def one_primary_cluster_url() -> Iterator[str]:
+    """The URL of a Redis Cluster of one primary holding every slot (a managed cluster of one
+    shard), started once per session, on first use."""
+    with cluster_of(1) as cluster:
+        yield cluster.url
 
 
 @pytest.fixture(scope="session")

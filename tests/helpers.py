@@ -41,12 +41,17 @@ CLUSTER_URLS: set[str] = set()
 """URLs of the embedded Redis Clusters the session started (a node each)."""
 
 
-@contextmanager
-def cluster_of_three() -> Iterator[Any]:
+def cluster_of_three() -> Any:
     """A new embedded Redis Cluster of three primaries, its URL in `CLUSTER_URLS` while it runs."""
+    return cluster_of(3)
+
+
+@contextmanager
+def cluster_of(primaries: int) -> Iterator[Any]:
+    """A new embedded Redis Cluster of `primaries` primaries, its URL in `CLUSTER_URLS` while it runs."""
     from streamsaver.server.cluster import EmbeddedCluster
 
-    with EmbeddedCluster(3) as cluster:
+    with EmbeddedCluster(primaries) as cluster:
         CLUSTER_URLS.add(cluster.url)
         try:
             yield cluster

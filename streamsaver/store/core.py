@@ -212,7 +212,8 @@ class StoreCore:
     def gather(self, commands: Sequence[Command], replies: Sequence[Any]) -> list[Any]:
         """The reply of each of `commands` from the replies to their `fan` steps."""
         answers = iter(replies)
-        return [merged(command, [next(answers) for _ in self._fanned(command)]) for command in commands]
+        return [merged(command, [next(answers) for _ in self._fanned(command)], self.targets)
+                if command[0] in _QUERIES else next(answers) for command in commands]
 
     def load_scripts(self) -> list[Step]:
         """What a call sends on ``NOSCRIPT``: the store's scripts (on every primary of a cluster)."""

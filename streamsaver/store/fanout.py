@@ -86,19 +86,25 @@ def _paged(command: Command) -> tuple[Command, int, int]:
     return widened, offset, limit
 
 
+def _one_server(targets: Sequence[IndexTarget]) -> bool:
+    """Whether `targets` is a single server's index (a cluster of one primary is still a cluster:
+    its page queries go widened and unloaded, and their reply is merged like any cluster's)."""
+    return len(targets) == 1 and targets[0].route is None
+
+
 def fanned(command: Command, index: str, targets: Sequence[IndexTarget]) -> list[Step]:
     """The steps of one query on the items index: itself on one server; on a cluster, one per
     primary's index (a page query asking each for its whole reach)."""
-    if len(targets) == 1 and targets[0].route is None:
+    if _one_server(targets):
         return [command]
     if _text(command[0]).upper() == "FT.AGGREGATE" and "LIMIT" in command:
         command = _unloaded(_paged(command)[0])
     return [target.query([*command[:1], target.name, *command[2:]]) for target in targets]
 
 
-def merged(command: Command, replies: Sequence[Any]) -> Any:
+def merged(command: Command, replies: Sequence[Any], targets: Sequence[IndexTarget]) -> Any:
     """The reply of `command` from its `fanned` steps' replies (one server: the reply)."""
-    if len(replies) == 1:
+    if _one_server(targets):
         return replies[0]
     if _text(command[0]).upper() == "FT.SEARCH":
         return [sum(int(reply[b"total_results"] if isinstance(reply, dict) else reply[0]) for reply in replies)]

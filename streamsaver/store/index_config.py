@@ -13,6 +13,7 @@ items index (the CLI's store tools, a store that only puts and gets).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from streamsaver.errors import IndexConfigMismatchError
@@ -51,8 +52,15 @@ def _attributes(info: Any) -> list[dict[str, Any]]:
         listed = info[pairs.index("attributes") + 1]
     out = []
     for attribute in listed:
-        items = attribute.items() if isinstance(attribute, dict) else zip(attribute[::2], attribute[1::2], strict=True)
-        out.append({_text(key): _text(value) for key, value in items})
+        if isinstance(attribute, dict):
+            out.append({_text(key): _text(value) for key, value in attribute.items()})
+            continue
+        # RESP2 lists flags (SORTABLE, UNF, NOINDEX, ...) as bare words among the pairs: each word
+        # maps to the next, the first time it is seen (the named keys come before their values).
+        described: dict[str, Any] = {}
+        for key, value in pairwise(attribute):
+            described.setdefault(_text(key), _text(value))
+        out.append(described)
     return out
 
 

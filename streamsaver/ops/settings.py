@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from streamsaver.checkpoints import inline_views
+from projectors.domain import CHECKPOINTS
 from streamsaver.errors import InvalidInputError
 from streamsaver.log import fields
 from streamsaver.log.keys import Keyspace
@@ -74,7 +74,7 @@ def projected_views(client: Any, prefix: str, sample: int = 200) -> tuple[str, .
         common = named if common is None else common & named
         if seen + 1 >= sample:
             break
-    return tuple(view for view in inline_views.LEGACY_VIEWS if common and view in common)
+    return tuple(view for view in CHECKPOINTS.view_names if common and view in common)
 
 
 def restore_settings(client: Any, prefix: str, partitions: int) -> RestoredSettings:
@@ -101,6 +101,6 @@ def restore_settings(client: Any, prefix: str, partitions: int) -> RestoredSetti
         checked += 1
     views = projected_views(client, prefix)
     if views:
-        client.hsetnx(keyspace.meta, inline_views.FIELD, ",".join(views))
+        client.hsetnx(keyspace.meta, "views", ",".join(views))  # inline_views.FIELD
     client.hset(keyspace.meta, "partitions", partitions)
     return RestoredSettings(partitions, checked, views)

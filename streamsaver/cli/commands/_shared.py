@@ -14,7 +14,10 @@ from streamsaver.drivers.cluster import connect
 from streamsaver.drivers.wire import client_options
 from streamsaver.log.keys import DEFAULT_PREFIX, ViewName
 
-__all__ = ["LOG_LEVELS", "UsageError", "chosen_views", "common_options", "emit_json", "open_client", "server_options"]
+__all__ = [
+    "LOG_LEVELS", "UsageError", "chosen_views", "common_options", "emit_json", "open_client", "positive_int",
+    "server_options",
+]
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -93,6 +96,14 @@ def chosen_views(args: argparse.Namespace) -> list[ViewName]:
 
     with open_client(args) as client:
         return list(deployment_views(client, args.prefix))
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of 1 or more (a count, a limit, dimensions)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
 
 
 def emit_json(document: Any) -> None:

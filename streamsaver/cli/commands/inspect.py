@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from streamsaver.cli.commands._shared import UsageError, emit_json, open_client
+from streamsaver.cli.commands._shared import UsageError, emit_json, open_client, positive_int
 from streamsaver.cli.commands._store import namespace_option, store_option, wants_store
 from streamsaver.cli.commands._store_inspect import run_store_inspect
 from streamsaver.cli.commands._table import table, terminal_width
@@ -64,13 +64,6 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _limit(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
-
-
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Add ``inspect``."""
     parser = commands.add_parser(
@@ -94,5 +87,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
     parser.add_argument("--key", help="with --namespace: only the events of this item key")
     parser.add_argument("--partition", type=int, metavar="N",
                         help="with --store: only store partition N's log (the number stats, tail and doctor show)")
-    parser.add_argument("--limit", type=_limit, metavar="N", help="show only the last N checkpoints (store events)")
+    parser.add_argument("--limit", type=positive_int, metavar="N",
+                        help="show only the last N checkpoints (store events)")
     parser.set_defaults(handler=_run)

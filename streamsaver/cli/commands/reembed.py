@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from streamsaver.cli.commands._shared import UsageError, emit_json, open_client
+from streamsaver.cli.commands._shared import UsageError, emit_json, open_client, positive_int
 from streamsaver.cli.commands._store import namespace_option
 from streamsaver.ops.progress import Progress
 
@@ -47,13 +47,6 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _dims(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
-
-
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Add ``reembed``."""
     parser = commands.add_parser(
@@ -76,7 +69,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
     parser.add_argument("--embed", metavar="MODULE:ATTR", help="the new embedding, imported from your code")
     parser.add_argument("--index", metavar="MODULE:ATTR", help="your IndexConfig (mapping or factory), instead of "
                         "--embed/--dims/--field/--distance")
-    parser.add_argument("--dims", type=_dims, help="the embedding's dimensions (with --embed)")
+    parser.add_argument("--dims", type=positive_int, help="the embedding's dimensions (with --embed)")
     parser.add_argument("--field", action="append", metavar="PATH",
                         help="a value path the index embeds (repeatable; default: the whole value, as IndexConfig)")
     parser.add_argument("--distance", choices=("cosine", "l2", "inner_product"),

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import math
+from typing import TYPE_CHECKING
 
 from streamsaver.cli.commands._shared import emit_json, open_client
+
+if TYPE_CHECKING:
+    from redis import Redis
+
+    from streamsaver.ops.index_wait import IndexState
 
 __all__ = ["register"]
 
@@ -23,12 +30,43 @@ def _run(args: argparse.Namespace) -> int:
         views = list(saver.core.projections)
         if not args.no_store:
             StreamStore(client, prefix=args.prefix, partitions=args.partitions).setup()
-    done = {"prefix": args.prefix, "views": views, "store": not args.no_store}
+        indexes = _wait(client, args) if args.wait is not None else None
+    done: dict[str, object] = {"prefix": args.prefix, "views": views, "store": not args.no_store}
+    if indexes is not None:
+        done["indexes"] = [{"name": s.name, "node": s.node, "documents": s.documents} for s in indexes]
     if args.json:
         emit_json(done)
     else:
         print(f"set up {args.prefix!r}: views {', '.join(views)}" + ("" if args.no_store else " and the store"))
+        if indexes is not None:
+            print(f"indexed: {len(indexes)} index(es), {sum(s.documents for s in indexes):,} documents")
     return 0
+
+
+def _wait(client: Redis, args: argparse.Namespace) -> list[IndexState]:
+    """Wait for every index of the deployment to finish its scan, the slowest one's share shown
+    as progress (per mille, so the rate and ETA mean something)."""
+    from streamsaver.log.keys import Keyspace
+    from streamsaver.ops.index_wait import wait_indexed
+    from streamsaver.ops.progress import Progress
+
+    with Progress("slowest index scanned (per mille)", total=1000, enabled=False if args.json else None) as bar:
+        def report(states: list[IndexState]) -> None:
+            slowest = min((s.done if s.indexing else 1.0 for s in states), default=1.0)
+            bar.advance(max(0, round(slowest * 1000) - bar.done))
+
+        timeout = None if math.isinf(args.wait) else args.wait
+        return wait_indexed(client, Keyspace(args.prefix), timeout, report)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"the wait must be above 0 seconds, not {text}")
+    return value
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -50,4 +88,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
     parser.add_argument("--partitions", type=int, default=None,
                         help="the partition count of a new deployment (an existing one keeps its own)")
     parser.add_argument("--no-store", action="store_true", help="leave the store's index alone")
+    parser.add_argument("--wait", nargs="?", type=_seconds, const=math.inf, default=None, metavar="SECONDS",
+                        help="then wait until every index of the deployment has scanned the keyspace (a new or "
+                        "re-created index indexes the documents already there in the background, walking the "
+                        "whole server's keyspace: until it ends, listings and searches miss documents), "
+                        "showing progress; as long as it takes, or at most SECONDS (exit 1 with "
+                        "IndexNotReadyError if still indexing then: the scan goes on, wait again)")
     parser.set_defaults(handler=_run)

@@ -153,6 +153,15 @@ def test_purge_store_leaves_nothing_of_the_prefix_and_verify_agrees(
     assert run(capsys, "verify", "--url", redis_url, "--prefix", prefix)[0] == 0
 
 
+def test_purge_store_of_a_prefix_never_set_up_is_refused_and_creates_nothing(
+    client: Any, redis_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mistyped = "never-set-up-" + str(id(client))
+    code, _, err = run(capsys, "purge-store", "--url", redis_url, "--prefix", mistyped, "users", "alice")
+    assert code == 1 and mistyped in err
+    assert not list(client.scan_iter(match=f"{mistyped}:*"))
+
+
 def test_export_and_import_carry_the_store_through_the_cli(
     store: StreamStore, client: Any, redis_url: str, prefix: str, capsys: pytest.CaptureFixture[str], tmp_path: Any
 ) -> None:

@@ -12,8 +12,10 @@ __all__ = ["register"]
 
 def _run(args: argparse.Namespace) -> int:
     from streamsaver.memory.sync import StreamStore
+    from streamsaver.ops.inspection import deployment_keyspace
 
     with open_client(args) as client:
+        deployment_keyspace(client, args.prefix)  # a mistyped --prefix erases nothing and creates nothing
         store = StreamStore(client, prefix=args.prefix)
         store.setup()
         erased = store.purge(tuple(args.labels))

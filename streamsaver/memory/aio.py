@@ -61,11 +61,12 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
         self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction, serde)
         self.index_config = index
         self._driver = AsyncDriver(redis_client, other=async_embedder(index), lane=AsyncLane.of(redis_client))
-        self._close_cache = cache_of(self, redis_client, self.core, local_cache)
+        self.cache_listener = cache_of(self, redis_client, self.core, local_cache)
 
     def close(self) -> None:
         """As `StreamStore.close` (callable from any thread, the event loop's included)."""
-        self._close_cache()
+        if self.cache_listener is not None:
+            self.cache_listener.stop()
 
     async def aclose(self) -> None:
         """`close` in a worker thread."""

@@ -76,11 +76,10 @@ def async_embedder(index: IndexConfig | None) -> Callable[[Any], Coroutine[Any, 
     return answer
 
 
-def local_cache(owner: object, client: Any, core: StoreCore, capacity: int) -> Callable[[], None]:
+def local_cache(owner: object, client: Any, core: StoreCore, capacity: int) -> InvalidationListener | None:
     """Give `core` an item cache of `capacity` documents kept coherent by an invalidation
-    listener on `client`'s server (`streamsaver.memory.invalidations`), started now; the function
-    that stops it (also called when `owner`, the store, is garbage-collected). `capacity` 0: no
-    cache, and a function that does nothing.
+    listener on `client`'s server (`streamsaver.memory.invalidations`), started now and stopped
+    by its `stop` or when `owner` (the store) is garbage-collected; `capacity` 0: None, no cache.
 
     Raises:
         InvalidInputError: `capacity` is not a non-negative int.
@@ -89,7 +88,7 @@ def local_cache(owner: object, client: Any, core: StoreCore, capacity: int) -> C
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
         raise InvalidInputError(f"local_cache is a number of item documents (an int >= 0), not {capacity!r}")
     if capacity == 0:
-        return lambda: None
+        return None
     if core.cluster:
         raise ConfigurationError(
             "local_cache is not supported on Redis Cluster: its invalidations come from each primary for "
@@ -99,4 +98,5 @@ def local_cache(owner: object, client: Any, core: StoreCore, capacity: int) -> C
     prefix = core.keyspace.document_prefix(VIEW, "doc").encode()
     listener = InvalidationListener(connection_factory(client), core.cache, prefix)
     listener.start()
-    return weakref.finalize(owner, listener.stop)
+    weakref.finalize(owner, listener.stop)
+    return listener

@@ -67,12 +67,13 @@ class StreamStore(BaseStore):
         self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction, serde)
         self.index_config = index
         self._driver = SyncDriver(redis_client, lane=Lane.of(redis_client), other=embedder(index))
-        self._close_cache = cache_of(self, redis_client, self.core, local_cache)
+        self.cache_listener = cache_of(self, redis_client, self.core, local_cache)
 
     def close(self) -> None:
         """Stop the local cache's invalidation listener, if any (its thread and connection); the
         client stays open. Idempotent."""
-        self._close_cache()
+        if self.cache_listener is not None:
+            self.cache_listener.stop()
 
     def __enter__(self) -> StreamStore:
         return self

@@ -91,6 +91,10 @@ class ItemCache:
         """How many invalidations (of keys, flushes, changes of the connection) were applied."""
         return self._sequence
 
+    def changed_since(self, key: bytes, sequence: int) -> bool:
+        """Whether an invalidation of `key` (or of everything) was applied after `sequence`."""
+        return self._flushed_at > sequence or self._invalidated.get(key, 0) > sequence
+
     def __len__(self) -> int:
         return len(self._entries)
 
@@ -125,8 +129,7 @@ class ItemCache:
         no TTL, -2 for no key) unless anything invalidated `key` since `reading` (see the
         module docstring), or it expires within a millisecond; whether it was held."""
         with self._changed:
-            if (reading is None or not self._live or self._flushed_at > reading.sequence
-                    or self._invalidated.get(key, 0) > reading.sequence or 0 <= pttl_ms <= 1):
+            if reading is None or not self._live or self.changed_since(key, reading.sequence) or 0 <= pttl_ms <= 1:
                 return False
             # PTTL counts whole milliseconds down: one less keeps the deadline no later than the server's.
             deadline = reading.started + (pttl_ms - 1) / 1000 if pttl_ms > 0 else None

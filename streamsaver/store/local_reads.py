@@ -36,7 +36,8 @@ class LocalReads:
         hits: the results of the gets the cache answered, by op position.
         misses: the document key of every other get, by op position.
         written: the document keys of the batch's puts and deletes.
-        reading: taken before the batch is sent (None: nothing read will be held).
+        reading: taken before the batch is sent (or embedded: so never later than the send;
+            None: nothing read will be held).
     """
 
     cache: ItemCache | None = None

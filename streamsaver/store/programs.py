@@ -67,13 +67,15 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     checked = check_ops(ops)
     if not checked:
         return []
+    local = LocalReads.start(core.cache, checked, _document_key(core), lambda held: item_of(held, core.serde))
+    if len(local.hits) == len(checked):  # every op a get the local cache holds: no round trip
+        return [local.hits[n] for n in range(len(checked))]
     vectors: dict[int, Any] = {}
     queries: dict[int, bytes] = {}
     if core.vectors is not None:
         vectors, queries = yield from _embedded(core.vectors, checked)
     ranged = core.ranged_on_cluster(checked, queries)
     knn = core.knn_searches(checked, queries, ranged)
-    local = LocalReads.start(core.cache, checked, _document_key(core), lambda held: item_of(held, core.serde))
     reads = core.reads(checked, knn, {*ranged, *local.hits})
     steps = core.requests(checked, vectors, reads)
     try:

@@ -19,6 +19,7 @@ connects with a sync connection built from its client's connection settings.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import socket
 import threading
@@ -26,8 +27,11 @@ from typing import Any
 
 import redis
 import redis.asyncio
+import redis.asyncio.sentinel
+import redis.sentinel
 from redis.exceptions import RedisError
 
+from streamsaver.errors import ConfigurationError
 from streamsaver.store.item_cache import ItemCache
 
 __all__ = ["InvalidationListener", "connection_factory"]
@@ -44,13 +48,25 @@ _SETTINGS = frozenset({
 })
 
 
+def _accepted(kind: Any) -> set[str]:
+    return {name for cls in (kind, redis.connection.AbstractConnection)
+            for name in inspect.signature(cls.__init__).parameters}
+
+
 def connection_factory(client: Any) -> Any:
     """A function making a new sync RESP2 connection to the server of `client` (a ``redis.Redis``
     or a ``redis.asyncio.Redis``) with its address, credentials and TLS settings, and no read
-    timeout (the listener waits for invalidations; `HEARTBEAT_S` detects a lost server)."""
+    timeout (the listener waits for invalidations; `HEARTBEAT_S` detects a lost server).
+
+    Raises:
+        ConfigurationError: a client whose pool finds its server otherwise than by address
+            (Sentinel): the listener could end up on another server than the client's.
+    """
     pool = client.connection_pool
-    settings = {name: value for name, value in pool.connection_kwargs.items()
-                if name in _SETTINGS or name.startswith("ssl_")}
+    if issubclass(pool.connection_class, (redis.sentinel.SentinelManagedConnection,
+                                          redis.asyncio.sentinel.SentinelManagedConnection)):
+        raise ConfigurationError("local_cache is not supported on a Sentinel-managed client: its invalidation "
+                                 "connection must reach the very server the client reads")
     kind: Any
     if issubclass(pool.connection_class, (redis.SSLConnection, redis.asyncio.SSLConnection)):
         kind = redis.SSLConnection
@@ -59,6 +75,9 @@ def connection_factory(client: Any) -> Any:
         kind = redis.UnixDomainSocketConnection
     else:
         kind = redis.Connection
+    accepted = _accepted(kind)
+    settings = {name: value for name, value in pool.connection_kwargs.items()
+                if (name in _SETTINGS or name.startswith("ssl_")) and name in accepted}
     return lambda: kind(**settings, protocol=2, socket_timeout=None)
 
 
@@ -76,6 +95,7 @@ class InvalidationListener:
         self._stopping = threading.Event()
         self._guard = threading.Lock()
         self._connection: Any = None
+        self._warned = False
         self._thread = threading.Thread(target=self._run, name="streamsaver-invalidations", daemon=True)
 
     def start(self) -> None:
@@ -104,7 +124,10 @@ class InvalidationListener:
                 backoff = _BACKOFF_S[0]
             except (RedisError, OSError) as error:
                 if not self._stopping.is_set():
-                    log.warning("the store's local cache is off until its invalidation connection is back: %s", error)
+                    # once per outage: a server that refuses tracking would repeat it every backoff
+                    log.log(logging.DEBUG if self._warned else logging.WARNING,
+                            "the store's local cache is off until its invalidation connection is back: %s", error)
+                    self._warned = True
             finally:
                 self._cache.go_dark()
                 self._close()
@@ -126,6 +149,7 @@ class InvalidationListener:
         connection.read_response()
         connection.read_response()
         self._cache.go_live()
+        self._warned = False
         pinged = False
         while not self._stopping.is_set():
             if not connection.can_read(timeout=HEARTBEAT_S):

@@ -83,7 +83,8 @@ def local_cache(owner: object, client: Any, core: StoreCore, capacity: int) -> I
 
     Raises:
         InvalidInputError: `capacity` is not a non-negative int.
-        ConfigurationError: `client` is a Redis Cluster (tracking is per node; not supported).
+        ConfigurationError: `client` is a Redis Cluster (tracking is per node; not supported), or
+            Sentinel-managed (`streamsaver.memory.invalidations.connection_factory`).
     """
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
         raise InvalidInputError(f"local_cache is a number of item documents (an int >= 0), not {capacity!r}")
@@ -94,9 +95,10 @@ def local_cache(owner: object, client: Any, core: StoreCore, capacity: int) -> I
             "local_cache is not supported on Redis Cluster: its invalidations come from each primary for "
             "its own keys (a listener per primary, followed across resharding); use local_cache=0 there"
         )
+    connect = connection_factory(client)
     core.cache = ItemCache(capacity)
     prefix = core.keyspace.document_prefix(VIEW, "doc").encode()
-    listener = InvalidationListener(connection_factory(client), core.cache, prefix)
+    listener = InvalidationListener(connect, core.cache, prefix)
     listener.start()
     weakref.finalize(owner, listener.stop)
     return listener

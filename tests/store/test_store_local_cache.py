@@ -329,3 +329,27 @@ def test_it_holds_at_most_n_documents_least_recently_used_out(evicting: StreamSt
     evicting.get(NS, "c")
     held = [key for key in "abc" if cache.holds(evicting.core.document_key(NS, key).encode())]
     assert held == ["a", "c"]
+
+
+def test_a_resp3_client_is_served_alike(redis_url: str, prefix: str) -> None:
+    client = redis.Redis.from_url(redis_url, protocol=3)
+    writer = StreamStore(redis.Redis.from_url(redis_url), prefix=prefix)
+    with StreamStore(client, prefix=prefix, local_cache=10) as store:
+        store.setup()
+        cache = store.core.cache
+        assert cache is not None and cache.wait_for(lambda: cache.live, WAIT_S)
+        seed(writer, cache, NS, "a", {"n": 1})
+        first = store.get(NS, "a")
+        assert cache.holds(store.core.document_key(NS, "a").encode()) and store.get(NS, "a") == first
+        hits = cache.hits
+        seed(writer, cache, NS, "a", {"n": 2})
+        assert store.get(NS, "a").value == {"n": 2} and cache.hits == hits  # type: ignore[union-attr]
+    client.close()
+
+
+def test_a_sentinel_managed_client_is_refused(prefix: str) -> None:
+    from redis.sentinel import Sentinel
+
+    client = Sentinel([("127.0.0.1", 1)]).master_for("memory")  # nothing is connected yet
+    with pytest.raises(ConfigurationError, match="Sentinel"):
+        StreamStore(client, prefix=prefix, local_cache=10)

@@ -55,8 +55,9 @@ def _accepted(kind: Any) -> set[str]:
 
 def connection_factory(client: Any) -> Any:
     """A function making a new sync RESP2 connection to the server of `client` (a ``redis.Redis``
-    or a ``redis.asyncio.Redis``) with its address, credentials and TLS settings, and no read
-    timeout (the listener waits for invalidations; `HEARTBEAT_S` detects a lost server).
+    or a ``redis.asyncio.Redis``) with its address, credentials and TLS settings, and a timeout of
+    a few heartbeats for each read once a message has begun (the wait between messages is the
+    listener's, see `HEARTBEAT_S`).
 
     Raises:
         ConfigurationError: a client whose pool finds its server otherwise than by address
@@ -78,7 +79,7 @@ def connection_factory(client: Any) -> Any:
     accepted = _accepted(kind)
     settings = {name: value for name, value in pool.connection_kwargs.items()
                 if (name in _SETTINGS or name.startswith("ssl_")) and name in accepted}
-    return lambda: kind(**settings, protocol=2, socket_timeout=None)
+    return lambda: kind(**settings, protocol=2, socket_timeout=5 * HEARTBEAT_S)
 
 
 class InvalidationListener:

@@ -353,3 +353,15 @@ def test_a_sentinel_managed_client_is_refused(prefix: str) -> None:
     client = Sentinel([("127.0.0.1", 1)]).master_for("memory")  # nothing is connected yet
     with pytest.raises(ConfigurationError, match="Sentinel"):
         StreamStore(client, prefix=prefix, local_cache=10)
+
+
+def test_a_server_that_stops_answering_turns_the_cache_off(evicting: StreamStore, client: redis.Redis) -> None:
+    cache = evicting.core.cache
+    assert cache is not None
+    seed(StreamStore(client, prefix=evicting.core.prefix), cache, NS, "a", {"n": 1})
+    evicting.get(NS, "a")
+    assert cache.holds(evicting.core.document_key(NS, "a").encode())
+    client.client_pause(3_000, all=True)  # the listener's heartbeat goes unanswered
+    assert cache.wait_for(lambda: not cache.live, WAIT_S) and len(cache) == 0
+    assert cache.wait_for(lambda: cache.live, WAIT_S)  # back once the server answers again
+    assert evicting.get(NS, "a").value == {"n": 1}  # type: ignore[union-attr]

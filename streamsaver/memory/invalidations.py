@@ -23,6 +23,7 @@ import inspect
 import logging
 import socket
 import threading
+import time
 from typing import Any
 
 import redis
@@ -40,7 +41,10 @@ log = logging.getLogger("streamsaver.store")
 
 CHANNEL = b"__redis__:invalidate"
 HEARTBEAT_S = 1.0
-"""Silence after which the listener pings; a second silence as long means the server is lost."""
+"""Silence after which the listener pings."""
+LOST_AFTER_S = 5.0
+"""How long a ping may go unanswered before the server counts as lost (a busy server, a long
+script or an index build, answers late but answers: the cache need not be dropped for it)."""
 _BACKOFF_S = (0.05, 2.0)
 _SETTINGS = frozenset({
     "host", "port", "path", "db", "username", "password", "credential_provider", "socket_connect_timeout",
@@ -88,10 +92,12 @@ class InvalidationListener:
 
     Attributes:
         client_id: the server's id of the listener's current connection (None while it has none).
+        lost_after: seconds a heartbeat may go unanswered (`LOST_AFTER_S`).
     """
 
     def __init__(self, connect: Any, cache: ItemCache, prefix: bytes) -> None:
         self.client_id: int | None = None
+        self.lost_after = LOST_AFTER_S
         self._connect, self._cache, self._prefix = connect, cache, prefix
         self._stopping = threading.Event()
         self._guard = threading.Lock()
@@ -151,15 +157,17 @@ class InvalidationListener:
         connection.read_response()
         self._cache.go_live()
         self._warned = False
-        pinged = False
+        pinged: float | None = None
         while not self._stopping.is_set():
             if not connection.can_read(timeout=HEARTBEAT_S):
-                if pinged:
-                    raise redis.ConnectionError(f"no answer to a heartbeat in {HEARTBEAT_S} s")
-                connection.send_command("PING")
-                pinged = True
+                if pinged is None:
+                    connection.send_command("PING")
+                    pinged = time.monotonic()
+                elif time.monotonic() - pinged >= self.lost_after:
+                    raise redis.ConnectionError(f"no answer to a heartbeat in {self.lost_after} s")
                 continue
-            pinged = self._apply(connection.read_response()) and pinged
+            if not self._apply(connection.read_response()):
+                pinged = None
 
     def _apply(self, message: Any) -> bool:
         """Apply an invalidation `message`; False for the answer to a heartbeat."""

@@ -361,6 +361,8 @@ def test_a_server_that_stops_answering_turns_the_cache_off(evicting: StreamStore
     seed(StreamStore(client, prefix=evicting.core.prefix), cache, NS, "a", {"n": 1})
     evicting.get(NS, "a")
     assert cache.holds(evicting.core.document_key(NS, "a").encode())
+    assert evicting.cache_listener is not None
+    evicting.cache_listener.lost_after = 0.5
     client.client_pause(3_000, all=True)  # the listener's heartbeat goes unanswered
     assert cache.wait_for(lambda: not cache.live, WAIT_S) and len(cache) == 0
     assert cache.wait_for(lambda: cache.live, WAIT_S)  # back once the server answers again

@@ -53,7 +53,8 @@ _SETTINGS = frozenset({
 
 
 def _accepted(kind: Any) -> set[str]:
-    return {name for cls in (kind, redis.connection.AbstractConnection)
+    """The keyword arguments a connection class takes, its bases' included."""
+    return {name for cls in kind.__mro__ if "__init__" in vars(cls)
             for name in inspect.signature(cls.__init__).parameters}
 
 

@@ -66,7 +66,8 @@ def connection_factory(client: Any) -> Any:
 
     Raises:
         ConfigurationError: a client whose pool finds its server otherwise than by address
-            (Sentinel): the listener could end up on another server than the client's.
+            (Sentinel, or no host nor path in its settings): the listener could end up on
+            another server than the client's.
     """
     pool = client.connection_pool
     if issubclass(pool.connection_class, (redis.sentinel.SentinelManagedConnection,
@@ -84,6 +85,9 @@ def connection_factory(client: Any) -> Any:
     accepted = _accepted(kind)
     settings = {name: value for name, value in pool.connection_kwargs.items()
                 if (name in _SETTINGS or name.startswith("ssl_")) and name in accepted}
+    if "path" not in settings and "host" not in settings:
+        raise ConfigurationError("local_cache needs a client whose pool names its server (host or unix path): "
+                                 f"{pool.connection_class.__name__} does not")
     return lambda: kind(**settings, protocol=2, socket_timeout=5 * HEARTBEAT_S)
 
 

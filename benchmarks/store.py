@@ -25,6 +25,13 @@ Tables (Markdown, to stdout and `--out`):
    others: the before/after of the bare KNN whose candidates the filter checks.
 4. bytes per item: the server's ``used_memory`` grown by each Redis store's fill, over the items
    (StreamStore's includes its log and feed: the truth the views are rebuilt from).
+
+With ``--local-cache N``, a StreamStore with ``local_cache=N`` reading the same items as
+StreamStore joins the ops table (its gets there pick random items, so they are mostly misses:
+the cost of a miss), and a reread table follows: gets of a working set of ``--working-set``
+items already read once (a memory read again and again: profiles, preferences), interleaved
+over every store and a bare ``JSON.GET``, with the cache's hit ratio. A hit is a lookup in this
+process's memory, no round trip: that is what it measures, not a faster server.
 """
 
 from __future__ import annotations
@@ -140,6 +147,37 @@ def get_floor(client: redis.Redis, store: StreamStore, n: int, samples: int) -> 
     return statistics.median(gets), statistics.median(bare)
 
 
+def reread(stores: dict[str, BaseStore], client: redis.Redis, cached: StreamStore, n: int, samples: int,
+           working_set: int) -> str:
+    """The reread table: median get of items of a working set already read once, per store and
+    for a bare ``JSON.GET``, interleaved (the order rotates each sample); the cache's hit ratio."""
+    cache = cached.core.cache
+    assert cache is not None
+    rng = random.Random(13)
+    chosen = rng.sample(range(n), working_set)
+    for i in chosen:
+        cached.get(data.namespace(i), data.key(i))
+    hits, lookups = cache.hits, cache.hits + cache.misses
+    names = [*stores, "bare JSON.GET"]
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for s in range(samples):
+        i = rng.choice(chosen)
+        namespace, key = data.namespace(i), data.key(i)
+        doc = cached.core.document_key(namespace, key)
+        for name in names[s % len(names):] + names[: s % len(names)]:
+            if name == "bare JSON.GET":
+                times[name].append(_timed(lambda d=doc: client.execute_command("JSON.GET", d))[0])
+            else:
+                times[name].append(_timed(lambda g=stores[name].get, ns=namespace, k=key: g(ns, k))[0])
+    ratio = (cache.hits - hits) / max(1, cache.hits + cache.misses - lookups)
+    medians = {name: statistics.median(times[name]) for name in names}
+    peer = medians.get("RedisStore (peer)")
+    rows = [[name, f"{us:,.1f} µs", f"{peer / us:.1f}x" if peer else "-"] for name, us in medians.items()]
+    return (f"## Rereads: gets of {working_set} items read before (median)\n\n"
+            + _table(["store", "get", "RedisStore's get / this"], rows)
+            + f"\n\nlocal_cache hit ratio over these gets: {ratio:.3f}.\n")
+
+
 def recall(store: BaseStore, embeddings: data.ClusteredEmbeddings, vectors: Any, queries: int,
            filtered: bool, **options: Any) -> str:
     """Mean recall@10 of `store`'s vector search against exact brute force, over the whole store
@@ -203,7 +241,8 @@ def _filled(client: redis.Redis, make: Callable[[], BaseStore], n: int) -> tuple
     return store, (_used(client) - before) / n
 
 
-def run(n: int, dims: int, samples: int, queries: int, plans: bool = False) -> str:
+def run(n: int, dims: int, samples: int, queries: int, plans: bool = False, local_cache: int = 0,
+        working_set: int = 100) -> str:
     """The four tables, as Markdown."""
     embeddings = data.ClusteredEmbeddings(dims)
     vectors = data.matrix(embeddings, n)
@@ -226,6 +265,11 @@ def run(n: int, dims: int, samples: int, queries: int, plans: bool = False) -> s
             prefiltered.setup()
             prefiltered.core.selectivity = AlwaysSelective()
             stores["StreamStore (pre-filtered KNN)"] = prefiltered
+        if local_cache:  # the same items, read through a local cache
+            cached = StreamStore(client, prefix=stores["StreamStore"].core.prefix,  # type: ignore[attr-defined]
+                                 index=index_config(embeddings, "flat"), local_cache=local_cache)  # type: ignore[arg-type]
+            assert cached.core.cache is not None and cached.core.cache.wait_for(lambda: cached.core.cache.live, 10)
+            stores[f"StreamStore (local_cache={local_cache:,})"] = cached
         stores["InMemoryStore"] = InMemoryStore(index=index_config(embeddings))  # type: ignore[arg-type]
         fill(stores["InMemoryStore"], n)
         peer = _peer(client, embeddings)
@@ -247,9 +291,13 @@ def run(n: int, dims: int, samples: int, queries: int, plans: bool = False) -> s
         get, bare = get_floor(client, stores["StreamStore"], n, samples)  # type: ignore[arg-type]
         out.append(f"\n\nStreamStore get {get:,.0f} µs against one bare JSON.GET of the same item {bare:,.0f} µs: "
                    f"{get / bare:.2f}x.\n")
+        if local_cache:
+            out.append(reread(stores, client, cached, n, samples, working_set))
         out.append("## Recall@10 against exact brute force\n")
         rows = []
         for name, store in {**stores, **recall_stores}.items():
+            if local_cache and store is cached:  # its searches are StreamStore's own
+                continue
             label = f"{name} (FLAT)" if name == "StreamStore" else name
             if isinstance(store, InMemoryStore) and n > EXACT_SKIPPED_FROM:
                 rows.append([label, "exact by construction (not measured)", "exact by construction (not measured)"])
@@ -268,6 +316,8 @@ def run(n: int, dims: int, samples: int, queries: int, plans: bool = False) -> s
                        f"0.99 from EF_RUNTIME {enough}.")
         out.append("\n\n## Bytes per item (server used_memory)\n")
         out.append(_table(["store", "bytes per item"], [[name, f"{b:,.0f}"] for name, b in sizes.items()]))
+        if local_cache:
+            cached.close()
     return "\n".join(out) + "\n"
 
 
@@ -290,8 +340,12 @@ def main() -> None:
     parser.add_argument("--out", help="also write the report to this file")
     parser.add_argument("--plans", action="store_true",
                         help="also measure a StreamStore that always takes the pre-filtered KNN (before/after)")
+    parser.add_argument("--local-cache", type=int, default=0, metavar="N",
+                        help="also measure a StreamStore with local_cache=N, and the reread table")
+    parser.add_argument("--working-set", type=int, default=100,
+                        help="items the reread table reads again and again (default 100)")
     args = parser.parse_args()
-    report = run(args.n, args.dims, args.samples, args.queries, args.plans)
+    report = run(args.n, args.dims, args.samples, args.queries, args.plans, args.local_cache, args.working_set)
     print(report)
     if args.out:
         with open(args.out, "w") as handle:

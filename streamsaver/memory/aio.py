@@ -5,6 +5,7 @@ round trip; its sync methods work from other threads. Every call is a program of
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -33,8 +34,10 @@ from streamsaver.drivers.cluster import aconnect
 from streamsaver.drivers.wire import client_options
 from streamsaver.log.keys import DEFAULT_PREFIX
 from streamsaver.memory.options import async_embedder, store_core, ttl_config
+from streamsaver.memory.options import local_cache as cache_of
 from streamsaver.store import erasure, programs, reembed
 from streamsaver.store.hybrid import search_op
+from streamsaver.store.local_reads import flushing
 from streamsaver.store.validation import check_ops
 from streamsaver.store.values import encoded
 
@@ -51,13 +54,29 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
     def __init__(
         self, redis_client: Any, *, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
         default_ttl: float | None = None, refresh_on_read: bool = True, index: IndexConfig | None = None,
-        allow_eviction: bool = False, serde: SerializerProtocol | None = None,
+        allow_eviction: bool = False, serde: SerializerProtocol | None = None, local_cache: int = 0,
     ) -> None:
         super().__init__()
         self.ttl_config = ttl_config(default_ttl, refresh_on_read)
         self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction, serde)
         self.index_config = index
         self._driver = AsyncDriver(redis_client, other=async_embedder(index), lane=AsyncLane.of(redis_client))
+        self.cache_listener = cache_of(self, redis_client, self.core, local_cache)
+
+    def close(self) -> None:
+        """As `StreamStore.close` (callable from any thread, the event loop's included)."""
+        if self.cache_listener is not None:
+            self.cache_listener.stop()
+
+    async def aclose(self) -> None:
+        """`close` in a worker thread."""
+        await asyncio.to_thread(self.close)
+
+    async def __aenter__(self) -> AsyncStreamStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     @classmethod
     @asynccontextmanager
@@ -65,7 +84,8 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
         """A store on a new asyncio client for `url`, closed on exit."""
         client = await aconnect(url, cluster=None, **client_options(retry_class=Retry))
         try:
-            yield cls(client, **options)
+            async with cls(client, **options) as store:
+                yield store
         finally:
             await client.aclose()
 
@@ -78,13 +98,13 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
 
     async def apurge(self, prefix: tuple[str, ...]) -> int:
         """As `StreamStore.purge`."""
-        return await self._driver.run(erasure.purge(self.core, prefix))
+        return await self._driver.run(flushing(self.core.cache, erasure.purge(self.core, prefix)))
 
     async def areembed(self, prefix: tuple[str, ...] = (), *, everything: bool = False, dry_run: bool = False,
                        progress: Callable[[int], None] | None = None) -> int:
         """As `StreamStore.reembed` (``aembed_documents``)."""
-        return await self._driver.run(reembed.reembed(self.core, prefix, everything, dry_run=dry_run,
-                                                      progress=progress))
+        return await self._driver.run(flushing(self.core.cache, reembed.reembed(
+            self.core, prefix, everything, dry_run=dry_run, progress=progress)))
 
     async def aget(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None) -> Item | None:
         check_ops([GetOp(namespace, key)])

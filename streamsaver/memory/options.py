@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -10,13 +11,16 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.store.base import IndexConfig, TTLConfig
 from langgraph.store.base.embed import ensure_embeddings
 
+from projectors.store import VIEW
 from streamsaver.drivers.cluster import is_cluster
-from streamsaver.errors import ConfigurationError
+from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.log.keys import DEFAULT_PREFIX
+from streamsaver.memory.invalidations import InvalidationListener, connection_factory
 from streamsaver.store.core import StoreCore
+from streamsaver.store.item_cache import ItemCache
 from streamsaver.store.vectors import Embed, VectorIndex
 
-__all__ = ["async_embedder", "embedder", "store_core", "ttl_config"]
+__all__ = ["async_embedder", "embedder", "local_cache", "store_core", "ttl_config"]
 
 
 def ttl_config(default_ttl: float | None, refresh_on_read: bool) -> TTLConfig:
@@ -70,3 +74,31 @@ def async_embedder(index: IndexConfig | None) -> Callable[[Any], Coroutine[Any, 
         return await embeddings.aembed_documents(list(step.texts))
 
     return answer
+
+
+def local_cache(owner: object, client: Any, core: StoreCore, capacity: int) -> InvalidationListener | None:
+    """Give `core` an item cache of `capacity` documents kept coherent by an invalidation
+    listener on `client`'s server (`streamsaver.memory.invalidations`), started now and stopped
+    by its `stop` or when `owner` (the store) is garbage-collected; `capacity` 0: None, no cache.
+
+    Raises:
+        InvalidInputError: `capacity` is not a non-negative int.
+        ConfigurationError: `client` is a Redis Cluster (tracking is per node; not supported), or
+            Sentinel-managed (`streamsaver.memory.invalidations.connection_factory`).
+    """
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
+        raise InvalidInputError(f"local_cache is a number of item documents (an int >= 0), not {capacity!r}")
+    if capacity == 0:
+        return None
+    if core.cluster:
+        raise ConfigurationError(
+            "local_cache is not supported on Redis Cluster: its invalidations come from each primary for "
+            "its own keys (a listener per primary, followed across resharding); use local_cache=0 there"
+        )
+    connect = connection_factory(client)
+    core.cache = ItemCache(capacity)
+    prefix = core.keyspace.document_prefix(VIEW, "doc").encode()
+    listener = InvalidationListener(connect, core.cache, prefix)
+    listener.start()
+    weakref.finalize(owner, listener.stop)
+    return listener

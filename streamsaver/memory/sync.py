@@ -18,8 +18,10 @@ from streamsaver.drivers.sync import SyncDriver
 from streamsaver.drivers.wire import client_options
 from streamsaver.log.keys import DEFAULT_PREFIX
 from streamsaver.memory.options import embedder, store_core, ttl_config
+from streamsaver.memory.options import local_cache as cache_of
 from streamsaver.store import erasure, programs, reembed
 from streamsaver.store.hybrid import search_op
+from streamsaver.store.local_reads import flushing
 
 __all__ = ["StreamStore"]
 
@@ -46,6 +48,9 @@ class StreamStore(BaseStore):
         serde: what encodes the parts of a value that are not plain JSON (LangChain messages,
             datetimes, ...; `streamsaver.store.values`); default the savers' safe serializer.
             An ``EncryptedSerializer`` encrypts those parts at rest.
+        local_cache: hold up to this many item documents in this object's memory, kept coherent
+            by Redis's invalidations (`streamsaver.store.item_cache`): a get of one held costs no
+            round trip. 0 (default): off. Not on Redis Cluster. `close` stops its listener.
 
     `put`, `delete` and `get` make one round trip each; `batch` one for all its ops (an atomic
     append per partition written, then the reads); `search` and `list_namespaces` one.
@@ -56,12 +61,25 @@ class StreamStore(BaseStore):
     def __init__(
         self, redis_client: Redis, *, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
         default_ttl: float | None = None, refresh_on_read: bool = True, index: IndexConfig | None = None,
-        allow_eviction: bool = False, serde: SerializerProtocol | None = None,
+        allow_eviction: bool = False, serde: SerializerProtocol | None = None, local_cache: int = 0,
     ) -> None:
         self.ttl_config = ttl_config(default_ttl, refresh_on_read)
         self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction, serde)
         self.index_config = index
         self._driver = SyncDriver(redis_client, lane=Lane.of(redis_client), other=embedder(index))
+        self.cache_listener = cache_of(self, redis_client, self.core, local_cache)
+
+    def close(self) -> None:
+        """Stop the local cache's invalidation listener, if any (its thread and connection); the
+        client stays open. Idempotent."""
+        if self.cache_listener is not None:
+            self.cache_listener.stop()
+
+    def __enter__(self) -> StreamStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @classmethod
     @contextmanager
@@ -69,7 +87,8 @@ class StreamStore(BaseStore):
         """A store on a new client for `url` (``redis://``, ``rediss://``, ``unix://``), closed on exit."""
         client = connect(url, cluster=None, **client_options())
         try:
-            yield cls(client, **options)
+            with cls(client, **options) as store:
+                yield store
         finally:
             client.close()
 
@@ -101,7 +120,7 @@ class StreamStore(BaseStore):
         """Erase every item under the namespace `prefix` (labels matched whole) and every log
         entry and feed pointer that wrote one, in one atomic call on its partition
         (`streamsaver.store.erasure`); the count of log entries erased."""
-        return self._driver.run(erasure.purge(self.core, prefix))
+        return self._driver.run(flushing(self.core.cache, erasure.purge(self.core, prefix)))
 
     async def apurge(self, prefix: tuple[str, ...]) -> int:
         """`purge` in a worker thread."""
@@ -113,4 +132,5 @@ class StreamStore(BaseStore):
         another model computed (every embedded item with `everything`), each as a logged put that
         keeps its value, ``updated_at`` and deadline (`streamsaver.store.reembed`); how many.
         `dry_run`: how many are due, nothing embedded or written; `progress(n)` after each page."""
-        return self._driver.run(reembed.reembed(self.core, prefix, everything, dry_run=dry_run, progress=progress))
+        return self._driver.run(flushing(self.core.cache, reembed.reembed(
+            self.core, prefix, everything, dry_run=dry_run, progress=progress)))

@@ -2,7 +2,8 @@
 -- Flagged allow-oom: it only reads and moves expiries, so a full server (noeviction) still serves gets.
 -- store_get: the item documents of KEYS (nil for a missing one); with ARGV[1] == '1', each
 -- found item that expires gets its own TTL again (its document's '$.i.t', ms): a refreshing read.
--- Returns: one JSON text (or nil) per key, in order.
+-- With ARGV[2] == '1' (a store with a local cache), each key's PTTL too, after any renewal.
+-- Returns: one JSON text (or nil) per key, in order; then, with ARGV[2] == '1', one PTTL per key.
 local out = {}
 for k, key in ipairs(KEYS) do
   local doc = redis.call('JSON.GET', key)
@@ -12,5 +13,6 @@ for k, key in ipairs(KEYS) do
     local ttl = tonumber(string.match(redis.call('JSON.GET', key, '$.i.t'), '%d+'))
     if ttl and ttl > 0 then redis.call('PEXPIRE', key, ttl) end
   end
+  if ARGV[2] == '1' then out[#KEYS + k] = redis.call('PTTL', key) end
 end
 return out

@@ -25,6 +25,7 @@ from streamsaver.log.serde import SafeSerializer
 from streamsaver.scripts import STORE_GET
 from streamsaver.store.fanout import fanned, merged
 from streamsaver.store.hybrid import text_query, wants_text
+from streamsaver.store.item_cache import ItemCache
 from streamsaver.store.knn import KnnSearch
 from streamsaver.store.namespaces import list_calls, namespaces_of
 from streamsaver.store.postfilter import SelectivityMemory, candidate_filter, shape
@@ -76,6 +77,8 @@ class StoreCore:
     """The cluster's slot map, read by setup (None: one server)."""
     selectivity: SelectivityMemory = field(default_factory=SelectivityMemory, init=False)
     """The pre-filters whose bare KNN came back short (`streamsaver.store.postfilter`)."""
+    cache: ItemCache | None = field(default=None, init=False)
+    """The store's item cache (``local_cache``; None: off), `streamsaver.store.item_cache`."""
 
     def __post_init__(self) -> None:
         self.keyspace = Keyspace(self.prefix, self.partitions or DEFAULT_PARTITIONS)
@@ -224,10 +227,15 @@ class StoreCore:
         first = unescape(stem.split(":", 1)[0].split(".", 1)[0])
         return self.keyspace.store(self.keyspace.store_partition(first)).item(stem)
 
+    def document_key(self, namespace: tuple[str, ...], key: str) -> str:
+        """The document key of the item `key` in `namespace`."""
+        return self.keyspace.store(self.keyspace.store_partition(namespace[0])).item(item_stem(namespace, key))
+
     def _get(self, op: GetOp) -> list[str | bytes | int]:
-        keys = self.keyspace.store(self.keyspace.store_partition(op.namespace[0]))
         refresh = "1" if op.refresh_ttl else "0"  # BaseStore resolved it from refresh_on_read
-        return STORE_GET.evalsha_args([keys.item(item_stem(tuple(op.namespace), op.key))], [refresh])
+        # With a cache, the PTTL too: the deadline a held document is served until.
+        argv = [refresh] if self.cache is None else [refresh, "1"]
+        return STORE_GET.evalsha_args([self.document_key(tuple(op.namespace), op.key)], argv)
 
     def replies_by_op(self, ops: Sequence[Op], replies: Sequence[Any], reads: Sequence[Sequence[Command]]) -> list[
             list[Any]]:
@@ -248,8 +256,7 @@ class StoreCore:
             if n in done:
                 results.append(done[n])
             elif isinstance(op, GetOp):
-                [document] = replies[n][0]
-                results.append(item_of(document, self.serde))
+                results.append(item_of(replies[n][0][0], self.serde))
             elif n in knn and self.vectors is not None:
                 results.append(knn[n].page(rounds[n], self.vectors.score))
             elif isinstance(op, SearchOp):

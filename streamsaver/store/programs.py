@@ -8,7 +8,7 @@ nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from langgraph.store.base import Op, PutOp, Result, SearchOp
@@ -21,6 +21,8 @@ from streamsaver.store.core import StoreCore
 from streamsaver.store.fanout import missing, with_documents
 from streamsaver.store.index_config import check_index
 from streamsaver.store.knn import KnnSearch
+from streamsaver.store.local_reads import LocalReads
+from streamsaver.store.queries import item_of
 from streamsaver.store.refresh import refresh_calls
 from streamsaver.store.validation import check_ops
 from streamsaver.store.vectors import Embed, VectorIndex
@@ -65,14 +67,40 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     checked = check_ops(ops)
     if not checked:
         return []
+    local = LocalReads.start(core.cache, checked, _document_key(core), lambda held: item_of(held, core.serde))
+    if len(local.hits) == len(checked):  # every op a get the local cache holds: no round trip
+        return [local.hits[n] for n in range(len(checked))]
     vectors: dict[int, Any] = {}
     queries: dict[int, bytes] = {}
     if core.vectors is not None:
         vectors, queries = yield from _embedded(core.vectors, checked)
     ranged = core.ranged_on_cluster(checked, queries)
     knn = core.knn_searches(checked, queries, ranged)
-    reads = core.reads(checked, knn, ranged)
+    reads = core.reads(checked, knn, {*ranged, *local.hits})
     steps = core.requests(checked, vectors, reads)
+    try:
+        sent = (yield from _sent(core, checked, steps)) if steps else []
+    finally:
+        local.acknowledged()
+    replies = core.replies_by_op(checked, sent, reads)
+    local.remember(replies)
+    replies = yield from _with_documents(core, replies)
+    rounds = yield from _finished(core, knn, replies)
+    done = yield from _ranged(core, checked, ranged, replies)
+    results = core.results(checked, replies, knn, rounds, {**done, **local.hits})
+    answers = [[reply for group in rounds[n] for reply in group] if n in knn else replies[n]
+               for n in range(len(checked))]
+    if refreshes := refresh_calls(core.keyspace, checked, results, answers):
+        yield Call(refreshes, core.load_scripts)  # see streamsaver.store.refresh: after the page is known
+    return results
+
+
+def _document_key(core: StoreCore) -> Callable[[tuple[str, ...], str], bytes]:
+    return lambda namespace, key: core.document_key(namespace, key).encode()
+
+
+def _sent(core: StoreCore, ops: Sequence[Op], steps: list[Any]) -> Program[list[Any]]:
+    """The replies to the batch's `steps` (one round trip)."""
     try:
         sent: list[Any] = yield Call(steps, core.load_scripts)
     except Refused as refused:
@@ -82,18 +110,9 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
         # reads are sent again once the index is back and has indexed every item.
         log.warning("the store's index is gone (%s): setting up again and reading again", refused.error)
         yield from set_up(core, wait_indexed=True)
-        writes = len({core.keyspace.store_partition(op.namespace[0]) for op in checked if isinstance(op, PutOp)})
+        writes = len({core.keyspace.store_partition(op.namespace[0]) for op in ops if isinstance(op, PutOp)})
         sent = [None] * writes + (yield Call(steps[writes:], core.load_scripts))
-    replies = core.replies_by_op(checked, sent, reads)
-    replies = yield from _with_documents(core, replies)
-    rounds = yield from _finished(core, knn, replies)
-    done = yield from _ranged(core, checked, ranged, replies)
-    results = core.results(checked, replies, knn, rounds, done)
-    answers = [[reply for group in rounds[n] for reply in group] if n in knn else replies[n]
-               for n in range(len(checked))]
-    if refreshes := refresh_calls(core.keyspace, checked, results, answers):
-        yield Call(refreshes, core.load_scripts)  # see streamsaver.store.refresh: after the page is known
-    return results
+    return sent
 
 
 def _ranged(core: StoreCore, ops: Sequence[Op], ranged: dict[int, bytes | None], replies: list[list[Any]]) -> Program[

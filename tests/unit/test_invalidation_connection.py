@@ -1,0 +1,31 @@
+"""The local cache's listener connects to the very server of the store's client (sync or
+asyncio; TCP, TLS or a unix socket), with its credentials, in RESP2 (no connection is opened
+here)."""
+
+from __future__ import annotations
+
+import redis
+import redis.asyncio
+
+from streamsaver.memory.invalidations import connection_factory
+
+
+def test_a_tcp_client_with_credentials() -> None:
+    client = redis.Redis(host="10.0.0.7", port=6380, db=3, username="app", password="secret", protocol=3)
+    connection = connection_factory(client)()
+    assert type(connection) is redis.Connection
+    assert (connection.host, connection.port, connection.db) == ("10.0.0.7", 6380, 3)
+    assert (connection.username, connection.password, connection.protocol) == ("app", "secret", 2)
+
+
+def test_an_asyncio_tls_client() -> None:
+    client = redis.asyncio.Redis(host="cache.example", port=6390, ssl=True, ssl_cert_reqs="none")
+    connection = connection_factory(client)()
+    assert type(connection) is redis.SSLConnection
+    assert (connection.host, connection.port) == ("cache.example", 6390)
+
+
+def test_a_unix_socket_client() -> None:
+    client = redis.Redis(unix_socket_path="/run/redis.sock")
+    connection = connection_factory(client)()
+    assert type(connection) is redis.UnixDomainSocketConnection and connection.path == "/run/redis.sock"

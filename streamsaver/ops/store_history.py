@@ -49,6 +49,14 @@ class StoreRow:
     bytes: int = 0
     value: str = ""
     """The put's value as JSON (``--json``: whole; the table cuts it)."""
+    writer: str = ""
+    """Who wrote it: the writing store's ``writer=`` ("" for events logged before writers were)."""
+    thread_id: str = ""
+    """The LangGraph thread whose run wrote it ("" outside a run)."""
+    checkpoint_ns: str = ""
+    """The run's task namespace (``node:task_id``) that wrote it ("" outside a run)."""
+    run_id: str = ""
+    """The LangGraph run id, when the run's config named one."""
 
 
 def store_logs(client: Redis, prefix: str, namespace: Sequence[str] = (), partition: int | None = None) -> list[str]:
@@ -85,7 +93,9 @@ def _row(raw_id: bytes, fields: dict[bytes, bytes]) -> StoreRow:
     row = StoreRow(entry_id, entry_time(entry_id), event.thread_id, event.TYPE, None, None,
                    bytes=sum(len(k) + len(v) for k, v in fields.items()))
     if isinstance(event, (ItemPut, ItemDeleted)):
-        row.namespace, row.key = event.namespace, event.key
+        row.namespace, row.key, row.writer = event.namespace, event.key, event.writer
+        if (run := event.run) is not None:
+            row.thread_id, row.checkpoint_ns, row.run_id = run.thread_id, run.checkpoint_ns, run.run_id
     if isinstance(event, ItemPut):
         row.model, row.vectors = event.model, len(event.vectors)
         row.dims = len(event.vectors[0]) if event.vectors else 0

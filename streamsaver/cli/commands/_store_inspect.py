@@ -10,8 +10,8 @@ from streamsaver.cli.commands._table import table, terminal_width
 
 __all__ = ["run_store_inspect"]
 
-_FLEXIBLE = (10, 3)
-"""The columns a narrow terminal cuts, in this order: value, namespace."""
+_FLEXIBLE = (12, 3, 6)
+"""The columns a narrow terminal cuts, in this order: value, namespace, thread."""
 
 
 def _ttl(minutes: float | None) -> str:
@@ -31,11 +31,12 @@ def run_store_inspect(args: argparse.Namespace) -> int:
     days = {r.time[:10] for r in shown}
     one_day = len(days) == 1
     print(table(
-        ["time", "partition", "op", "namespace", "key", "model", "dims", "ttl", "bytes", "log entry", "value"],
+        ["time", "partition", "op", "namespace", "key", "writer", "thread", "model", "dims", "ttl", "bytes",
+         "log entry", "value"],
         [[r.time[11:] if one_day else r.time, r.partition, r.op,
-          ".".join(r.namespace) if r.namespace is not None else "(all)", r.key or "-",
-          r.model or "-", f"{r.vectors}x{r.dims}" if r.vectors else "-", _ttl(r.ttl_minutes), r.bytes, r.entry_id,
-          r.value or "-"] for r in shown],
+          ".".join(r.namespace) if r.namespace is not None else "(all)", r.key or "-", r.writer or "-",
+          r.thread_id or "-", r.model or "-", f"{r.vectors}x{r.dims}" if r.vectors else "-", _ttl(r.ttl_minutes),
+          r.bytes, r.entry_id, r.value or "-"] for r in shown],
         max_width=60, width=terminal_width(), flexible=_FLEXIBLE,
     ))
     where = ".".join(args.namespace) or "the whole store"

@@ -19,12 +19,13 @@ def _ttl(minutes: float | None) -> str:
 
 
 def run_store_inspect(args: argparse.Namespace) -> int:
-    """Print the events of the store partition logs under ``--namespace`` (``--key``, ``--limit``)."""
+    """Print the events of the store partition logs under ``--namespace`` (``--key``; ``--limit``:
+    the last N, read from the logs' ends, so the total is known only when fewer were found)."""
     from streamsaver.ops.store_history import store_history
 
     with open_client(args) as client:
-        rows = store_history(client, args.prefix, args.namespace, key=args.key, partition=args.partition)
-    shown = rows[-args.limit:] if args.limit else rows
+        shown = store_history(client, args.prefix, args.namespace, key=args.key, partition=args.partition,
+                              limit=args.limit)
     if args.json:
         emit_json([dataclasses.asdict(r) for r in shown])
         return 0
@@ -41,8 +42,8 @@ def run_store_inspect(args: argparse.Namespace) -> int:
     ))
     where = ".".join(args.namespace) or "the whole store"
     where += f" in partition {args.partition}" if args.partition is not None else ""
-    notes = [f"{len(rows):,} store events under {where}", f"times are UTC{f', on {days.pop()}' if one_day else ''}"]
-    if len(shown) < len(rows):
-        notes.append(f"the last {len(shown)} (--limit)")
-    print("; ".join(notes))
+    limited = args.limit is not None and len(shown) == args.limit
+    counted = f"the last {len(shown):,} store events under {where} (--limit)" if limited else (
+        f"{len(shown):,} store events under {where}")
+    print("; ".join([counted, f"times are UTC{f', on {days.pop()}' if one_day else ''}"]))
     return 0

@@ -90,5 +90,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
     parser.add_argument("--partition", type=int, metavar="N",
                         help="with --store: only store partition N's log (the number stats, tail and doctor show)")
     parser.add_argument("--limit", type=positive_int, metavar="N",
-                        help="show only the last N checkpoints (store events)")
+                        help="show only the last N checkpoints (store events: read from the logs' ends, "
+                        "so a long store history is not read whole)")
     parser.set_defaults(handler=_run)

@@ -1,5 +1,6 @@
 """What a subscriber following the memory store's feeds (``Subscriber(..., domain="store")``)
-hands its handler: a `StoreFeedEvent`, a memory audit record (who wrote which fact, when).
+hands its handler: a `StoreFeedEvent`, a memory audit record (who wrote which fact, when: the
+payload's ``writer``, ``run`` and ``at``).
 
 A store feed pointer carries the event's type, its partition, the item's namespace (``labels``)
 and key, so `StoreFeedEvent.namespace` and `key` cost nothing; the value is in the log entry,
@@ -8,6 +9,7 @@ read on demand (`StoreFeedEvent.value`, or with the batch under ``prefetch``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,13 +70,18 @@ class StoreFeedEvent(FeedEvent):
 
     def _decoded(self, event: Event, links: Any) -> dict[str, Any]:
         """`payload` of a store event: namespace, key, value (None for a deletion), the
-        writer's clock (``at``, microseconds) and the TTL (``ttl_ms``, 0: none)."""
+        writer's clock (``at``, microseconds), the TTL (``ttl_ms``, 0: none), who wrote it
+        (``writer``: the store's writer name, "" for events logged before writers were) and the
+        LangGraph run it was written in (``run``: a dict of ``thread_id``, ``checkpoint_ns``,
+        ``run_id``, "" where the run's config named none; None outside a run)."""
+        if not isinstance(event, (ItemPut, ItemDeleted)):
+            return {}
+        run = None if event.run is None else dataclasses.asdict(event.run)
+        who = {"writer": event.writer, "run": run}
         if isinstance(event, ItemPut):
             return {"namespace": event.namespace, "key": event.key, "value": event.value, "at": event.at,
-                    "ttl_ms": event.ttl_ms}
-        if isinstance(event, ItemDeleted):
-            return {"namespace": event.namespace, "key": event.key, "value": None, "at": event.at}
-        return {}
+                    "ttl_ms": event.ttl_ms, **who}
+        return {"namespace": event.namespace, "key": event.key, "value": None, "at": event.at, **who}
 
     def value(self) -> dict[str, Any] | None:
         """The value an ``ItemPut`` wrote (read from its log entry unless prefetched); None for

@@ -30,6 +30,7 @@ __all__ = [
     "ItemPut",
     "Marker",
     "PendingWrite",
+    "RunContext",
     "RunsDeleted",
     "StoreEvent",
     "StorePartitionErased",
@@ -166,15 +167,28 @@ class RunsDeleted:
 
 
 @dataclass(frozen=True)
+class RunContext:
+    """The LangGraph run a store write was made in, as its config named it (plain strings; ""
+    where the config named nothing): what links a fact in the store to the conversation that
+    produced it. Inside a graph node, `checkpoint_ns` is the node's task namespace
+    (``node:task_id``, subgraphs joined by ``|``)."""
+
+    thread_id: str = ""
+    checkpoint_ns: str = ""
+    run_id: str = ""
+
+
+@dataclass(frozen=True)
 class ItemPut:
     """The store put `value` (plain JSON) under (`namespace`, `key`) at `at` (microseconds
     since the epoch, the writer's clock); `ttl_ms` > 0: the item expires that long after its
     last write (or refreshing read). Logged in the store partition `log_id` of the namespace."""
 
     TYPE: ClassVar[str] = "ItemPut"
-    VERSION: ClassVar[int] = 2
+    VERSION: ClassVar[int] = 3
     """2: the embedding's model, the put's own paths and a kept deadline (`model`, `paths`,
-    `expires_ms`); version 1 entries (without them) read as their defaults."""
+    `expires_ms`); 3: who wrote it (`writer`, `run`). Older entries (without them) read as
+    their defaults."""
 
     log_id: str
     namespace: tuple[str, ...]
@@ -193,6 +207,10 @@ class ItemPut:
     expires_ms: int = 0
     """When set (a re-embedding's put, which keeps the item's deadline), the item's deadline in
     Unix milliseconds instead of `at` plus `ttl_ms`."""
+    writer: str = ""
+    """The writing store's name (its ``writer=``; "" when logged before version 3)."""
+    run: RunContext | None = None
+    """The LangGraph run the put was made in (None: outside a run, or logged before version 3)."""
 
     @property
     def thread_id(self) -> str:
@@ -202,15 +220,19 @@ class ItemPut:
 
 @dataclass(frozen=True)
 class ItemDeleted:
-    """The store deleted the item (`namespace`, `key`) at `at` (microseconds since the epoch)."""
+    """The store deleted the item (`namespace`, `key`) at `at` (microseconds since the epoch);
+    `writer` and `run` as in `ItemPut`."""
 
     TYPE: ClassVar[str] = "ItemDeleted"
-    VERSION: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 2
+    """2: who deleted it (`writer`, `run`); version 1 entries read as their defaults."""
 
     log_id: str
     namespace: tuple[str, ...]
     key: str
     at: int
+    writer: str = ""
+    run: RunContext | None = None
 
     @property
     def thread_id(self) -> str:

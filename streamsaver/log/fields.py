@@ -11,8 +11,8 @@ __all__ = [
     "BODY", "BODY_POINTER", "CHANNEL_PREFIX", "CHECKPOINT_ID", "CURRENT_CHECKPOINT", "EMPTY_TYPE", "ENTRY_ID",
     "INCARNATION", "ITEM_EMBEDDING", "ITEM_EXPIRES", "ITEM_KEY", "ITEM_TTL", "ITEM_VALUE", "ITEM_VECTORS", "KEPT",
     "LABELS", "METADATA", "NAMESPACE", "OWNER", "PARENT", "PINNED",
-    "REQUEUED_FOR", "RUNS", "SOURCE", "STRATEGY", "TASK", "TASK_PATH", "THREAD", "TYPE", "UNTIL", "VERSION",
-    "VERSIONS", "WRITE_PREFIX", "WRITTEN_AT",
+    "REQUEUED_FOR", "RUN", "RUNS", "SOURCE", "STRATEGY", "TASK", "TASK_PATH", "THREAD", "TYPE", "UNTIL", "VERSION",
+    "VERSIONS", "WRITER", "WRITE_PREFIX", "WRITTEN_AT",
 ]
 
 # Stream fields of a log entry (`streamsaver.log.stored`); ``type`` and ``v`` lead every entry.
@@ -54,6 +54,12 @@ ITEM_EXPIRES = b"expires"
 ITEM_EMBEDDING = b"embedding"
 """What computed an ItemPut's embeddings (version 2, only with vectors): a JSON object with the
 model's name ``model``, the dimensions ``dims`` and, for a put's own paths, ``paths``."""
+WRITER = b"writer"
+"""Who wrote a store event (ItemPut version 3, ItemDeleted version 2): the store's ``writer=``."""
+RUN = b"run"
+"""The LangGraph run a store event was written in (same versions, only inside a run): a JSON
+object of strings, ``thread_id``, ``checkpoint_ns``, ``run_id``, each only when the run's config
+named it."""
 
 EMPTY_TYPE = "empty"
 """The stored type of a channel value with a new version but no value (LangGraph's convention);

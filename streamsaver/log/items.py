@@ -3,7 +3,8 @@ stream fields and feed pointers, by the conventions of `streamsaver.log.stored` 
 ``v`` lead, field names in `streamsaver.log.fields`, older versions lifted by upcasters).
 
 An `ItemPut` keeps its value as strict JSON (``value``) and its namespace as a JSON list of
-labels (``labels``), so an entry reads without the writer's code.
+labels (``labels``), so an entry reads without the writer's code. Who wrote a put or a delete
+(``writer``, and ``run``: the LangGraph run's ids as a JSON object of strings) is plain text too.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import orjson
 
 from streamsaver.errors import EventDecodeError
 from streamsaver.log.codec import strict_json
-from streamsaver.log.events import Event, ItemDeleted, ItemPut, StorePartitionErased
+from streamsaver.log.events import Event, ItemDeleted, ItemPut, RunContext, StorePartitionErased
 from streamsaver.log.fields import (
     ITEM_EMBEDDING,
     ITEM_EXPIRES,
@@ -24,9 +25,11 @@ from streamsaver.log.fields import (
     ITEM_VALUE,
     ITEM_VECTORS,
     LABELS,
+    RUN,
     THREAD,
     TYPE,
     VERSION,
+    WRITER,
     WRITTEN_AT,
 )
 
@@ -53,6 +56,9 @@ def item_fields(event: Event) -> Fields:
     fields[LABELS] = orjson.dumps(list(event.namespace))
     fields[ITEM_KEY] = _s(event.key)
     fields[WRITTEN_AT] = b"%d" % event.at
+    fields[WRITER] = _s(event.writer)
+    if event.run is not None:
+        fields[RUN] = _run_json(event.run)
     if isinstance(event, ItemPut):
         fields[ITEM_VALUE] = strict_json(event.value)
         fields[ITEM_TTL] = b"%d" % event.ttl_ms
@@ -65,6 +71,28 @@ def item_fields(event: Event) -> Fields:
                 embedding["paths"] = list(event.paths)
             fields[ITEM_EMBEDDING] = orjson.dumps(embedding)
     return fields
+
+
+_RUN_KEYS = ("thread_id", "checkpoint_ns", "run_id")
+
+
+def _run_json(run: RunContext) -> bytes:
+    return orjson.dumps({name: value for name in _RUN_KEYS if (value := getattr(run, name))})
+
+
+def _run(f: Fields) -> RunContext | None:
+    """The ``run`` field (absent: None); a value that is not a JSON object of strings is refused."""
+    raw = f.get(RUN)
+    if raw is None:
+        return None
+    run = orjson.loads(raw)
+    if not isinstance(run, dict) or not all(isinstance(value, str) for value in run.values()):
+        raise ValueError("an event's run must be a JSON object of strings")
+    return RunContext(*(run.get(name, "") for name in _RUN_KEYS))
+
+
+def _writer(f: Fields) -> str:
+    return f.get(WRITER, b"").decode("utf-8", "surrogatepass")  # absent before ItemPut v3 / ItemDeleted v2
 
 
 def _labels(f: Fields) -> tuple[str, ...]:
@@ -86,11 +114,12 @@ def _item_put(f: Fields) -> ItemPut:
     paths = embedding.get("paths")
     return ItemPut(log_id, _labels(f), key, value, int(f[WRITTEN_AT]), int(f[ITEM_TTL]), vectors,
                    str(embedding.get("model", "")), None if paths is None else tuple(str(p) for p in paths),
-                   int(f.get(ITEM_EXPIRES, b"0")))
+                   int(f.get(ITEM_EXPIRES, b"0")), _writer(f), _run(f))
 
 
 def _item_deleted(f: Fields) -> ItemDeleted:
-    return ItemDeleted(f[THREAD].decode(), _labels(f), f[ITEM_KEY].decode("utf-8", "surrogatepass"), int(f[WRITTEN_AT]))
+    return ItemDeleted(f[THREAD].decode(), _labels(f), f[ITEM_KEY].decode("utf-8", "surrogatepass"), int(f[WRITTEN_AT]),
+                       _writer(f), _run(f))
 
 
 def _erased(f: Fields) -> StorePartitionErased:
@@ -98,8 +127,9 @@ def _erased(f: Fields) -> StorePartitionErased:
 
 
 _DECODERS: dict[str, tuple[frozenset[int], Callable[[Fields], Event]]] = {
-    ItemPut.TYPE: (frozenset({1, ItemPut.VERSION}), _item_put),  # version 1 lacks only the embedding
-    ItemDeleted.TYPE: (frozenset({ItemDeleted.VERSION}), _item_deleted),
+    # Older versions lack only optional fields: version 1 the embedding, 2 the writer and run.
+    ItemPut.TYPE: (frozenset({1, 2, ItemPut.VERSION}), _item_put),
+    ItemDeleted.TYPE: (frozenset({1, ItemDeleted.VERSION}), _item_deleted),
     StorePartitionErased.TYPE: (frozenset({StorePartitionErased.VERSION}), _erased),
 }
 

@@ -6,9 +6,9 @@ round trip; its sync methods work from other threads. Every call is a program of
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.store.base import (
@@ -35,19 +35,24 @@ from streamsaver.drivers.wire import client_options
 from streamsaver.log.keys import DEFAULT_PREFIX
 from streamsaver.memory.options import async_embedder, store_core, ttl_config
 from streamsaver.memory.options import local_cache as cache_of
+from streamsaver.memory.runs import current_run, writer_name
 from streamsaver.store import erasure, programs, reembed
 from streamsaver.store.hybrid import search_op
 from streamsaver.store.local_reads import flushing
 from streamsaver.store.validation import check_ops
 from streamsaver.store.values import encoded
+from streamsaver.store.writers import with_run, with_runs
 
 __all__ = ["AsyncStreamStore"]
+
+T = TypeVar("T")
 
 
 class AsyncStreamStore(AsyncBatchedBaseStore):
     """`streamsaver.memory.sync.StreamStore` on a ``redis.asyncio.Redis`` (same arguments);
     made inside a running event loop. Each call's op is checked before it joins a batch, so an
-    invalid op fails its own call only."""
+    invalid op fails its own call only. A put or delete takes the LangGraph run it is called in
+    with it into the batch (which another task runs), also when called from another thread."""
 
     supports_ttl = True
 
@@ -55,10 +60,12 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
         self, redis_client: Any, *, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
         default_ttl: float | None = None, refresh_on_read: bool = True, index: IndexConfig | None = None,
         allow_eviction: bool = False, serde: SerializerProtocol | None = None, local_cache: int = 0,
+        writer: str | None = None,
     ) -> None:
         super().__init__()
         self.ttl_config = ttl_config(default_ttl, refresh_on_read)
-        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction, serde)
+        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction, serde,
+                               writer_name(writer))
         self.index_config = index
         self._driver = AsyncDriver(redis_client, other=async_embedder(index), lane=AsyncLane.of(redis_client))
         self.cache_listener = cache_of(self, redis_client, self.core, local_cache)
@@ -93,8 +100,17 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
         """As `StreamStore.setup`."""
         await self._driver.run(programs.set_up(self.core))
 
+    @property
+    def writer(self) -> str:
+        """The name this store's puts and deletes are logged with."""
+        return self.core.writer
+
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return await self._driver.run(programs.batch(self.core, ops))
+        run = current_run()
+        return await self._driver.run(programs.batch(self.core, ops if run is None else with_runs(ops, run)))
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        return self._from_thread(self.abatch(with_runs(ops, current_run())))
 
     async def apurge(self, prefix: tuple[str, ...]) -> int:
         """As `StreamStore.purge`."""
@@ -130,13 +146,55 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
         self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any],
         index: Literal[False] | list[str] | None = None, *, ttl: float | NotProvided | None = NOT_PROVIDED,
     ) -> None:
-        check_ops([PutOp(namespace, key, value, index, None if isinstance(ttl, NotProvided) else ttl)])
-        encoded(value, self.core.serde)  # a value the serde cannot encode fails this call alone
-        await super().aput(namespace, key, value, index, ttl=ttl)
+        await self._queued(self._put(namespace, key, value, index, ttl))
 
     async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
-        check_ops([PutOp(namespace, key, None)])
-        await super().adelete(namespace, key)
+        await self._queued(self._delete(namespace, key))
+
+    def put(
+        self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any],
+        index: Literal[False] | list[str] | None = None, *, ttl: float | NotProvided | None = NOT_PROVIDED,
+    ) -> None:
+        self._from_thread(self._queued(self._put(namespace, key, value, index, ttl)))
+
+    def delete(self, namespace: tuple[str, ...], key: str) -> None:
+        self._from_thread(self._queued(self._delete(namespace, key)))
+
+    def _put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any],
+             index: Literal[False] | list[str] | None, ttl: float | NotProvided | None) -> PutOp:
+        """The checked op of a put, with the caller's LangGraph run."""
+        if isinstance(ttl, NotProvided):
+            ttl = (self.ttl_config or {}).get("default_ttl")
+        op = PutOp(namespace, key, value, index, ttl)
+        check_ops([op])
+        encoded(value, self.core.serde)  # a value the serde cannot encode fails this call alone
+        return with_run(op, current_run())
+
+    def _delete(self, namespace: tuple[str, ...], key: str) -> PutOp:
+        op = PutOp(namespace, key, None)
+        check_ops([op])
+        return with_run(op, current_run())
+
+    async def _queued(self, op: Op) -> Any:
+        """`op`'s result, run in the next batch (as LangGraph's ``AsyncBatchedBaseStore`` queues
+        its calls: the op is made here, so that it carries its caller's run)."""
+        self._ensure_task()
+        future = self._loop.create_future()
+        self._aqueue.put_nowait((future, op))
+        return await future
+
+    def _from_thread(self, call: Coroutine[Any, Any, T]) -> T:
+        """`call` run on the store's event loop, from another thread."""
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # no loop runs in this thread
+            running = None
+        if running is self._loop:
+            call.close()
+            raise asyncio.InvalidStateError(
+                f"a synchronous call to {type(self).__name__} in its own event loop would deadlock: await its "
+                "a* method instead")
+        return asyncio.run_coroutine_threadsafe(call, self._loop).result()
 
     async def alist_namespaces(
         self, *, prefix: tuple[str, ...] | None = None, suffix: tuple[str, ...] | None = None,

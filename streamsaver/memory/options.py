@@ -35,10 +35,12 @@ def ttl_config(default_ttl: float | None, refresh_on_read: bool) -> TTLConfig:
 
 def store_core(client: Any, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
                refresh_on_read: bool = True, index: IndexConfig | None = None,
-               allow_eviction: bool = False, serde: SerializerProtocol | None = None) -> StoreCore:
+               allow_eviction: bool = False, serde: SerializerProtocol | None = None,
+               writer: str = "") -> StoreCore:
     """The core of a store on `client` (a server or a cluster)."""
     vectors = VectorIndex.of(index) if index else None
-    core = StoreCore(prefix, partitions, refresh_on_read, vectors, allow_eviction, cluster=is_cluster(client))
+    core = StoreCore(prefix, partitions, refresh_on_read, vectors, allow_eviction, cluster=is_cluster(client),
+                     writer=writer)
     if serde is not None:
         core.serde = serde
     return core

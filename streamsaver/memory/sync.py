@@ -19,9 +19,11 @@ from streamsaver.drivers.wire import client_options
 from streamsaver.log.keys import DEFAULT_PREFIX
 from streamsaver.memory.options import embedder, store_core, ttl_config
 from streamsaver.memory.options import local_cache as cache_of
+from streamsaver.memory.runs import current_run, writer_name
 from streamsaver.store import erasure, programs, reembed
 from streamsaver.store.hybrid import search_op
 from streamsaver.store.local_reads import flushing
+from streamsaver.store.writers import with_runs
 
 __all__ = ["StreamStore"]
 
@@ -51,6 +53,11 @@ class StreamStore(BaseStore):
         local_cache: hold up to this many item documents in this object's memory, kept coherent
             by Redis's invalidations (`streamsaver.store.item_cache`): a get of one held costs no
             round trip. 0 (default): off. Not on Redis Cluster. `close` stops its listener.
+        writer: who this store writes as: the name every put and delete logs with it (a
+            service or agent name, printable, 1 to 128 characters; default: this process's
+            ``host-pid``). A write made inside a LangGraph run also logs the run's
+            ``thread_id``, ``checkpoint_ns`` and ``run_id`` (`streamsaver.memory.runs`): the
+            memory audit feed's "who wrote which fact, when".
 
     `put`, `delete` and `get` make one round trip each; `batch` one for all its ops (an atomic
     append per partition written, then the reads); `search` and `list_namespaces` one.
@@ -62,9 +69,11 @@ class StreamStore(BaseStore):
         self, redis_client: Redis, *, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
         default_ttl: float | None = None, refresh_on_read: bool = True, index: IndexConfig | None = None,
         allow_eviction: bool = False, serde: SerializerProtocol | None = None, local_cache: int = 0,
+        writer: str | None = None,
     ) -> None:
         self.ttl_config = ttl_config(default_ttl, refresh_on_read)
-        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction, serde)
+        self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction, serde,
+                               writer_name(writer))
         self.index_config = index
         self._driver = SyncDriver(redis_client, lane=Lane.of(redis_client), other=embedder(index))
         self.cache_listener = cache_of(self, redis_client, self.core, local_cache)
@@ -97,8 +106,14 @@ class StreamStore(BaseStore):
         scripts. Idempotent."""
         self._driver.run(programs.set_up(self.core))
 
+    @property
+    def writer(self) -> str:
+        """The name this store's puts and deletes are logged with."""
+        return self.core.writer
+
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        return self._driver.run(programs.batch(self.core, ops))
+        run = current_run()
+        return self._driver.run(programs.batch(self.core, ops if run is None else with_runs(ops, run)))
 
     def search(
         self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,

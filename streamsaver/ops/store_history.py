@@ -49,6 +49,14 @@ class StoreRow:
     bytes: int = 0
     value: str = ""
     """The put's value as JSON (``--json``: whole; the table cuts it)."""
+    writer: str = ""
+    """Who wrote it: the writing store's ``writer=`` ("" for events logged before writers were)."""
+    thread_id: str = ""
+    """The LangGraph thread whose run wrote it ("" outside a run)."""
+    checkpoint_ns: str = ""
+    """The run's task namespace (``node:task_id``) that wrote it ("" outside a run)."""
+    run_id: str = ""
+    """The LangGraph run id, when the run's config named one."""
 
 
 def store_logs(client: Redis, prefix: str, namespace: Sequence[str] = (), partition: int | None = None) -> list[str]:
@@ -79,13 +87,27 @@ def _entries(client: Redis, log: str) -> Iterator[tuple[bytes, dict[bytes, bytes
         start = "(" + page[-1][0].decode()
 
 
+def _entries_backwards(client: Redis, log: str, first_page: int) -> Iterator[tuple[bytes, dict[bytes, bytes]]]:
+    """`log`'s entries newest first, in pages growing from `first_page` to `PAGE` entries."""
+    end, count = "+", min(first_page, PAGE)
+    while True:
+        xrevrange: Any = client.xrevrange
+        page: list[tuple[bytes, dict[bytes, bytes]]] = xrevrange(log, end, "-", count=count)
+        yield from page
+        if len(page) < count:
+            return
+        end, count = "(" + page[-1][0].decode(), min(2 * count, PAGE)
+
+
 def _row(raw_id: bytes, fields: dict[bytes, bytes]) -> StoreRow:
     entry_id = raw_id.decode()
     event = STORE.decode(fields, entry_id)
     row = StoreRow(entry_id, entry_time(entry_id), event.thread_id, event.TYPE, None, None,
                    bytes=sum(len(k) + len(v) for k, v in fields.items()))
     if isinstance(event, (ItemPut, ItemDeleted)):
-        row.namespace, row.key = event.namespace, event.key
+        row.namespace, row.key, row.writer = event.namespace, event.key, event.writer
+        if (run := event.run) is not None:
+            row.thread_id, row.checkpoint_ns, row.run_id = run.thread_id, run.checkpoint_ns, run.run_id
     if isinstance(event, ItemPut):
         row.model, row.vectors = event.model, len(event.vectors)
         row.dims = len(event.vectors[0]) if event.vectors else 0
@@ -96,24 +118,38 @@ def _row(raw_id: bytes, fields: dict[bytes, bytes]) -> StoreRow:
 
 def store_history(
     client: Redis, prefix: str, namespace: Sequence[str] = (), *, key: str | None = None,
-    partition: int | None = None,
+    partition: int | None = None, limit: int | None = None,
 ) -> list[StoreRow]:
     """Every event of the store partition logs under `namespace` (a prefix of valid labels,
     matched whole, as the store matches them; empty: the whole store), in log order per
     partition, partitions in order; only those of item `key` when given. A partition's erasure
     (which names no item) is always listed. `partition`: that store partition's log only.
+    `limit`: only the last `limit` of those rows, read from the end of the logs backwards (the
+    last partition first), stopping once they are found.
 
     Raises:
-        InvalidInputError: `key` without a namespace; a `partition` the deployment lacks.
+        InvalidInputError: `key` without a namespace; a `partition` the deployment lacks; a
+            `limit` below 1.
         ConfigurationError: no deployment under `prefix`.
     """
     labels = tuple(namespace)
     if key is not None and not labels:
         raise InvalidInputError("an item key needs its namespace (--namespace)")
-    rows = []
-    for log in store_logs(client, prefix, labels, partition):
-        for raw_id, fields in _entries(client, log):
-            row = _row(raw_id, fields)
-            if row.namespace is None or (row.namespace[: len(labels)] == labels and key in (None, row.key)):
+    if limit is not None and limit < 1:
+        raise InvalidInputError(f"limit is a count of at least 1, not {limit}")
+    logs = store_logs(client, prefix, labels, partition)
+    if limit is None:
+        every = (_row(raw_id, fields) for log in logs for raw_id, fields in _entries(client, log))
+        return [row for row in every if _shown(row, labels, key)]
+    rows: list[StoreRow] = []
+    for log in reversed(logs):
+        for raw_id, fields in _entries_backwards(client, log, limit):
+            if _shown(row := _row(raw_id, fields), labels, key):
                 rows.append(row)
-    return rows
+                if len(rows) == limit:
+                    return rows[::-1]
+    return rows[::-1]
+
+
+def _shown(row: StoreRow, labels: tuple[str, ...], key: str | None) -> bool:
+    return row.namespace is None or (row.namespace[: len(labels)] == labels and key in (None, row.key))

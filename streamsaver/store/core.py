@@ -32,6 +32,7 @@ from streamsaver.store.postfilter import SelectivityMemory, candidate_filter, sh
 from streamsaver.store.queries import item_of, query_terms, search_items, search_request
 from streamsaver.store.values import encoded
 from streamsaver.store.vectors import VectorIndex
+from streamsaver.store.writers import run_of
 
 __all__ = ["StoreCore"]
 
@@ -62,6 +63,7 @@ class StoreCore:
         allow_eviction: whether setup accepts a server whose maxmemory-policy evicts keys.
         serde: what encodes the parts of values that are not plain JSON (`streamsaver.store.values`).
         cluster: whether the store runs on Redis Cluster (its queries go to every primary).
+        writer: the name every put and delete logs as its writer (`streamsaver.store.writers`).
     """
 
     prefix: str
@@ -71,6 +73,7 @@ class StoreCore:
     allow_eviction: bool = False
     serde: SerializerProtocol = field(default_factory=SafeSerializer)
     cluster: bool = False
+    writer: str = ""
     keyspace: Keyspace = field(init=False)
     domain: Domain = field(init=False)
     topology: Topology | None = field(default=None, init=False)
@@ -97,7 +100,8 @@ class StoreCore:
     def events(self, ops: Sequence[Op], vectors: Vectors) -> dict[str, list[Event]]:
         """The events of a batch's writes (with their `vectors`), by store partition (log id),
         in batch order; for several writes of one item only the last counts, as in LangGraph's
-        stores. Values are `encoded` (their parts that are not JSON through the serde).
+        stores. Values are `encoded` (their parts that are not JSON through the serde). Each
+        names `writer` and the LangGraph run its op carries (`streamsaver.store.writers`).
 
         Raises:
             InvalidInputError: a value with a part the serde cannot encode.
@@ -109,14 +113,15 @@ class StoreCore:
             log_id = self.keyspace.store_partition(namespace[0])
             event: Event
             if op.value is None:
-                event = ItemDeleted(log_id, namespace, key, at)
+                event = ItemDeleted(log_id, namespace, key, at, self.writer, run_of(op))
             else:
                 ttl_ms = max(1, round(op.ttl * 60_000)) if op.ttl else 0
                 found = tuple(vectors.get(n, ()))
                 model = self.vectors.model if found and self.vectors is not None else ""
                 paths = tuple(op.index) if found and isinstance(op.index, list) else None
                 value = encoded(op.value, self.serde)
-                event = ItemPut(log_id, namespace, key, value, at, ttl_ms, found, model, paths)
+                event = ItemPut(log_id, namespace, key, value, at, ttl_ms, found, model, paths, 0, self.writer,
+                                run_of(op))
             by_log.setdefault(log_id, []).append(event)
         return by_log
 

@@ -56,9 +56,11 @@ def _due(body: dict[str, Any], index: VectorIndex, everything: bool) -> bool:
 
 
 def _events(
-    index: VectorIndex, log_id: str, items: list[tuple[dict[str, Any], int]], vectors: list[tuple[float, ...]]
+    index: VectorIndex, log_id: str, items: list[tuple[dict[str, Any], int]], vectors: list[tuple[float, ...]],
+    writer: str = "",
 ) -> list[ItemPut]:
-    """The puts that give `items` (each a document body and its deadline) their new vectors."""
+    """The puts that give `items` (each a document body and its deadline) their new vectors,
+    logged by `writer` (the re-embedding store's)."""
     events, at = [], 0
     for body, deadline in items:
         paths = tuple(body["ep"]) if "ep" in body else None
@@ -66,7 +68,7 @@ def _events(
         found, at = tuple(vectors[at : at + count]), at + count
         expires = deadline if body["t"] > 0 else 0
         events.append(ItemPut(log_id, tuple(body["ns"]), body["k"], body["v"], body["u"], body["t"], found,
-                              index.model, paths, expires))
+                              index.model, paths, expires, writer))
     return events
 
 
@@ -90,7 +92,7 @@ def _page(
         texts = [t for _, _, body, _ in due for t in index.texts(PutOp(tuple(body["ns"]), body["k"], body["v"],
                                                                          body.get("ep")))]
         vectors = index.checked((yield Embed(tuple(texts))), len(texts)) if texts else []
-        events = _events(index, log_id, [(body, deadline) for _, _, body, deadline in due], vectors)
+        events = _events(index, log_id, [(body, deadline) for _, _, body, deadline in due], vectors, core.writer)
         guards = [(keys.item(stem), "$.i", raw) for stem, raw, _, _ in due]
         try:
             yield Call([append_batch_call(STORE, events, core.keyspace, (VIEW,), guards)], core.load_scripts)

@@ -13,6 +13,7 @@ import redis
 
 from streamsaver.cli.main import main
 from streamsaver.memory.sync import StreamStore
+from streamsaver.ops.store_history import store_history
 
 
 def embed(texts: list[str]) -> list[list[float]]:
@@ -71,6 +72,7 @@ def test_every_item_is_copied_embedded_and_checked_and_a_rerun_copies_nothing(
     assert len(found) == 3 and all(hit.score is not None for hit in found)
     ttls = [client.pttl(k) for k in client.scan_iter(match=f"{prefix}*", count=10_000)]
     assert any(0 < t <= 30 * 60_000 for t in ttls)  # the item with a TTL kept a deadline
+    assert {row.writer for row in store_history(client, prefix)} == {"streamsaver migrate-store"}
 
 
 def test_a_copy_changed_since_is_put_again_and_help_explains(

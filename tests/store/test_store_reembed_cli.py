@@ -60,6 +60,7 @@ def test_a_dry_run_counts_and_writes_nothing_then_the_run_logs_each_put(
     code, out, _ = run(capsys, "inspect", "--url", redis_url, "--prefix", prefix, "--namespace", "users.alice",
                        "--key", "tea", "--json")
     assert [(r["op"], r["model"]) for r in json.loads(out)] == [("ItemPut", "old-v1"), ("ItemPut", "weighted-v2")]
+    assert json.loads(out)[1]["writer"] == "streamsaver reembed"  # the audit tells the re-embedding apart
     assert store.get(("users", "alice"), "tea").value == {"text": "green tea"}  # type: ignore[union-attr]
     code, out, _ = run(capsys, "reembed", *base)
     assert code == 0 and "re-embedded 2 items under the whole store with weighted-v2" in out  # x and cat

@@ -9,9 +9,9 @@ from langgraph.store.base import InvalidNamespaceError, ListNamespacesOp, MatchC
 
 from projectors.store import field_tag, namespace_tag, project, value_tags
 from projectors.store_domain import STORE
-from streamsaver.errors import InvalidInputError
+from streamsaver.errors import EventDecodeError, InvalidInputError
 from streamsaver.log.append import append_batch_call
-from streamsaver.log.events import ItemDeleted, ItemPut, StorePartitionErased
+from streamsaver.log.events import ItemDeleted, ItemPut, RunContext, StorePartitionErased
 from streamsaver.log.items import item_fields, item_from_fields
 from streamsaver.log.keys import Keyspace
 from streamsaver.store.namespaces import list_calls
@@ -27,7 +27,10 @@ KS = Keyspace("p", 8)
         ItemPut("3", ("alice", "mem ories", "é"), "k:1/2", {"a": [1, {"b": None}], "c": 2.5}, 1_700_000_000, 60_000),
         ItemPut("1", ("a",), "k", {"t": "x"}, 5, 0, ((0.5, -1.25),), "some-model", ("t", "u[*]"), 1_800_000_000_000),
         ItemPut("1", ("a",), "k", {"t": "x"}, 5, 0, ((0.5, -1.25),), "some-model"),
+        ItemPut("1", ("a",), "k", {"t": "x"}, 5, writer="agent é", run=RunContext("t-1", "node:0f9b", "r-1")),
+        ItemPut("1", ("a",), "k", {"t": "x"}, 5, writer="agent", run=RunContext(thread_id="t-1")),
         ItemDeleted("3", ("alice",), "k", 17),
+        ItemDeleted("3", ("alice",), "k", 17, "svc", RunContext("t", "", "r")),
         StorePartitionErased("3"),
     ],
 )
@@ -40,7 +43,32 @@ def test_a_version_1_item_put_still_reads() -> None:
     v1 = {b"type": b"ItemPut", b"v": b"1", b"thread": b"2", b"labels": b'["a"]', b"key": b"k", b"at": b"7",
           b"value": b'{"t":"x"}', b"ttl": b"0", b"vectors": b"[[0.5,1.0]]"}
     assert item_from_fields(v1) == ItemPut("2", ("a",), "k", {"t": "x"}, 7, 0, ((0.5, 1.0),))
-    assert item_fields(item_from_fields(v1))[b"v"] == b"2"
+    assert item_fields(item_from_fields(v1))[b"v"] == b"3"
+
+
+def test_writes_logged_before_writers_were_read_with_no_writer_and_no_run() -> None:
+    """ItemPut v2 and ItemDeleted v1 entries (no ``writer``, no ``run``) read as they always did."""
+    v2 = {b"type": b"ItemPut", b"v": b"2", b"thread": b"2", b"labels": b'["a"]', b"key": b"k", b"at": b"7",
+          b"value": b'{"t":"x"}', b"ttl": b"0", b"vectors": b"[[0.5,1.0]]", b"embedding": b'{"model":"m","dims":2}'}
+    deleted = {b"type": b"ItemDeleted", b"v": b"1", b"thread": b"2", b"labels": b'["a"]', b"key": b"k", b"at": b"8"}
+    assert item_from_fields(v2) == ItemPut("2", ("a",), "k", {"t": "x"}, 7, 0, ((0.5, 1.0),), "m")
+    assert item_from_fields(deleted) == ItemDeleted("2", ("a",), "k", 8)
+    put = item_from_fields(v2)
+    assert isinstance(put, ItemPut) and (put.writer, put.run) == ("", None)
+
+
+def test_who_wrote_a_put_is_plain_text_in_its_log_entry() -> None:
+    fields = item_fields(ItemPut("1", ("a",), "k", {}, 5, writer="svc", run=RunContext("t-1", "n:x")))
+    assert (fields[b"v"], fields[b"writer"]) == (b"3", b"svc")
+    assert fields[b"run"] == b'{"thread_id":"t-1","checkpoint_ns":"n:x"}'  # only what the run named
+    assert b"run" not in item_fields(ItemPut("1", ("a",), "k", {}, 5, writer="svc"))
+
+
+@pytest.mark.parametrize("run", [b'"t"', b'{"thread_id":1}', b"[]", b'{"run_id":null}'])
+def test_a_run_field_that_is_not_an_object_of_strings_is_refused(run: bytes) -> None:
+    fields = {**item_fields(ItemDeleted("3", ("a",), "k", 1, "svc")), b"run": run}
+    with pytest.raises(EventDecodeError):
+        item_from_fields(fields)
 
 
 def test_every_key_of_a_batch_append_carries_the_partition_tag() -> None:

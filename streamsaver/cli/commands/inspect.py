@@ -78,8 +78,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         "(docs/middleware.md), if any. On a terminal the tables fit its width (the widest columns "
         "are cut); piped, nothing is cut. With --store (or --namespace A.B), the memory store's "
         "partition logs instead: every put, delete and erasure under the namespace prefix, in log "
-        "order: when (UTC), partition, op, namespace, key, embedding model and vectors (count x "
-        "dims), time to live, size, log entry id and the value put.",
+        "order: when (UTC), partition, op, namespace, key, who wrote it (the store's writer name "
+        "and the LangGraph thread whose run wrote it; --json adds the run's checkpoint_ns and "
+        "run_id), embedding model and vectors (count x dims), time to live, size, log entry id and "
+        "the value put.",
     )
     parser.add_argument("thread", nargs="?", help="the thread id (not with --store)")
     store_option(parser, "every put, delete and erasure in its partition logs")
@@ -88,5 +90,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
     parser.add_argument("--partition", type=int, metavar="N",
                         help="with --store: only store partition N's log (the number stats, tail and doctor show)")
     parser.add_argument("--limit", type=positive_int, metavar="N",
-                        help="show only the last N checkpoints (store events)")
+                        help="show only the last N checkpoints (store events: read from the logs' ends, "
+                        "so a long store history is not read whole)")
     parser.set_defaults(handler=_run)

@@ -76,7 +76,8 @@ def _run(args: argparse.Namespace) -> int:
     index = index_config(args)
     with open_client(args) as client, open_redis_store(args.source_url, args.store_prefix,
                                                         args.vector_prefix) as source:
-        target = StreamStore(client, prefix=args.prefix, index=index)  # type: ignore[arg-type]
+        target = StreamStore(client, prefix=args.prefix, index=index,  # type: ignore[arg-type]
+                             writer="streamsaver migrate-store")
         target.setup()
         with Progress("items", enabled=False if args.json else None) as bar:
             report = migrate_items(redis_store_items(source), target, on_page=bar.advance)

@@ -28,7 +28,7 @@ def _run(args: argparse.Namespace) -> int:
     where = ".".join(args.namespace) or "the whole store"
     with open_client(args) as client:
         deployment_keyspace(client, args.prefix)  # no deployment under --prefix: say so, write nothing
-        store = StreamStore(client, prefix=args.prefix, index=index)
+        store = StreamStore(client, prefix=args.prefix, index=index, writer="streamsaver reembed")
         model = store.core.vectors.model if store.core.vectors else "?"
         due = store.reembed(args.namespace, everything=args.everything, dry_run=True)
         if args.dry_run or not due:

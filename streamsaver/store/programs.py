@@ -17,6 +17,7 @@ from projectors.store import VIEW
 from streamsaver.log import setup
 from streamsaver.log.program import Call, Program, Refused
 from streamsaver.store.cluster_ranges import ranged_search
+from streamsaver.store.cluster_search import filled_page, ranged_page
 from streamsaver.store.core import StoreCore
 from streamsaver.store.fanout import missing, with_documents
 from streamsaver.store.index_config import check_index
@@ -88,6 +89,7 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     replies = yield from _with_documents(core, replies)
     rounds = yield from _finished(core, knn, replies)
     done = yield from _ranged(core, checked, ranged, replies)
+    done |= yield from _filled(core, knn, rounds)
     results = core.results(checked, replies, knn, rounds, done)
     answers = [[reply for group in rounds[n] for reply in group] if n in knn else replies[n]
                for n in range(len(checked))]
@@ -96,17 +98,36 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     return results
 
 
-def _ranged(core: StoreCore, ops: Sequence[Op], ranged: dict[int, bytes | None], replies: list[list[Any]]) -> Program[
-        dict[int, Result]]:
+def _ranged(core: StoreCore, ops: Sequence[Op], ranged: dict[int, tuple[bytes | None, str | None]],
+            replies: list[list[Any]]) -> Program[dict[int, Result]]:
     """The pages of the searches with range conditions on a cluster (`ranged`: each with its
-    query vector, if any; `streamsaver.store.cluster_ranges`), each reply put in `replies`."""
+    query vector and full-text clause, if any; `streamsaver.store.cluster_ranges`,
+    `streamsaver.store.cluster_search`), their replies put in `replies`."""
     done: dict[int, Result] = {}
-    for n, vector in ranged.items():
+    for n, (vector, text) in ranged.items():
         op = ops[n]
         assert isinstance(op, SearchOp)  # ranged_on_cluster picks searches only
-        score = core.vectors.score if vector is not None and core.vectors is not None else None
-        done[n], reply = yield from ranged_search(core, op, vector, score)
-        replies[n] = [reply]
+        if vector is None or core.vectors is None:
+            done[n], reply = yield from ranged_search(core, op)
+            replies[n] = [reply]
+        else:
+            done[n], replies[n] = yield from ranged_page(core, op, vector, text, core.vectors.score)
+    return done
+
+
+def _filled(core: StoreCore, knn: dict[int, KnnSearch], rounds: dict[int, list[list[Any]]]) -> Program[
+        dict[int, Result]]:
+    """On a cluster, the pages of the searches by meaning whose scored items left them short,
+    filled with the items without embeddings (`streamsaver.store.cluster_search.filled_page`);
+    each fill's reply is added to its `rounds`."""
+    done: dict[int, Result] = {}
+    if core.topology is None or core.vectors is None:
+        return done
+    for n, search in knn.items():
+        filled = yield from filled_page(core, search, rounds[n], core.vectors.score)
+        if filled is not None:
+            done[n] = filled[0]
+            rounds[n].append([filled[1]])
     return done
 
 

@@ -8,7 +8,7 @@ nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from typing import Any
 
 from langgraph.store.base import Op, PutOp, Result, SearchOp
@@ -16,6 +16,7 @@ from langgraph.store.base import Op, PutOp, Result, SearchOp
 from projectors.store import VIEW
 from streamsaver.log import setup
 from streamsaver.log.program import Call, Program, Refused
+from streamsaver.log.routing import Command, Step
 from streamsaver.store.cluster_ranges import ranged_search
 from streamsaver.store.cluster_search import filled_page, ranged_page
 from streamsaver.store.core import StoreCore
@@ -23,6 +24,7 @@ from streamsaver.store.fanout import missing, with_documents
 from streamsaver.store.index_config import check_index
 from streamsaver.store.knn import KnnSearch
 from streamsaver.store.refresh import refresh_calls
+from streamsaver.store.slot_map import joined, slot_map_request
 from streamsaver.store.validation import check_ops
 from streamsaver.store.vectors import Embed, VectorIndex
 
@@ -72,19 +74,7 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
         vectors, queries = yield from _embedded(core.vectors, checked)
     ranged = core.ranged_on_cluster(checked, queries)
     knn = core.knn_searches(checked, queries, ranged)
-    reads = core.reads(checked, knn, ranged)
-    steps = core.requests(checked, vectors, reads)
-    try:
-        sent: list[Any] = yield Call(steps, core.load_scripts)
-    except Refused as refused:
-        if not refused.moved:
-            raise
-        # The items index was dropped or lost: the batch's appends (sent first) were made; its
-        # reads are sent again once the index is back and has indexed every item.
-        log.warning("the store's index is gone (%s): setting up again and reading again", refused.error)
-        yield from set_up(core, wait_indexed=True)
-        writes = len({core.keyspace.store_partition(op.namespace[0]) for op in checked if isinstance(op, PutOp)})
-        sent = [None] * writes + (yield Call(steps[writes:], core.load_scripts))
+    sent, reads = yield from _sent(core, checked, vectors, knn, ranged)
     replies = core.replies_by_op(checked, sent, reads)
     replies = yield from _with_documents(core, replies)
     rounds = yield from _finished(core, knn, replies)
@@ -96,6 +86,41 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     if refreshes := refresh_calls(core.keyspace, checked, results, answers):
         yield Call(refreshes, core.load_scripts)  # see streamsaver.store.refresh: after the page is known
     return results
+
+
+def _sent(core: StoreCore, ops: Sequence[Op], vectors: dict[int, Any], knn: dict[int, KnnSearch],
+          ranged: Container[int]) -> Program[tuple[list[Any], list[list[Command]]]]:
+    """The replies to the batch's round trip (`StoreCore.requests`), and its read commands.
+
+    When the slot map it was built on is out of date, the store sets up again (reading the map,
+    making the items index where it is missing and waiting until it has indexed its items,
+    loading the scripts) and sends again: the reads when the items index was gone, or when
+    primaries joined the cluster (`streamsaver.store.slot_map`); the appends too when a script
+    was missing (a primary setup did not know refused them: they ran nothing there).
+    """
+    reads = core.reads(ops, knn, ranged)
+    steps = core.requests(ops, vectors, reads)
+    check = slot_map_request(core.topology, ops)
+    writes = len(steps) - len(core.fan([command for commands in reads for command in commands]))
+    appends: list[Step] = []
+    try:
+        sent: list[Any] = yield Call([*steps, *check], core.load_scripts)
+        new = joined(core.topology, sent[len(steps) :])
+        if not new:
+            return sent[: len(steps)], reads
+        log.warning("primaries joined the cluster since setup (%s): setting up again and reading again",
+                    ", ".join(new))
+    except Refused as refused:
+        if not (refused.moved or (refused.scripts_missing and core.topology is not None)):
+            raise
+        log.warning("the store's slot map or index is out of date (%s): setting up again and sending again",
+                    refused.error)
+        appends = list(steps[:writes]) if refused.scripts_missing else []
+    yield from set_up(core, wait_indexed=True)
+    reads = core.reads(ops, knn, ranged)
+    resent = yield Call([*appends, *core.fan([command for commands in reads for command in commands])],
+                        core.load_scripts)
+    return [None] * (writes - len(appends)) + resent, reads
 
 
 def _ranged(core: StoreCore, ops: Sequence[Op], ranged: dict[int, tuple[bytes | None, str | None]],

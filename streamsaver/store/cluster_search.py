@@ -81,6 +81,8 @@ def ranged_page(core: StoreCore, op: SearchOp, vector: bytes, text: str | None, 
     """The page of `op` (a search by meaning with range conditions; `text` its full-text clause
     when hybrid) on a cluster, and a reply holding its rows' documents (what a refreshing search
     reads TTLs from)."""
+    if op.limit == 0:
+        return [], []
     reach = op.offset + op.limit
     depth = reach if text is None else max(reach * FUSION_DEPTH, 10)
     ranges = range_path(op)
@@ -88,8 +90,7 @@ def ranged_page(core: StoreCore, op: SearchOp, vector: bytes, text: str | None, 
     nearest = yield from first_passing(core, Checked(_nearest(core, op, vector), ranges), depth, passed)
     best = (yield from first_passing(core, Checked(_best_text(core, op, text), ranges), depth, passed)) if text else []
     ranked = [stem_of(row) for row in [*nearest, *best]]
-    short = op.limit > 0 and len(set(ranked)) < reach
-    plain = (yield from _unscored(core, op, ranked)) if short else []
+    plain = (yield from _unscored(core, op, ranked)) if len(set(ranked)) < reach else []
     found = yield from documents(core, [*nearest, *best, *plain])
     replies = [reply_of(rows, found) for rows in (nearest, best, plain)]
     vectors = search_items(replies[0], score, core.serde)

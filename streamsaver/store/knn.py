@@ -50,6 +50,11 @@ def _count(reply: Any) -> int:
     return int(reply[0])
 
 
+def _rows_in(reply: Any) -> int:
+    """How many rows an ``FT.AGGREGATE`` reply holds (RESP2 or RESP3), without reading them."""
+    return len(reply[b"results"]) if isinstance(reply, dict) else len(reply) - 1
+
+
 @dataclass(frozen=True)
 class KnnSearch:
     """One ``search(query=...)`` op against the index `index`, with its query vector `vector`
@@ -130,8 +135,7 @@ class KnnSearch:
     def _widened(self, first: Sequence[Any]) -> bool:
         """Whether the next round trip runs the KNN again over every item the pre-filter keeps:
         the ranges left fewer than the rows needed of its candidates, and more items remain."""
-        return self._ranged and len(search_items(first[1])) < self._rows and _count(first[0]) > (
-            self._rows * KNN_WIDENING)
+        return self._ranged and _rows_in(first[1]) < self._rows and _count(first[0]) > self._rows * KNN_WIDENING
 
     def _filled(self, first: Sequence[Any]) -> bool:
         """Whether the next round trip asks for the items without embeddings (the page is short)."""

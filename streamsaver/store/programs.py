@@ -57,8 +57,10 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     `streamsaver.store.knn`, or a refreshing search's page holds items that expire, see
     `streamsaver.store.refresh`); their results in op order.
 
-    A read that finds the items index gone (dropped or lost) re-creates it, waits until it
-    has indexed every item, and reads again, once.
+    A read that finds the items index gone (dropped or lost), or a batch that finds the
+    cluster changed since setup (a primary joined: `streamsaver.store.slot_map`), sets up
+    again (re-creating the index where it is missing and waiting until it has indexed every
+    item) and sends again, once (`_sent`).
 
     Raises:
         InvalidNamespaceError, InvalidInputError: an invalid op, or an embedder's answer of the

@@ -24,7 +24,7 @@ from streamsaver.store.fanout import missing, with_documents
 from streamsaver.store.index_config import check_index
 from streamsaver.store.knn import KnnSearch
 from streamsaver.store.refresh import refresh_calls
-from streamsaver.store.slot_map import joined, slot_map_request
+from streamsaver.store.slot_map import joined, on_new_primaries, slot_map_request
 from streamsaver.store.validation import check_ops
 from streamsaver.store.vectors import Embed, VectorIndex
 
@@ -97,14 +97,15 @@ def _sent(core: StoreCore, ops: Sequence[Op], vectors: dict[int, Any], knn: dict
     When the slot map it was built on is out of date, the store sets up again (reading the map,
     making the items index where it is missing and waiting until it has indexed its items,
     loading the scripts) and sends again: the reads when the items index was gone, or when
-    primaries joined the cluster (`streamsaver.store.slot_map`); the appends too when a script
-    was missing (a primary setup did not know refused them: they ran nothing there).
+    primaries joined the cluster (`streamsaver.store.slot_map`); and when a script was missing,
+    the appends to the primaries setup did not know (they ran nothing there; the others ran).
     """
     reads = core.reads(ops, knn, ranged)
     steps = core.requests(ops, vectors, reads)
     check = slot_map_request(core.topology, ops)
     writes = len(steps) - len(core.fan([command for commands in reads for command in commands]))
     appends: list[Step] = []
+    before, lost = core.topology, False
     try:
         sent: list[Any] = yield Call([*steps, *check], core.load_scripts)
         new = joined(core.topology, sent[len(steps) :])
@@ -117,8 +118,10 @@ def _sent(core: StoreCore, ops: Sequence[Op], vectors: dict[int, Any], knn: dict
             raise
         log.warning("the store's slot map or index is out of date (%s): setting up again and sending again",
                     refused.error)
-        appends = list(steps[:writes]) if refused.scripts_missing else []
+        lost = refused.scripts_missing
     yield from set_up(core, wait_indexed=True)
+    if lost and before is not None and core.topology is not None:
+        appends = on_new_primaries(before, core.topology, steps[:writes])
     reads = core.reads(ops, knn, ranged)
     resent = yield Call([*appends, *core.fan([command for commands in reads for command in commands])],
                         core.load_scripts)

@@ -21,9 +21,9 @@ from typing import Any
 
 from langgraph.store.base import Op, SearchOp
 
-from streamsaver.log.routing import Routed, Step, Topology
+from streamsaver.log.routing import Routed, Step, Topology, key_slot, script_key
 
-__all__ = ["joined", "slot_map_request"]
+__all__ = ["joined", "on_new_primaries", "slot_map_request"]
 
 
 def slot_map_request(topology: Topology | None, ops: Sequence[Op]) -> list[Step]:
@@ -44,3 +44,17 @@ def joined(topology: Topology | None, replies: Sequence[Any]) -> list[str]:
         return []
     known = {shard.node for shard in topology.shards}
     return sorted({f"{_text(primary[0])}:{int(primary[1])}" for _, _, primary, *_ in replies[0]} - known)
+
+
+def _owner(topology: Topology, key: str) -> str:
+    slot = key_slot(key.encode("utf-8", "surrogateescape"))
+    return next(shard.node for shard in topology.shards if any(start <= slot <= end for start, end in shard.ranges))
+
+
+def on_new_primaries(before: Topology, after: Topology, calls: Sequence[Step]) -> list[Step]:
+    """Those of the script `calls` whose keys a primary of `after` owns that `before` did not
+    know: after a ``NOSCRIPT`` that survived the scripts' reload, the calls that ran nothing (the
+    others ran on primaries that had the scripts)."""
+    known = {shard.node for shard in before.shards}
+    return [call for call in calls if isinstance(call, list) and (key := script_key(call)) is not None
+            and _owner(after, key) not in known]

@@ -37,7 +37,7 @@ import redis.asyncio
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.cluster import RedisCluster
-from redis.exceptions import MovedError, ResponseError
+from redis.exceptions import MovedError, NoScriptError, ResponseError
 
 from streamsaver.drivers.wire import client_options
 from streamsaver.log.program import Refused
@@ -179,5 +179,6 @@ async def aconnect(url: str, *, cluster: bool | None = None, **options: Any) -> 
 
 def refused(error: ResponseError) -> Refused:
     """An error reply as programs see it (`streamsaver.log.program.Refused`), with whether it
-    says the slots moved (`index_moved`)."""
-    return Refused(error, index_moved(error))
+    says the slots moved (`index_moved`) or a script is missing (the drivers raise a
+    ``NOSCRIPT`` only after loading the scripts again)."""
+    return Refused(error, index_moved(error), isinstance(error, NoScriptError))

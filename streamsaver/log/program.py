@@ -85,12 +85,15 @@ class Refused(Exception):
             driver as this error, so callers see what the client raised.
         moved: whether the error says the cluster's slots moved since the slot map was read (an
             index a query named is on another node now, or gone).
+        scripts_missing: whether a node still lacked a script after the driver loaded them again
+            (on a cluster: a primary the slot map does not know, which the reload missed).
     """
 
-    def __init__(self, error: Exception, moved: bool) -> None:
+    def __init__(self, error: Exception, moved: bool, scripts_missing: bool = False) -> None:
         super().__init__(str(error))
         self.error = error
         self.moved = moved
+        self.scripts_missing = scripts_missing
 
     def starts(self, prefix: str) -> bool:
         """Whether the error reply starts with `prefix` (its code: ``STALE``, ``SSBASE``...)."""

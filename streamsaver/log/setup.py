@@ -220,8 +220,8 @@ def program(
     have indexed the documents already there (at most `INDEXING_WAIT_S`, a `Wait` of
     `INDEXING_POLL_S` between two polls): after slots moved, new indexes are made on nodes that
     hold documents; a saver whose query met ``no such index`` (a lost or dropped index) sets up
-    so too. Without it, it polls those it re-created (`_recreated`). During an upgrade to a
-    new index schema (an index of an older one exists) it polls every index of its views alike.
+    so too. Without it, those it re-created (`_recreated`) or made beside others of their view
+    (`_joining`). During an upgrade to a new index schema it polls every index of its views.
 
     Raises:
         MissingModuleError, ConfigurationError, IndexMissingError: see `read_probe`, `read_created`.
@@ -243,8 +243,9 @@ def program(
         # Only those this setup made, once they exist (a user refused FT.CREATE records nothing,
         # nor does a setup that lost the race to another): one more trip, on creation only.
         yield _records(keyspace, made, "HSET")
-    infos = index_infos(requests) if wait_indexed else _recreated(requests, replies, len(created))
     indexed = indexed_views(domain, views)
+    joining = _joining(keyspace, indexed, existing)
+    infos = index_infos(requests) if wait_indexed or joining else _recreated(requests, replies, len(created))
     older = older_indexes(keyspace, indexed, existing)
     if older:
         log.info("index schema upgrade: waiting for the new indexes beside the older %s", ", ".join(older))
@@ -328,6 +329,14 @@ def _records(keyspace: Keyspace, created: Sequence[str], command: str) -> list[S
     fields = [f"index:{name.removeprefix(keyspace.prefix + ':')}" for name in created]
     return [["HGET", keyspace.meta, field] if command == "HGET" else ["HSET", keyspace.meta, field, 1]
             for field in fields]
+
+
+def _joining(keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[set[str]]) -> bool:
+    """Whether an index of `views` already exists on some node: an index created now joins a
+    deployment that has documents (on a cluster, a primary that joined or took slots holds some
+    of them), so setup waits until it has indexed them. A first setup waits for nothing."""
+    names = [keyspace.index(view) for view in views]
+    return any(name == own or name.startswith(own + ":") for found in existing for name in found for own in names)
 
 
 def _recreated(requests: Sequence[Step], replies: Sequence[Any], created: int) -> list[Step]:

@@ -13,7 +13,6 @@ from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, Result, Sea
 
 from projectors.store import VIEW
 from projectors.store_domain import STORE, with_vectors
-from streamsaver.errors import ConfigurationError
 from streamsaver.log import setup
 from streamsaver.log.append import append_batch_call
 from streamsaver.log.codec import unescape
@@ -125,22 +124,22 @@ class StoreCore:
             by_log.setdefault(log_id, []).append(event)
         return by_log
 
-    def ranged_on_cluster(self, ops: Sequence[Op], queries: Mapping[int, bytes]) -> dict[int, bytes | None]:
-        """The searches among `ops` with range conditions on a cluster (each with its query
-        vector, if any), which `streamsaver.store.cluster_ranges` runs.
+    def ranged_on_cluster(self, ops: Sequence[Op], queries: Mapping[int, bytes]) -> dict[
+            int, tuple[bytes | None, str | None]]:
+        """The searches among `ops` with range conditions on a cluster, each with its query
+        vector and full-text clause (None: none), which `streamsaver.store.cluster_ranges` and
+        `streamsaver.store.cluster_search` run.
 
         Raises:
-            ConfigurationError: a hybrid search with a range condition on a cluster.
+            InvalidInputError: ``hybrid=True`` on a store without text fields.
         """
         text = self.vectors.text if self.vectors is not None else ()
-        ranged: dict[int, bytes | None] = {}
+        ranged: dict[int, tuple[bytes | None, str | None]] = {}
         for n, op in enumerate(ops):
             if self.topology is None or not isinstance(op, SearchOp) or not query_terms(op)[1]:
                 continue
-            if n in queries and wants_text(op, text) and text_query(text, op.query or "") is not None:
-                raise ConfigurationError("on Redis Cluster a hybrid search cannot have range conditions ($gt...): "
-                                         "ask with hybrid=False, or without the range")
-            ranged[n] = queries.get(n)
+            clause = text_query(text, op.query or "") if n in queries and wants_text(op, text) else None
+            ranged[n] = (queries.get(n), clause)
         return ranged
 
     def knn_searches(self, ops: Sequence[Op], queries: Mapping[int, bytes], skip: Container[int] = ()) -> dict[

@@ -14,9 +14,10 @@ cluster), so there a page query loads nothing: its rows carry the sort fields (`
 trip (`missing`, `with_documents`). RediSearch loads only the documents whose keys hash to the
 slot of the index the query names (one hash tag per primary's index; the items carry their
 partitions' tags), so a query that needs ``LOAD`` to filter is never sent to a cluster: range
-conditions run as rounds of candidates checked by key (`streamsaver.store.cluster_ranges`), a
-bare KNN's candidates are checked on the sortable namespace only, and the items without
-embeddings after a short page of a search by meaning are left out.
+conditions, and "has no embedding" for the items after a short page of a search by meaning, run
+as rounds of candidates checked by key (`streamsaver.store.cluster_ranges`,
+`streamsaver.store.cluster_search`), and a bare KNN's candidates are checked on the sortable
+namespace only.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def _unloaded(command: Command) -> Command:
     if "LOAD" in bare:
         raise ConfigurationError(
             "on Redis Cluster a query cannot load document fields to filter (RediSearch loads only the "
-            "documents of the index name's slot there): hybrid searches with range conditions are refused"
+            "documents of the index name's slot there): such conditions are checked by key instead"
         )
     return bare
 

@@ -50,6 +50,11 @@ def _count(reply: Any) -> int:
     return int(reply[0])
 
 
+def _rows_in(reply: Any) -> int:
+    """How many rows an ``FT.AGGREGATE`` reply holds (RESP2 or RESP3), without reading them."""
+    return len(reply[b"results"]) if isinstance(reply, dict) else len(reply) - 1
+
+
 @dataclass(frozen=True)
 class KnnSearch:
     """One ``search(query=...)`` op against the index `index`, with its query vector `vector`
@@ -127,9 +132,23 @@ class KnnSearch:
             steps.append(self._ranked(self.text))
         return steps
 
+    def _widened(self, first: Sequence[Any]) -> bool:
+        """Whether the next round trip runs the KNN again over every item the pre-filter keeps:
+        the ranges left fewer than the rows needed of its candidates, and more items remain."""
+        return self._ranged and _rows_in(first[1]) < self._rows and _count(first[0]) > self._rows * KNN_WIDENING
+
+    def _filled(self, first: Sequence[Any]) -> bool:
+        """Whether the next round trip asks for the items without embeddings (the page is short)."""
+        return self.fill and len(self._scored(first, [], None)) < self.reach
+
+    def knn_items(self, first: Sequence[Any], more: Sequence[Any], score: Callable[[float], float] | None) -> list[
+            SearchItem]:
+        """The vector ranking: the first rows the pre-filter and ranges keep, nearest first."""
+        return search_items(more[0] if more and self._widened(first) else first[int(self._ranged)], score, self.serde)
+
     def _scored(self, first: Sequence[Any], more: Sequence[Any], score: Callable[[float], float] | None) -> list[
             SearchItem]:
-        knn = search_items(more[0] if len(more) == 2 else first[int(self._ranged)], score, self.serde)
+        knn = self.knn_items(first, more, score)
         if self.text is None:
             return knn
         return fuse([knn, search_items(first[-1], None, self.serde)])
@@ -145,15 +164,11 @@ class KnnSearch:
             return self.prefiltered().follow_up(rounds[1:])
         if len(rounds) > 1:
             return []
-        replies = rounds[0]
-        if self.op.limit == 0 or len(self._scored(replies, [], None)) >= self.reach:
+        first = rounds[0]
+        if self.op.limit == 0:
             return []
-        steps: list[Command] = []
-        if self._ranged and _count(replies[0]) > self._rows * KNN_WIDENING:
-            steps.append(self._knn(_count(replies[0])))
-        if self.fill:
-            steps.append(self._unscored(self.reach))
-        return steps
+        steps: list[Command] = [self._knn(_count(first[0]))] if self._widened(first) else []
+        return [*steps, self._unscored(self.reach)] if self._filled(first) else steps
 
     def handed_over(self, rounds: Sequence[Sequence[Any]]) -> bool:
         """Whether a bare KNN's short page handed over to the pre-filtered plan."""
@@ -161,11 +176,18 @@ class KnnSearch:
 
     def page(self, rounds: Sequence[Sequence[Any]], score: Callable[[float], float]) -> list[SearchItem]:
         """The page from the replies of every round trip (`first`, then each `follow_up`)."""
+        return self.scored(rounds, score, with_unscored=True)[self.op.offset : self.reach]
+
+    def scored(self, rounds: Sequence[Sequence[Any]], score: Callable[[float], float],
+               with_unscored: bool = False) -> list[SearchItem]:
+        """The scored items of the search from the replies of every round trip, before the page
+        is cut (`with_unscored`: the items without embeddings after them, when they were asked)."""
         if self.handed_over(rounds):
-            return self.prefiltered().page(rounds[1:], score)
+            return self.prefiltered().scored(rounds[1:], score, with_unscored)
         first, more = rounds[0], (rounds[1] if len(rounds) > 1 else [])
         scored = self._scored(first, more, score)
+        if not (with_unscored and more and self._filled(first)):
+            return scored
         seen = {(tuple(item.namespace), item.key) for item in scored}
-        unscored = [item for item in (search_items(more[-1], None, self.serde) if more and self.fill else [])
-                    if (tuple(item.namespace), item.key) not in seen]
-        return [*scored, *unscored][self.op.offset : self.reach]
+        return [*scored, *(item for item in search_items(more[-1], None, self.serde)
+                           if (tuple(item.namespace), item.key) not in seen)]

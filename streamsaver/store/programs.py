@@ -8,7 +8,7 @@ nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from typing import Any
 
 from langgraph.store.base import Op, PutOp, Result, SearchOp
@@ -16,7 +16,9 @@ from langgraph.store.base import Op, PutOp, Result, SearchOp
 from projectors.store import VIEW
 from streamsaver.log import setup
 from streamsaver.log.program import Call, Program, Refused
+from streamsaver.log.routing import Command, Step
 from streamsaver.store.cluster_ranges import ranged_search
+from streamsaver.store.cluster_search import filled_page, ranged_page
 from streamsaver.store.core import StoreCore
 from streamsaver.store.fanout import missing, with_documents
 from streamsaver.store.index_config import check_index
@@ -24,6 +26,7 @@ from streamsaver.store.knn import KnnSearch
 from streamsaver.store.local_reads import LocalReads
 from streamsaver.store.queries import item_of
 from streamsaver.store.refresh import refresh_calls
+from streamsaver.store.slot_map import joined, on_new_primaries, slot_map_request
 from streamsaver.store.validation import check_ops
 from streamsaver.store.vectors import Embed, VectorIndex
 
@@ -56,8 +59,10 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     `streamsaver.store.knn`, or a refreshing search's page holds items that expire, see
     `streamsaver.store.refresh`); their results in op order.
 
-    A read that finds the items index gone (dropped or lost) re-creates it, waits until it
-    has indexed every item, and reads again, once.
+    A read that finds the items index gone (dropped or lost), or a batch that finds the
+    cluster changed since setup (a primary joined: `streamsaver.store.slot_map`), sets up
+    again (re-creating the index where it is missing and waiting until it has indexed every
+    item) and sends again, once (`_sent`).
 
     Raises:
         InvalidNamespaceError, InvalidInputError: an invalid op, or an embedder's answer of the
@@ -76,10 +81,8 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
         vectors, queries = yield from _embedded(core.vectors, checked)
     ranged = core.ranged_on_cluster(checked, queries)
     knn = core.knn_searches(checked, queries, ranged)
-    reads = core.reads(checked, knn, {*ranged, *local.hits})
-    steps = core.requests(checked, vectors, reads)
     try:
-        sent = (yield from _sent(core, checked, steps)) if steps else []
+        sent, reads = yield from _sent(core, checked, vectors, knn, {*ranged, *local.hits})
     finally:
         local.acknowledged()
     replies = core.replies_by_op(checked, sent, reads)
@@ -87,6 +90,7 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     replies = yield from _with_documents(core, replies)
     rounds = yield from _finished(core, knn, replies)
     done = yield from _ranged(core, checked, ranged, replies)
+    done |= yield from _filled(core, knn, rounds)
     results = core.results(checked, replies, knn, rounds, {**done, **local.hits})
     answers = [[reply for group in rounds[n] for reply in group] if n in knn else replies[n]
                for n in range(len(checked))]
@@ -99,33 +103,76 @@ def _document_key(core: StoreCore) -> Callable[[tuple[str, ...], str], bytes]:
     return lambda namespace, key: core.document_key(namespace, key).encode()
 
 
-def _sent(core: StoreCore, ops: Sequence[Op], steps: list[Any]) -> Program[list[Any]]:
-    """The replies to the batch's `steps` (one round trip)."""
+def _sent(core: StoreCore, ops: Sequence[Op], vectors: dict[int, Any], knn: dict[int, KnnSearch],
+          ranged: Container[int]) -> Program[tuple[list[Any], list[list[Command]]]]:
+    """The replies to the batch's round trip (`StoreCore.requests`), and its read commands.
+
+    When the slot map it was built on is out of date, the store sets up again (reading the map,
+    making the items index where it is missing and waiting until it has indexed its items,
+    loading the scripts) and sends again: the reads when the items index was gone, or when
+    primaries joined the cluster (`streamsaver.store.slot_map`); and when a script was missing,
+    the appends to the primaries setup did not know (they ran nothing there; the others ran).
+    """
+    reads = core.reads(ops, knn, ranged)
+    steps = core.requests(ops, vectors, reads)
+    check = slot_map_request(core.topology, ops)
+    writes = len(steps) - len(core.fan([command for commands in reads for command in commands]))
+    appends: list[Step] = []
+    before, lost = core.topology, False
+    if not steps and not check:  # every get held by the local cache
+        return [], reads
     try:
-        sent: list[Any] = yield Call(steps, core.load_scripts)
+        sent: list[Any] = yield Call([*steps, *check], core.load_scripts)
+        new = joined(core.topology, sent[len(steps) :])
+        if not new:
+            return sent[: len(steps)], reads
+        log.warning("primaries joined the cluster since setup (%s): setting up again and reading again",
+                    ", ".join(new))
     except Refused as refused:
-        if not refused.moved:
+        if not (refused.moved or (refused.scripts_missing and core.topology is not None)):
             raise
-        # The items index was dropped or lost: the batch's appends (sent first) were made; its
-        # reads are sent again once the index is back and has indexed every item.
-        log.warning("the store's index is gone (%s): setting up again and reading again", refused.error)
-        yield from set_up(core, wait_indexed=True)
-        writes = len({core.keyspace.store_partition(op.namespace[0]) for op in ops if isinstance(op, PutOp)})
-        sent = [None] * writes + (yield Call(steps[writes:], core.load_scripts))
-    return sent
+        log.warning("the store's slot map or index is out of date (%s): setting up again and sending again",
+                    refused.error)
+        lost = refused.scripts_missing
+    yield from set_up(core, wait_indexed=True)
+    if lost and before is not None and core.topology is not None:
+        appends = on_new_primaries(before, core.topology, steps[:writes])
+    reads = core.reads(ops, knn, ranged)
+    resent = yield Call([*appends, *core.fan([command for commands in reads for command in commands])],
+                        core.load_scripts)
+    return [None] * (writes - len(appends)) + resent, reads
 
 
-def _ranged(core: StoreCore, ops: Sequence[Op], ranged: dict[int, bytes | None], replies: list[list[Any]]) -> Program[
-        dict[int, Result]]:
+def _ranged(core: StoreCore, ops: Sequence[Op], ranged: dict[int, tuple[bytes | None, str | None]],
+            replies: list[list[Any]]) -> Program[dict[int, Result]]:
     """The pages of the searches with range conditions on a cluster (`ranged`: each with its
-    query vector, if any; `streamsaver.store.cluster_ranges`), each reply put in `replies`."""
+    query vector and full-text clause, if any; `streamsaver.store.cluster_ranges`,
+    `streamsaver.store.cluster_search`), their replies put in `replies`."""
     done: dict[int, Result] = {}
-    for n, vector in ranged.items():
+    for n, (vector, text) in ranged.items():
         op = ops[n]
         assert isinstance(op, SearchOp)  # ranged_on_cluster picks searches only
-        score = core.vectors.score if vector is not None and core.vectors is not None else None
-        done[n], reply = yield from ranged_search(core, op, vector, score)
-        replies[n] = [reply]
+        if vector is None or core.vectors is None:
+            done[n], reply = yield from ranged_search(core, op)
+            replies[n] = [reply]
+        else:
+            done[n], replies[n] = yield from ranged_page(core, op, vector, text, core.vectors.score)
+    return done
+
+
+def _filled(core: StoreCore, knn: dict[int, KnnSearch], rounds: dict[int, list[list[Any]]]) -> Program[
+        dict[int, Result]]:
+    """On a cluster, the pages of the searches by meaning whose scored items left them short,
+    filled with the items without embeddings (`streamsaver.store.cluster_search.filled_page`);
+    each fill's reply is added to its `rounds`."""
+    done: dict[int, Result] = {}
+    if core.topology is None or core.vectors is None:
+        return done
+    for n, search in knn.items():
+        filled = yield from filled_page(core, search, rounds[n], core.vectors.score)
+        if filled is not None:
+            done[n] = filled[0]
+            rounds[n].append([filled[1]])
     return done
 
 

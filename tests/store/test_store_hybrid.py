@@ -85,3 +85,17 @@ def test_text_fields_are_value_paths() -> None:
         VectorIndex.of({"dims": DIMS, "embed": embed, "text_fields": ["tags[*]"]})  # type: ignore[typeddict-unknown-key]
     with pytest.raises(ConfigurationError, match="text_fields"):
         VectorIndex.of({"dims": DIMS, "embed": embed, "text_fields": "text"})  # type: ignore[typeddict-unknown-key]
+
+
+async def test_a_range_keeps_both_rankings_whole_however_far_its_items(kind: str, redis_url: str, prefix: str) -> None:
+    """Each ranking the fusion takes is the first rows that pass the filter: the items that pass
+    a range are the farthest from the query, beyond the KNN's first candidates, and the text
+    ranking alone would fill the page; the KNN runs again over every item, so each item on the
+    page is in both rankings."""
+    index = {"dims": DIMS, "embed": embed, "fields": ["text"], "text_fields": ["text"]}
+    store, _ = await _open(kind, redis_url, prefix, index)
+    ops = [PutOp(("docs",), f"k{n:03d}", {"text": "apple " * (150 - n) + "kiwi " * n, "n": n}) for n in range(150)]
+    await store.call("batch", ops)
+    found = await store.call("search", ("docs",), query="apple", filter={"n": {"$gte": 140}}, limit=2)
+    assert len(found) == 2 and all(item.value["n"] >= 140 for item in found)
+    assert all(item.score > 1 / (RRF_K + 1) for item in found)  # one ranking alone gives at most 1/61

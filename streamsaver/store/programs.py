@@ -65,6 +65,8 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     checked = check_ops(ops)
     if not checked:
         return []
+    if len(checked) == 1 and type(checked[0]) is PutOp:
+        return (yield from _write(core, checked[0]))
     vectors: dict[int, Any] = {}
     queries: dict[int, bytes] = {}
     if core.vectors is not None:
@@ -94,6 +96,16 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     if refreshes := refresh_calls(core.keyspace, checked, results, answers):
         yield Call(refreshes, core.load_scripts)  # see streamsaver.store.refresh: after the page is known
     return results
+
+
+def _write(core: StoreCore, op: PutOp) -> Program[list[Result]]:
+    """A batch of one write (`StreamStore.put`, ``delete``), checked: what `batch` does for it
+    (its embeddings, then its partition's append, one round trip), without the steps of reads."""
+    vectors: dict[int, Any] = {}
+    if core.vectors is not None and (texts := core.vectors.texts(op)):
+        vectors[0] = core.vectors.checked((yield Embed(tuple(texts))), len(texts))
+    yield Call(core.requests([op], vectors, [[]]), core.load_scripts)
+    return [None]
 
 
 def _ranged(core: StoreCore, ops: Sequence[Op], ranged: dict[int, bytes | None], replies: list[list[Any]]) -> Program[

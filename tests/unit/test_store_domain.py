@@ -115,3 +115,24 @@ def test_equality_digests_are_of_canonical_json(value: object) -> None:
 
     assert field_tag(("k", "n"), value) == tag(canonical_json([["k", "n"], value]))
     assert namespace_tag(("a", "b")) == tag(canonical_json(["a", "b"]))
+
+
+def test_a_lone_put_of_a_partition_goes_as_store_put() -> None:
+    """`StreamStore.put` sends ``store_put.lua``; a partition with several writes, or a delete,
+    ``append_batch.lua`` (`streamsaver.store.put`)."""
+    from langgraph.store.base import PutOp
+
+    from streamsaver.scripts import APPEND_BATCH, STORE_PUT
+    from streamsaver.store.core import StoreCore
+
+    core = StoreCore("p")
+    lone = [PutOp(("alice",), "k", {"v": 1})]
+    shared = [*lone, PutOp(("alice",), "j", {"v": 2})]
+    deleted = [PutOp(("alice",), "k", None)]
+    [step] = core.requests(lone, {}, [[]])
+    assert step[1] == STORE_PUT.sha
+    for ops in (shared, deleted):
+        [step] = core.requests(ops, {}, [[]] * len(ops))
+        assert step[1] == APPEND_BATCH.sha
+    apart = [*lone, PutOp(("bob",), "k", {"v": 3})]
+    assert {step[1] for step in core.requests(apart, {}, [[], []])} == {STORE_PUT.sha}  # different partitions

@@ -144,9 +144,10 @@ class VectorIndex:
             raise InvalidInputError(f"the embedder returned a vector of {width} dimensions, not {self.dims}")
         with np.errstate(over="ignore"):
             array = array.astype(self.dtype)
-        rows: list[list[Any]] = orjson.loads(orjson.dumps(array, option=orjson.OPT_SERIALIZE_NUMPY))
-        if any(None in row for row in rows):  # orjson writes a number that is not finite as null
+        text = orjson.dumps(array, option=orjson.OPT_SERIALIZE_NUMPY)
+        if b"null" in text:  # orjson writes a number that is not finite as null (cheaper than isfinite)
             raise InvalidInputError(f"the embedder returned a number that is not finite as {self.attrs['datatype']}")
+        rows: list[list[float]] = orjson.loads(text)
         return [tuple(row) for row in rows]
 
     def blob(self, vector: Sequence[float]) -> bytes:

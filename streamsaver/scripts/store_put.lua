@@ -9,8 +9,9 @@
 -- ARGV[1] the view (positions field), ARGV[2] the put's time (the document's 'c' when new),
 --      ARGV[3] the document body, ARGV[4] the item's stem, ARGV[5] its namespace (escaped
 --      labels joined by '.'), ARGV[6] '1' when the put gives a TTL, ARGV[7] the document's
---      deadline (Unix ms; '': none, PERSIST), ARGV[8] nf, then nf log entry field/value args,
---      then the feed pointer's args (after its 'id').
+--      deadline (Unix ms; '': none, PERSIST), ARGV[8] nf, then nf log entry field/value args
+--      (streamsaver/log/items.py: type, v, thread, labels, key, ...): the feed pointer is 'id'
+--      and the entry's type, thread, labels and key pairs, as `item_pointer` spells it.
 -- Returns: the id of the log entry, in a list (as append_batch.lua's).
 -- Validates the type of every key it writes before the first write (in append_batch.lua's
 -- order, so the same damaged key is named); #!lua makes Redis refuse it whole when out of memory.
@@ -21,7 +22,8 @@ if err then return err end
 
 local nf = tonumber(ARGV[8])
 local id = rcall('XADD', KEYS[1], '*', unpack(ARGV, 9, 8 + nf))
-local fed = rcall('XADD', KEYS[2], '*', 'id', id, unpack(ARGV, 9 + nf, #ARGV))
+local fed = rcall('XADD', KEYS[2], '*', 'id', id, ARGV[9], ARGV[10], ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17],
+                 ARGV[18])
 rcall('HSETNX', KEYS[3], '@inc', fed)  -- see append.lua
 put_item(KEYS[4], ARGV[2], ARGV[3], KEYS[5], ARGV[4], KEYS[6], ARGV[5], KEYS[7], ARGV[6] == '1')
 if ARGV[7] ~= '' then rcall('PEXPIREAT', KEYS[4], ARGV[7]) else rcall('PERSIST', KEYS[4]) end

@@ -5,7 +5,8 @@ is a single put (what `StreamStore.put` sends), it goes as ``store_put.lua`` rat
 ``append_batch.lua``: the same log entry and feed pointer (`streamsaver.log.items`), the same
 projection (`projectors.store.project`, whose two commands it unpacks: the document's bytes are
 spelt in one place), the same writes in the same order, but with the projection's arguments at
-fixed places (a third of the arguments) and without the op interpreter's prelude, which every
+fixed places (the feed pointer taken from the entry's own fields, at
+`streamsaver.log.items.POINTER_PAIRS`), and without the op interpreter's prelude, which every
 script evaluates on each call. Replay applies the entry through ``apply.lua`` and the same
 projection, so the item it rebuilds is byte-identical to the one this call wrote.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from projectors.store import VIEW, project
 from streamsaver.log.events import ItemPut
-from streamsaver.log.items import item_fields, item_pointer
+from streamsaver.log.items import item_fields
 from streamsaver.log.keys import Keyspace
 from streamsaver.scripts import STORE_PUT
 
@@ -34,5 +35,4 @@ def put_call(keyspace: Keyspace, event: ItemPut) -> list[Arg]:
     args: list[Arg] = [VIEW, created, body, stem, joined, expires, deadline, str(2 * len(fields))]
     for pair in fields.items():
         args += pair
-    args += item_pointer(event)
     return STORE_PUT.evalsha_args([keys.log, keys.feed, keys.positions, doc, items, namespaces, expiring], args)

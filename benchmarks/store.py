@@ -2,15 +2,16 @@
 langgraph-checkpoint-redis's RedisStore (the ``bench`` extra) on one embedded Redis, every store
 holding the same items with the same deterministic embedding (`benchmarks.store_data`).
 
-    python -m benchmarks.store [--n 10000] [--dims 64] [--samples 400] [--queries 100] [--out F]
+    python -m benchmarks.store [--n 10000] [--dims 64] [--samples 400] [--queries 100] [--out F] [--ops-only]
 
 Tables (Markdown, to stdout and `--out`):
 
 1. put (an upsert of an existing item), get, a filtered search (``filter={"bucket": b}``,
    10% of the items, limit 10), a vector search (``query=``, limit 10) and ``list_namespaces``
-   (under ``("users",)``, 100 namespaces): medians in microseconds, measured in interleaved
-   rounds so load on the machine hits every store alike, each result checked (a page of 10 of
-   the right bucket, 100 namespaces); the ratio to StreamStore.
+   (under ``("users",)``, 100 namespaces): medians in microseconds, each sample one call on
+   every store back to back (rotating order), so load on the machine hits every store alike,
+   each result checked (a page of 10 of the right bucket, 100 namespaces); the ratio to
+   StreamStore.
 2. StreamStore's get against one bare ``JSON.GET`` round trip of the same item (the floor of a
    networked store), measured interleaved.
 3. recall@10 of vector search against exact brute force (numpy), FLAT and HNSW, over the whole
@@ -116,16 +117,20 @@ def _timed(call: Callable[[], Any]) -> tuple[float, bool]:
 
 def measure_ops(stores: dict[str, BaseStore], n: int, samples: int, rounds: int = 5) -> dict[str, dict[str, Any]]:
     """Median microseconds of each op per store, and whether every result passed its check, in
-    `rounds` interleaved rounds; the order of stores rotates each round."""
+    `rounds` rounds; each sample of an op is one call on every store, back to back, in an order
+    that rotates from sample to sample, so a burst of load on the machine hits every store alike
+    (until 2026-11-27 a round ran all of one store's samples, then the next store's: on a shared
+    machine a burst could fall on one store's samples only, and the put ratio swung 0.8x-5.8x)."""
     times: dict[str, dict[str, list[float]]] = {name: {op: [] for op in OPS} for name in stores}
     failed: dict[str, set[str]] = {name: set() for name in stores}
     rng = random.Random(7)
     names = list(stores)
     for r in range(rounds):
-        for name in names[r % len(names):] + names[: r % len(names)]:
-            for op in OPS:
-                reps = samples // rounds if op in ("put", "get") else max(samples // (rounds * 4), 5)
-                for _ in range(reps):
+        for op in OPS:
+            reps = samples // rounds if op in ("put", "get") else max(samples // (rounds * 4), 5)
+            for k in range(reps):
+                turn = (r + k) % len(names)
+                for name in names[turn:] + names[:turn]:
                     took, ok = _timed(_calls(stores[name], n, rng)[op])
                     times[name][op].append(took)
                     if not ok:
@@ -241,9 +246,22 @@ def _filled(client: redis.Redis, make: Callable[[], BaseStore], n: int) -> tuple
     return store, (_used(client) - before) / n
 
 
-def run(n: int, dims: int, samples: int, queries: int, plans: bool = False, local_cache: int = 0,
-        working_set: int = 100) -> str:
-    """The four tables, as Markdown."""
+def _ops_tables(client: redis.Redis, stores: dict[str, BaseStore], n: int, samples: int) -> str:
+    """Tables 1 and 2 (see the module docstring)."""
+    medians = measure_ops(stores, n, samples)
+    base = medians["StreamStore"]
+    out = ["## Ops (median; ratio to StreamStore)\n"]
+    out.append(_table(["store", *OPS], [[name, *(_cell(row[op], base[op]) for op in OPS)]
+                                        for name, row in medians.items()]))
+    get, bare = get_floor(client, stores["StreamStore"], n, samples)  # type: ignore[arg-type]
+    out.append(f"\n\nStreamStore get {get:,.0f} µs against one bare JSON.GET of the same item {bare:,.0f} µs: "
+               f"{get / bare:.2f}x.\n")
+    return "\n".join(out)
+
+
+def run(n: int, dims: int, samples: int, queries: int, plans: bool = False, ops_only: bool = False,
+        local_cache: int = 0, working_set: int = 100) -> str:
+    """The four tables, as Markdown (`ops_only`: the first two, without the HNSW and hybrid stores)."""
     embeddings = data.ClusteredEmbeddings(dims)
     vectors = data.matrix(embeddings, n)
     out: list[str] = [f"# Store benchmark: {n:,} items, {dims} dims, {samples} samples per op\n"]
@@ -275,6 +293,12 @@ def run(n: int, dims: int, samples: int, queries: int, plans: bool = False, loca
         peer = _peer(client, embeddings)
         if peer is not None:
             stores["RedisStore (peer)"], sizes["RedisStore (peer)"] = _filled(client, lambda: peer, n)
+        if ops_only:
+            out.append(_ops_tables(client, stores, n, samples))
+            if local_cache:
+                out.append(reread(stores, client, cached, n, samples, working_set))
+                cached.close()
+            return "\n".join(out) + "\n"
         hnsw, sizes["StreamStore (HNSW)"] = _filled(client, lambda: ours("hnsw"), n)
         recall_stores: dict[str, BaseStore] = {"StreamStore (HNSW, default ef_runtime)": hnsw}
         if plans:
@@ -283,14 +307,7 @@ def run(n: int, dims: int, samples: int, queries: int, plans: bool = False, loca
             hnsw_prefiltered.core.selectivity = AlwaysSelective()
             recall_stores["StreamStore (HNSW, pre-filtered KNN)"] = hnsw_prefiltered
         hybrid, sizes["StreamStore (FLAT, text_fields)"] = _filled(client, lambda: ours("flat", True), n)
-        medians = measure_ops(stores, n, samples)
-        base = medians["StreamStore"]
-        out.append("## Ops (median; ratio to StreamStore)\n")
-        out.append(_table(["store", *OPS], [[name, *(_cell(row[op], base[op]) for op in OPS)]
-                                            for name, row in medians.items()]))
-        get, bare = get_floor(client, stores["StreamStore"], n, samples)  # type: ignore[arg-type]
-        out.append(f"\n\nStreamStore get {get:,.0f} µs against one bare JSON.GET of the same item {bare:,.0f} µs: "
-                   f"{get / bare:.2f}x.\n")
+        out.append(_ops_tables(client, stores, n, samples))
         if local_cache:
             out.append(reread(stores, client, cached, n, samples, working_set))
         out.append("## Recall@10 against exact brute force\n")
@@ -344,8 +361,11 @@ def main() -> None:
                         help="also measure a StreamStore with local_cache=N, and the reread table")
     parser.add_argument("--working-set", type=int, default=100,
                         help="items the reread table reads again and again (default 100)")
+    parser.add_argument("--ops-only", action="store_true",
+                        help="only tables 1 and 2 (no HNSW or hybrid store, recall or bytes per item): for A/B runs")
     args = parser.parse_args()
-    report = run(args.n, args.dims, args.samples, args.queries, args.plans, args.local_cache, args.working_set)
+    report = run(args.n, args.dims, args.samples, args.queries, args.plans, args.ops_only, args.local_cache,
+                 args.working_set)
     print(report)
     if args.out:
         with open(args.out, "w") as handle:

@@ -29,7 +29,8 @@ key whose deadline is past).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any, Final
 
 import orjson
@@ -75,17 +76,26 @@ def field_tag(path: Sequence[str], value: Any) -> str:
     return tag(canonical_json([list(path), value]))
 
 
-def _pairs(value: Mapping[str, Any], path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+def _add_tags(tags: set[str], value: Mapping[str, Any], path: list[str]) -> None:
     for key, inner in value.items():
-        here = (*path, str(key))
-        yield here, inner
+        here = [*path, str(key)]
+        # `field_tag(here, inner)`, spelt out: a put computes one per pair of its value
+        tags.add(tag(orjson.dumps([here, inner])) if type(inner) in _SCALARS else tag(canonical_json([here, inner])))
         if isinstance(inner, Mapping):
-            yield from _pairs(inner, here)
+            _add_tags(tags, inner, here)
 
 
 def value_tags(value: Mapping[str, Any]) -> list[str]:
     """The equality digests of every (path, value) pair of `value`, nested objects included."""
-    return sorted({field_tag(path, inner) for path, inner in _pairs(value, ())})
+    tags: set[str] = set()
+    _add_tags(tags, value, [])
+    return sorted(tags)
+
+
+@lru_cache(maxsize=4096)
+def _prefix_tags(namespace: tuple[str, ...]) -> tuple[str, ...]:
+    """The digest of every prefix of `namespace` (its ``p``; a namespace's puts recur)."""
+    return tuple(namespace_tag(namespace[: k + 1]) for k in range(len(namespace)))
 
 
 def _joined(namespace: Sequence[str]) -> str:
@@ -97,7 +107,7 @@ def _document(event: ItemPut, stem: str) -> bytes:
     ns = event.namespace
     body: dict[str, Any] = {
         "n": _joined(ns), "ns": list(ns), "k": event.key, "v": event.value,
-        "u": event.at, "d": len(ns), "p": [namespace_tag(ns[: k + 1]) for k in range(len(ns))],
+        "u": event.at, "d": len(ns), "p": _prefix_tags(tuple(ns)),
         "f": value_tags(event.value), "t": event.ttl_ms, "id": stem,
     }
     if event.vectors:

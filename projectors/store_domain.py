@@ -3,7 +3,8 @@ folded into one view, ``items`` (`projectors.store`).
 
 The log core's append, apply (replay, the projector worker), setup (the index from the view's
 schema) and erase work on it unchanged; its writes go through ``append_batch.lua`` (every
-event of a partition in one atomic call), its reads through ``store_get.lua``.
+event of a partition in one atomic call; a lone put through ``store_put.lua``,
+`streamsaver.store.put`), its reads through ``store_get.lua``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from streamsaver.log.domain import Domain, HeldEntry, LogScripts, View
 from streamsaver.log.events import Event, StorePartitionErased
 from streamsaver.log.items import item_fields, item_from_fields, item_pointer
 from streamsaver.log.keys import Keyspace, ViewName
-from streamsaver.scripts import APPEND, APPEND_BATCH, APPLY, REWRITE, STORE_GET, STORE_NAMESPACES, TTL
+from streamsaver.scripts import APPEND, APPEND_BATCH, APPLY, REWRITE, STORE_GET, STORE_NAMESPACES, STORE_PUT, TTL
 
 __all__ = ["STORE", "with_vectors"]
 
@@ -50,7 +51,7 @@ STORE = Domain(
     scripts=LogScripts(append=APPEND, apply=APPLY, rewrite=REWRITE, ttl=TTL, append_batch=APPEND_BATCH),
     decode=item_from_fields,
     log_family="slog",
-    loads=(APPEND_BATCH, APPLY, STORE_GET, STORE_NAMESPACES),
+    loads=(APPEND_BATCH, APPLY, STORE_GET, STORE_NAMESPACES, STORE_PUT),
     log_keys=Keyspace.store,
     positions_family="spos",
     encode=item_fields,

@@ -33,7 +33,7 @@ from streamsaver.log.fields import (
     WRITTEN_AT,
 )
 
-__all__ = ["item_fields", "item_from_fields", "item_pointer"]
+__all__ = ["POINTER_PAIRS", "item_fields", "item_from_fields", "item_pointer"]
 
 Fields = dict[bytes, bytes]
 
@@ -159,6 +159,11 @@ def item_from_fields(
         return decode(f)
     except (KeyError, ValueError, TypeError, UnicodeDecodeError, orjson.JSONDecodeError) as exc:
         raise EventDecodeError(f"malformed {type_name} field: {exc!r}", event_id=event_id) from exc
+
+
+POINTER_PAIRS = (0, 2, 3, 4)
+"""Which field/value pairs of a put's `item_fields` (0: ``type``) its `item_pointer` repeats, in
+order: ``store_put.lua`` writes the pointer from the entry's fields at these places."""
 
 
 def item_pointer(event: Event) -> list[str | bytes | int]:

@@ -2,8 +2,9 @@
 
 Each script is its ``.lua`` file with its preludes spliced in after the shebang line:
 ``_spread.lua`` (an unpack for any count of arguments) and ``_esc.lua`` (key escaping), then
-``_lib.lua`` (the write side: the op interpreter, purges, TTL blocks) for the scripts that
-write views, and ``_defer.lua`` (a batch's held writes) for ``apply.lua`` alone, or
+``_item.lua`` (key type checks, the store's item put) and ``_lib.lua`` (the write side: the op
+interpreter, purges, TTL blocks) for the scripts that write views (``store_put.lua``, one
+store put, takes ``_item.lua`` alone), and ``_defer.lua`` (a batch's held writes) for ``apply.lua`` alone, or
 ``_read.lua`` (following view pointers into the log) for the read scripts, and ``_window.lua``
 (finding the page of a listing across threads) for the listing scripts; a script that needs
 neither gets none (a prelude is evaluated on every call: each local function it defines is a
@@ -42,6 +43,7 @@ __all__ = [
     "REWRITE",
     "STORE_GET",
     "STORE_NAMESPACES",
+    "STORE_PUT",
     "SWAP",
     "TRIM",
     "TTL",
@@ -57,7 +59,7 @@ def _read(filename: str) -> str:
     return resources.files(__package__).joinpath(filename).read_text()
 
 
-WRITE_SIDE = ("_spread", "_esc", "_lib")
+WRITE_SIDE = ("_spread", "_esc", "_item", "_lib")
 """The preludes of a script that writes views."""
 BATCH_SIDE = (*WRITE_SIDE, "_defer")
 """The preludes of a script that applies batches of logged events (holding their writes)."""
@@ -147,6 +149,9 @@ TTL_TOUCH = TTL.when_full(
 """`TTL` for the refresh of `refresh_on_read` alone (it only moves expiries), runnable on a full
 server so that reading never needs memory."""
 APPEND_BATCH = Script.load("append_batch")
+STORE_PUT = Script.load("store_put", ("_item",))
+"""One store put (`streamsaver.store.put`): what `APPEND_BATCH` does for a partition's single
+put, without the op interpreter's prelude and with a third of its arguments."""
 STORE_GET = Script.alone("store_get")
 STORE_NAMESPACES = Script.alone("store_namespaces")
 FENCED_APPEND = Script.load("append", ("_fence", *WRITE_SIDE, "_delta"), named="fenced_append")

@@ -1,5 +1,5 @@
--- The write side's prelude, spliced after `_esc.lua` into the scripts that write views: the op
--- interpreter for projector commands (see projectors/commands.py), view purges and TTL blocks.
+-- The write side's prelude, spliced after `_esc.lua` and `_item.lua` (the type checks and the
+-- store's item put) into the scripts that write views: the op interpreter for projector commands (see projectors/commands.py), view purges and TTL blocks.
 -- A batch's deferral is in `_defer.lua`, spliced only into apply.lua: every script evaluates
 -- its preludes on each call, and an append has no use for it.
 
@@ -131,28 +131,12 @@ local function follow(key, f, newest)
   return cur, false
 end
 
--- The store's ops (projectors/commands.py), each given the index `i` of its argument count. A
--- put writes its item's document with one JSON.SET (one index update): whole for a stem new to
--- the item set, else its body alone (its creation time 'c' stays), whole again when that fails
--- because the document expired (the set holds the stem of every document, and expired ones').
--- The namespace registry follows SADD's and SREM's replies, never whether a document exists:
--- expiry is not an event, and a replay must rebuild the registry exactly.
--- The keys this call's type checks found empty (see expect_type), until an op adds to them: a
--- ZREM from a sorted set known empty is skipped (a put without a TTL, where none has one).
-local known_empty = {}
+-- The store's ops (projectors/commands.py), each given the index `i` of its argument count.
+-- SS.ITEM is `put_item` (_item.lua).
 local STORE_OPS = {
   ['SS.ITEM'] = function(i)
-    local doc, body, stem, expiring = ARGV[i + 2], ARGV[i + 4], ARGV[i + 6], ARGV[i + 9]
-    local new = rcall('SADD', ARGV[i + 5], stem) == 1
-    local kept = not new and redis.pcall('JSON.SET', doc, '$.i', body)
-    if not kept or kept.err then rcall('JSON.SET', doc, '$', '{"c":' .. ARGV[i + 3] .. ',"i":' .. body .. '}') end
-    if new then rcall('HINCRBY', ARGV[i + 7], ARGV[i + 8], 1) end
-    if ARGV[i + 10] == '1' then
-      rcall('ZADD', expiring, 0, stem)
-      known_empty[expiring] = nil
-    elseif not (new or known_empty[expiring]) then
-      rcall('ZREM', expiring, stem)
-    end
+    put_item(ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9],
+             ARGV[i + 10] == '1')
   end,
   ['SS.NSREM'] = function(i)
     local stem = ARGV[i + 3]
@@ -221,26 +205,6 @@ local function apply_ops(i, count, id)
   end
   if hkey then rcall('HSET', hkey, spread(hargs, 1, hn)) end
   return i
-end
-
--- The command giving the length of a key of each type: it fails only on a key of another type.
-local LENGTH = {stream = 'XLEN', hash = 'HLEN', set = 'SCARD', zset = 'ZCARD'}
-
--- An error naming `key` when it exists with another type than `allowed`, else nil. A stream,
--- hash, set or sorted set is probed with its length command, which fails only on another type:
--- its integer reply costs less than TYPE's status reply, which becomes a Lua table; TYPE then
--- names the type.
-local function expect_type(key, allowed)
-  local length = LENGTH[allowed]
-  local n = length and redis.pcall(length, key)
-  if type(n) == 'number' then
-    if n == 0 then known_empty[key] = true end
-    return nil
-  end
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= allowed then
-    return redis.error_reply('WRONGTYPE streamsaver key ' .. key .. ' holds a ' .. t .. ', not a ' .. allowed)
-  end
 end
 
 -- The id of the entry of `log` that hash `probe` names in `field` (when `cid` is not "", only

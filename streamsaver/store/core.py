@@ -28,6 +28,7 @@ from streamsaver.store.item_cache import ItemCache
 from streamsaver.store.knn import KnnSearch
 from streamsaver.store.namespaces import list_calls, namespaces_of
 from streamsaver.store.postfilter import SelectivityMemory, candidate_filter, shape
+from streamsaver.store.put import put_call
 from streamsaver.store.queries import item_of, query_terms, search_items, search_request
 from streamsaver.store.values import encoded
 from streamsaver.store.vectors import VectorIndex
@@ -203,10 +204,14 @@ class StoreCore:
 
     def requests(self, ops: Sequence[Op], vectors: Vectors, reads: Sequence[Sequence[Command]]) -> list[Step]:
         """One round trip for the whole batch: one atomic append per partition written (writes
-        first, so the batch's reads see them), then the `reads` (each query on the items index
+        first, so the batch's reads see them; a partition's lone put as ``store_put.lua``,
+        `streamsaver.store.put`), then the `reads` (each query on the items index
         on every primary of a cluster, `streamsaver.store.fanout`)."""
         by_log = self.events(ops, vectors)
-        steps: list[Step] = [append_batch_call(STORE, events, self.keyspace, (VIEW,)) for events in by_log.values()]
+        steps: list[Step] = [
+            put_call(self.keyspace, events[0]) if len(events) == 1 and type(events[0]) is ItemPut
+            else append_batch_call(STORE, events, self.keyspace, (VIEW,)) for events in by_log.values()
+        ]
         return steps + self.fan([command for commands in reads for command in commands])
 
     def _fanned(self, command: Command) -> list[Step]:

@@ -75,6 +75,8 @@ def batch(core: StoreCore, ops: Iterable[Op]) -> Program[list[Result]]:
     local = LocalReads.start(core.cache, checked, _document_key(core), lambda held: item_of(held, core.serde))
     if len(local.hits) == len(checked):  # every op a get the local cache holds: no round trip
         return [local.hits[n] for n in range(len(checked))]
+    if len(checked) == 1 and isinstance(checked[0], PutOp):
+        return (yield from _write(core, checked[0], local))
     vectors: dict[int, Any] = {}
     queries: dict[int, bytes] = {}
     if core.vectors is not None:
@@ -141,6 +143,20 @@ def _sent(core: StoreCore, ops: Sequence[Op], vectors: dict[int, Any], knn: dict
     resent = yield Call([*appends, *core.fan([command for commands in reads for command in commands])],
                         core.load_scripts)
     return [None] * (writes - len(appends)) + resent, reads
+
+
+def _write(core: StoreCore, op: PutOp, local: LocalReads) -> Program[list[Result]]:
+    """A batch of one write (`StreamStore.put`, ``delete``), checked: what `batch` does for it
+    (its embeddings, then its partition's append, one round trip, sent again as `_sent` says
+    when the cluster changed), without the steps of reads."""
+    vectors: dict[int, Any] = {}
+    if core.vectors is not None and (texts := core.vectors.texts(op)):
+        vectors[0] = core.vectors.checked((yield Embed(tuple(texts))), len(texts))
+    try:
+        yield from _sent(core, [op], vectors, {}, ())
+    finally:
+        local.acknowledged()
+    return [None]
 
 
 def _ranged(core: StoreCore, ops: Sequence[Op], ranged: dict[int, tuple[bytes | None, str | None]],

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, cast
 
 import numpy as np
@@ -34,6 +35,9 @@ _METRICS = {"cosine": "cosine", "l2": "l2", "inner_product": "ip"}
 HNSW_EF_RUNTIME = 80
 """The default ``ef_runtime`` of an HNSW index: recall@10 at 100,000 items (``benchmarks/store.py``)
 was 0.596 at RediSearch's own 10, 0.924 at 40 and 0.994 at 80 (0.998 at 40 on 10,000 items)."""
+_tokens = lru_cache(maxsize=1024)(tokenize_path)
+"""A path's tokens (LangGraph's `tokenize_path`; `get_text_at_path` only reads them): the index's
+paths recur in every put."""
 _DATATYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "float16": np.dtype("<f2")}
 """The vector types an index may hold, and the little-endian numpy type of each."""
 
@@ -108,7 +112,7 @@ class VectorIndex:
             return []
         paths = self.fields if op.index is None else op.index
         return [
-            text for path in paths for text in get_text_at_path(op.value, path if path == "$" else tokenize_path(path))
+            text for path in paths for text in get_text_at_path(op.value, path if path == "$" else _tokens(path))
         ]
 
     @property
@@ -140,9 +144,10 @@ class VectorIndex:
             raise InvalidInputError(f"the embedder returned a vector of {width} dimensions, not {self.dims}")
         with np.errstate(over="ignore"):
             array = array.astype(self.dtype)
-        if not np.isfinite(array).all():
+        text = orjson.dumps(array, option=orjson.OPT_SERIALIZE_NUMPY)
+        if b"null" in text:  # orjson writes a number that is not finite as null (cheaper than isfinite)
             raise InvalidInputError(f"the embedder returned a number that is not finite as {self.attrs['datatype']}")
-        rows: list[list[float]] = orjson.loads(orjson.dumps(array, option=orjson.OPT_SERIALIZE_NUMPY))
+        rows: list[list[float]] = orjson.loads(text)
         return [tuple(row) for row in rows]
 
     def blob(self, vector: Sequence[float]) -> bytes:

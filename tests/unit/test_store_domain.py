@@ -143,3 +143,37 @@ def test_equality_digests_are_of_canonical_json(value: object) -> None:
 
     assert field_tag(("k", "n"), value) == tag(canonical_json([["k", "n"], value]))
     assert namespace_tag(("a", "b")) == tag(canonical_json(["a", "b"]))
+
+
+def test_a_lone_put_of_a_partition_goes_as_store_put() -> None:
+    """`StreamStore.put` sends ``store_put.lua``; a partition with several writes, or a delete,
+    ``append_batch.lua`` (`streamsaver.store.put`)."""
+    from langgraph.store.base import PutOp
+
+    from streamsaver.scripts import APPEND_BATCH, STORE_PUT
+    from streamsaver.store.core import StoreCore
+
+    core = StoreCore("p")
+    lone = [PutOp(("alice",), "k", {"v": 1})]
+    shared = [*lone, PutOp(("alice",), "j", {"v": 2})]
+    deleted = [PutOp(("alice",), "k", None)]
+    [step] = core.requests(lone, {}, [[]])
+    assert step[1] == STORE_PUT.sha
+    for ops in (shared, deleted):
+        [step] = core.requests(ops, {}, [[]] * len(ops))
+        assert step[1] == APPEND_BATCH.sha
+    apart = [*lone, PutOp(("bob",), "k", {"v": 3})]
+    assert {step[1] for step in core.requests(apart, {}, [[], []])} == {STORE_PUT.sha}  # different partitions
+
+
+@pytest.mark.parametrize("event", [
+    ItemPut("3", ("users", "ada"), "k", {"v": 1}, 5),
+    ItemPut("3", ("users",), "k:1", {"v": 1}, 5, 60_000, ((0.5, 0.25),), "m", ("v",), 99),
+])
+def test_a_lone_puts_feed_pointer_is_its_entrys_type_thread_labels_and_key(event: ItemPut) -> None:
+    """``store_put.lua`` writes the feed pointer from the entry's fields at `POINTER_PAIRS`."""
+    from streamsaver.log.items import POINTER_PAIRS, item_pointer
+
+    pairs = list(item_fields(event).items())
+    picked = [part for n in POINTER_PAIRS for part in pairs[n]]
+    assert picked == [part.encode() if isinstance(part, str) else part for part in item_pointer(event)]

@@ -36,6 +36,7 @@ SPELT_BY = {
     "read_history.lua": [fields.CHANNEL_PREFIX, fields.EMPTY_TYPE],
     "append.lua": [fields.ENTRY_ID, fields.INCARNATION],
     "append_batch.lua": [fields.INCARNATION],
+    "store_put.lua": [fields.INCARNATION],
     "rewrite.lua": [fields.ENTRY_ID, fields.INCARNATION],
     "read_cached.lua": [fields.INCARNATION],
     "_lib.lua": [fields.CURRENT_CHECKPOINT, fields.PINNED],

@@ -6,7 +6,7 @@ the payloads taken from the entries held or shipped. Still one round trip, hit o
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -17,6 +17,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from projectors import full
 from streamsaver.checkpoints.append import namespace_of, thread_id_of
 from streamsaver.checkpoints.entry_cache import Claim, Entry, EntryCache, wire_bytes
+from streamsaver.checkpoints.guesses import Guesses, expected
 from streamsaver.checkpoints.reads import decode_row
 from streamsaver.log import compression
 from streamsaver.log.keys import Keyspace, ViewName
@@ -30,10 +31,23 @@ _BODY = b"body"
 
 @dataclass(frozen=True)
 class CachedGet:
-    """One `get_tuple` through the cache: the command to send and what it claimed."""
+    """One `get_tuple` through the cache: the command to send, what it claimed, and the
+    checkpoint asked for (namespace, and id or b"" for the latest): `guess` decodes its
+    expected values while the reply is on its way (`guesses`)."""
 
     command: Command
     claim: Claim
+    ns: bytes = b""
+    checkpoint_id: bytes = b""
+    guesses: Guesses = field(default_factory=Guesses)
+
+    def guess(self, serde: SerializerProtocol) -> None:
+        """Decode the channel values the reply most likely names, from the entries claimed
+        (run between the send and the reply: `streamsaver.log.program.Call.meanwhile`)."""
+        entries = self.claim.entries
+        if entries:
+            stored = expected(entries, self.ns, self.checkpoint_id)
+            self.guesses.decode(serde, stored, EntryLinks(entries))
 
     def read(self, cache: EntryCache, serde: SerializerProtocol, reply: Sequence[Any]) -> CheckpointTuple | None:
         """The tuple of `reply` (None: no such checkpoint); the cache takes in what it shipped.
@@ -49,7 +63,7 @@ class CachedGet:
         payloads = _payloads(entries, doc.get("refs") or [], markers, entry_ids)
         writes = _writes(entries, flat_writes)
         expand = compression.remembering_expand()
-        return decode_row(serde, doc, payloads, writes, entry_ids, EntryLinks(entries), expand)
+        return decode_row(serde, doc, payloads, writes, entry_ids, EntryLinks(entries), expand, self.guesses)
 
 
 class EntryLinks:
@@ -82,7 +96,7 @@ def cached_get(cache: EntryCache, keyspace: Keyspace, view: ViewName, config: Ru
         [keys.positions, keys.log, *view_keys],
         [claim.incarnation, len(claim.ids), *claim.ids, view, *view_args],
     )
-    return CachedGet(command, claim)
+    return CachedGet(command, claim, wire_bytes(ns), wire_bytes(checkpoint_id))
 
 
 def _ref_field(ref: str) -> bytes:

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -214,7 +215,8 @@ def get_tuple(core: SaverCore, config: RunnableConfig) -> Program[CheckpointTupl
     """`get_tuple`: one round trip (with `refresh_on_read`, the TTL refresh pipelined after)."""
     yield from ready(core)
     requests, cached = core.get_call(config)
-    return core.read_got(cached, (yield Call(requests, core.load_scripts)))
+    meanwhile = None if cached is None else partial(cached.guess, core.serde)
+    return core.read_got(cached, (yield Call(requests, core.load_scripts, meanwhile)))
 
 
 def list_checkpoints(

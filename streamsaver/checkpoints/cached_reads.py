@@ -85,7 +85,7 @@ def cached_get(cache: EntryCache, keyspace: Keyspace, view: ViewName, config: Ru
     thread_id, ns = thread_id_of(config), namespace_of(config)
     checkpoint_id = config["configurable"].get("checkpoint_id") or ""
     keys = keyspace.thread(thread_id)
-    claim = cache.claim(keys.log)
+    claim = cache.claim(keys.log, wire_bytes(checkpoint_id))
     if view == full.VIEW:
         view_keys = [keys.in_ns(view, "ids", ns), keys.in_ns(view, "ptrs", ns)]
         view_args = [keys.doc_prefix(view, "cp", ns), keys.doc_prefix(view, "writes", ns), checkpoint_id]

@@ -26,6 +26,7 @@ from typing import Any
 
 from streamsaver.log import deltas
 from streamsaver.log.codec import unpack
+from streamsaver.log.fields import CHECKPOINT_ID
 
 __all__ = [
     "CLAIM_LIMIT", "DEFAULT_READ_CACHE_BYTES", "SETTLE_AFTER", "Claim", "Entry", "EntryCache", "links_of",
@@ -44,6 +45,11 @@ SETTLE_AFTER = 32
 
 _OVERHEAD = 200
 """Bytes counted per entry beyond its fields (the dicts and tuples that hold it)."""
+
+_CID_AT = 9
+"""Where an append's flat fields hold the checkpoint id (`streamsaver.log.stored`: ``type``,
+``v``, ``thread`` and ``ns`` lead, then ``cid``), checked by its name at `_CID_AT` - 1."""
+_CID_NAMES = (CHECKPOINT_ID, CHECKPOINT_ID.decode())
 
 _LENGTH = struct.Struct(">I").unpack_from
 _DELTA = deltas.MARK.encode()
@@ -84,6 +90,9 @@ class _Thread:
     """The thread's held entry ids, in the order they came (mostly log order)."""
     claim: Claim | None = None
     """What a read names, while the held ids do not change."""
+    checkpoints: dict[bytes, list[bytes]] = field(default_factory=dict)
+    """Checkpoint id -> the held entries that name it (its own, its writes'): what a read by id
+    names beside the newest (some may have been evicted since)."""
 
 
 @dataclass(frozen=True)
@@ -134,9 +143,10 @@ class EntryCache:
         """This saver's appends not taken in yet: (log, entry id, incarnation, fields) from
         `wrote`, (command, entry id, incarnation, None) from `appended`."""
 
-    def claim(self, log: str) -> Claim:
+    def claim(self, log: str, checkpoint_id: bytes = b"") -> Claim:
         """The entries of thread `log` a read may name: its newest `claim_limit` held ones whose
-        delta links are held too, and those they link to."""
+        delta links are held too, and those they link to; with `checkpoint_id` (a read by id),
+        also the held entries that name that checkpoint and those they link to."""
         with self._lock:
             if self._pending:
                 self._settle()
@@ -146,6 +156,8 @@ class EntryCache:
             claim = thread.claim
             if claim is None:
                 claim = thread.claim = self._claimable(log, thread)
+            if checkpoint_id:
+                claim = self._with_checkpoint(log, thread, claim, checkpoint_id)
             touch = self._lru.move_to_end
             for entry_id in claim.ids:
                 touch((log, entry_id))
@@ -165,6 +177,16 @@ class EntryCache:
                 elif held.links is not None:
                     self._claim_closure(log, entry_id, claimed)
         return Claim(log, thread.incarnation, list(claimed), claimed)
+
+    def _with_checkpoint(self, log: str, thread: _Thread, claim: Claim, checkpoint_id: bytes) -> Claim:
+        missing = [i for i in thread.checkpoints.get(checkpoint_id, ()) if i not in claim.entries]
+        if not missing:
+            return claim
+        claimed = dict(claim.entries)
+        for entry_id in missing:
+            if (log, entry_id) in self._lru:  # else evicted since
+                self._claim_closure(log, entry_id, claimed)
+        return Claim(log, claim.incarnation, list(claimed), claimed)
 
     def _claim_closure(self, log: str, entry_id: bytes, claimed: dict[bytes, Entry]) -> None:
         """Add `entry_id` and every entry its deltas link to (transitively) to `claimed`, or
@@ -259,6 +281,8 @@ class EntryCache:
                 thread.ids[entry_id] = None
                 thread.claim = None
                 self.size += size
+                if len(fields) > _CID_AT and fields[_CID_AT - 1] in _CID_NAMES:
+                    thread.checkpoints.setdefault(wire_bytes(fields[_CID_AT]), []).append(entry_id)
         self._evict()
 
     def incarnation(self, log: str) -> bytes | None:
@@ -284,6 +308,9 @@ class EntryCache:
         thread.ids[entry_id] = None
         thread.claim = None
         self.size += held.size
+        checkpoint_id = held.entry.get(CHECKPOINT_ID)
+        if checkpoint_id is not None:
+            thread.checkpoints.setdefault(checkpoint_id, []).append(entry_id)
 
     def _evict(self) -> None:
         while self.size > self.max_bytes and self._lru:

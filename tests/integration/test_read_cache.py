@@ -155,6 +155,13 @@ async def test_a_writer_reads_what_it_wrote_shipped_nothing(reader: Reader) -> N
     assert reader.shipped == [[], []]
 
 
+async def test_a_read_by_id_of_an_older_checkpoint_it_wrote_is_shipped_nothing(reader: Reader) -> None:
+    configs = await written(reader, "t", 12)  # 24 entries: more than a read names of the newest
+    reader.shipped.clear()
+    await assert_reads_as_the_server_holds(reader, "t", [configs[1]["configurable"]["checkpoint_id"]])
+    assert reader.shipped == [[], []]
+
+
 async def test_a_thread_deleted_and_rewritten_elsewhere_under_the_same_ids_is_read_anew(
     reader: Reader, client: Any
 ) -> None:

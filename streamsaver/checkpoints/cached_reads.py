@@ -19,7 +19,7 @@ from streamsaver.checkpoints.append import namespace_of, thread_id_of
 from streamsaver.checkpoints.entry_cache import Claim, Entry, EntryCache, wire_bytes
 from streamsaver.checkpoints.guesses import Guesses, expected
 from streamsaver.checkpoints.reads import decode_row
-from streamsaver.log import compression
+from streamsaver.log.deltas import Expand
 from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.log.routing import Command
 from streamsaver.scripts import READ_CACHED
@@ -39,6 +39,8 @@ class CachedGet:
     claim: Claim
     ns: bytes = b""
     checkpoint_id: bytes = b""
+    expand: Expand | None = None
+    """How its compressed values expand (the cache's `compression.Expanded`)."""
     guesses: Guesses = field(default_factory=Guesses)
 
     def guess(self, serde: SerializerProtocol) -> None:
@@ -47,7 +49,7 @@ class CachedGet:
         entries = self.claim.entries
         if entries:
             stored = expected(entries, self.ns, self.checkpoint_id)
-            self.guesses.decode(serde, stored, EntryLinks(entries))
+            self.guesses.decode(serde, stored, EntryLinks(entries), self.expand)
 
     def read(self, cache: EntryCache, serde: SerializerProtocol, reply: Sequence[Any]) -> CheckpointTuple | None:
         """The tuple of `reply` (None: no such checkpoint); the cache takes in what it shipped.
@@ -62,8 +64,8 @@ class CachedGet:
         doc = orjson.loads(raw_doc)
         payloads = _payloads(entries, doc.get("refs") or [], markers, entry_ids)
         writes = _writes(entries, flat_writes)
-        expand = compression.remembering_expand()
-        return decode_row(serde, doc, payloads, writes, entry_ids, EntryLinks(entries), expand, self.guesses)
+        links = EntryLinks(entries)
+        return decode_row(serde, doc, payloads, writes, entry_ids, links, cache.expanded.expand, self.guesses)
 
 
 class EntryLinks:
@@ -96,7 +98,7 @@ def cached_get(cache: EntryCache, keyspace: Keyspace, view: ViewName, config: Ru
         [keys.positions, keys.log, *view_keys],
         [claim.incarnation, len(claim.ids), *claim.ids, view, *view_args],
     )
-    return CachedGet(command, claim, wire_bytes(ns), wire_bytes(checkpoint_id))
+    return CachedGet(command, claim, wire_bytes(ns), wire_bytes(checkpoint_id), cache.expanded.expand)
 
 
 def _ref_field(ref: str) -> bytes:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from streamsaver.log import deltas
+from streamsaver.log import compression, deltas
 from streamsaver.log.codec import unpack
 from streamsaver.log.fields import CHECKPOINT_ID
 
@@ -135,6 +135,9 @@ class EntryCache:
     def __init__(self, max_bytes: int, claim_limit: int = CLAIM_LIMIT) -> None:
         self.max_bytes = max_bytes
         self.claim_limit = claim_limit
+        self.expanded = compression.Expanded(max_bytes // 8)
+        """The expanded forms of the compressed values this saver's reads joined (an eighth of
+        the bound beside it): a hit decompresses nothing."""
         self.size = 0
         self._lru: OrderedDict[tuple[str, bytes], _Held] = OrderedDict()
         self._threads: dict[str, _Thread] = {}

@@ -68,14 +68,17 @@ class Guesses:
     def __bool__(self) -> bool:
         return bool(self._values)
 
-    def decode(self, serde: SerializerProtocol, stored: Iterable[bytes], links: LinkSource) -> None:
+    def decode(
+        self, serde: SerializerProtocol, stored: Iterable[bytes], links: LinkSource, expand: deltas.Expand | None = None
+    ) -> None:
         """Decode each packed channel value of `stored` (`stored.encode_channel_value`), its
-        delta links found in `links`; once (a driver may run this again on a resend). A value
-        that does not decode is left to the read, which names it in its error."""
+        delta links found in `links`, compressed payloads expanded by `expand`; once (a driver
+        may run this again on a resend). A value that does not decode is left to the read,
+        which names it in its error."""
         if self.decoded:
             return
         self.decoded = True
-        expand = compression.remembering_expand()
+        expand = expand or compression.remembering_expand()
         for payload in stored:
             if payload in self._values:
                 continue

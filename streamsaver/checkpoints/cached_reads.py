@@ -5,7 +5,7 @@ the payloads taken from the entries held or shipped. Still one round trip, hit o
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,13 +18,14 @@ from projectors import full
 from streamsaver.checkpoints.append import namespace_of, thread_id_of
 from streamsaver.checkpoints.entry_cache import Claim, Entry, EntryCache, wire_bytes
 from streamsaver.checkpoints.guesses import Guesses, expected
+from streamsaver.checkpoints.listing import ListPager
 from streamsaver.checkpoints.reads import decode_row
 from streamsaver.log.deltas import Expand
 from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.log.routing import Command
 from streamsaver.scripts import READ_CACHED
 
-__all__ = ["CachedGet", "EntryLinks", "cached_get", "wire_bytes"]
+__all__ = ["CachedGet", "EntryLinks", "cached_get", "page_guess", "wire_bytes"]
 
 _BODY = b"body"
 
@@ -99,6 +100,27 @@ def cached_get(cache: EntryCache, keyspace: Keyspace, view: ViewName, config: Ru
         [claim.incarnation, len(claim.ids), *claim.ids, view, *view_args],
     )
     return CachedGet(command, claim, wire_bytes(ns), wire_bytes(checkpoint_id), cache.expanded.expand)
+
+
+def page_guess(
+    cache: EntryCache | None, keyspace: Keyspace, serde: SerializerProtocol, pager: ListPager
+) -> Callable[[], None] | None:
+    """What to run while the first page of `pager` is read (`streamsaver.log.program.Call.meanwhile`):
+    decode the values of the newest checkpoints `cache` holds of the thread; the page takes those
+    of the same stored bytes (`guesses`). None: nothing to guess (no cache, not such a page)."""
+    page = None if cache is None else pager.first_page()
+    if cache is None or page is None:
+        return None
+    thread_id, ns, size = page
+    guesses, expand = Guesses(), cache.expanded.expand
+    pager.expand, pager.decoded = expand, guesses
+    log, namespace = keyspace.thread(thread_id).log, wire_bytes(ns)
+
+    def guess() -> None:
+        entries = cache.recent(log, namespace, size)
+        guesses.decode(serde, expected(entries, namespace, b"", size), EntryLinks(entries), expand)
+
+    return guess
 
 
 def _ref_field(ref: str) -> bytes:

@@ -26,10 +26,10 @@ from typing import Any
 
 from streamsaver.log import compression, deltas
 from streamsaver.log.codec import unpack
-from streamsaver.log.fields import CHECKPOINT_ID
+from streamsaver.log.fields import CHECKPOINT_ID, NAMESPACE, TYPE
 
 __all__ = [
-    "CLAIM_LIMIT", "DEFAULT_READ_CACHE_BYTES", "SETTLE_AFTER", "Claim", "Entry", "EntryCache", "links_of",
+    "CLAIM_LIMIT", "DEFAULT_READ_CACHE_BYTES", "SETTLE_AFTER", "Claim", "Entry", "EntryCache", "id_order", "links_of",
     "wire_bytes",
 ]
 
@@ -50,6 +50,11 @@ _CID_AT = 9
 """Where an append's flat fields hold the checkpoint id (`streamsaver.log.stored`: ``type``,
 ``v``, ``thread`` and ``ns`` lead, then ``cid``), checked by its name at `_CID_AT` - 1."""
 _CID_NAMES = (CHECKPOINT_ID, CHECKPOINT_ID.decode())
+
+_CHECKPOINT = b"CheckpointSaved"
+_RECENT_WALK = 4
+"""Held entries `EntryCache.recent` looks at per checkpoint it looks for (a step logs a
+checkpoint and its writes)."""
 
 _LENGTH = struct.Struct(">I").unpack_from
 _DELTA = deltas.MARK.encode()
@@ -180,6 +185,31 @@ class EntryCache:
                 elif held.links is not None:
                     self._claim_closure(log, entry_id, claimed)
         return Claim(log, thread.incarnation, list(claimed), claimed)
+
+    def recent(self, log: str, ns: bytes, count: int) -> dict[bytes, Entry]:
+        """The held entries of the newest `count` checkpoints of thread `log` in namespace `ns`
+        among its last held entries (what a first page of `list` most likely holds: a guess,
+        `streamsaver.checkpoints.guesses`), with the entries their deltas link to."""
+        found: dict[bytes, Entry] = {}
+        with self._lock:
+            if self._pending:
+                self._settle()
+            thread = self._threads.get(log)
+            if thread is None:
+                return found
+            # held in the order they came, not in log order (a read ships older entries late)
+            candidates: list[tuple[tuple[int, int], bytes]] = []
+            for walked, entry_id in enumerate(reversed(thread.ids)):
+                if walked >= _RECENT_WALK * count + self.claim_limit:
+                    break
+                held = self._lru[(log, entry_id)]
+                if held.flat is not None:
+                    held.read(held.flat)
+                if held.entry.get(TYPE) == _CHECKPOINT and held.entry.get(NAMESPACE) == ns and held.links is not None:
+                    candidates.append((id_order(entry_id), entry_id))
+            for _, entry_id in sorted(candidates, reverse=True)[:count]:
+                self._claim_closure(log, entry_id, found)
+        return found
 
     def _with_checkpoint(self, log: str, thread: _Thread, claim: Claim, checkpoint_id: bytes) -> Claim:
         missing = [i for i in thread.checkpoints.get(checkpoint_id, ()) if i not in claim.entries]
@@ -330,6 +360,15 @@ class EntryCache:
         if thread is not None:
             for entry_id in thread.ids:
                 self.size -= self._lru.pop((log, entry_id)).size
+
+
+def id_order(entry_id: bytes) -> tuple[int, int]:
+    """A stream entry id as numbers, in log order (unreadable ids first)."""
+    ms, _, seq = entry_id.partition(b"-")
+    try:
+        return int(ms), int(seq or 0)
+    except ValueError:
+        return -1, -1
 
 
 def wire_bytes(value: Arg) -> bytes:

@@ -26,6 +26,7 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from streamsaver.checkpoints.entry_cache import id_order
 from streamsaver.checkpoints.reads import LinkSource, load_value
 from streamsaver.log import compression, deltas, fields
 from streamsaver.log.codec import unpack
@@ -103,25 +104,27 @@ class Guesses:
         return True, value
 
 
-def expected(entries: Mapping[bytes, Mapping[bytes, bytes]], ns: bytes, checkpoint_id: bytes) -> list[bytes]:
-    """The stored channel values a read of checkpoint `checkpoint_id` (b"": the latest) of
-    namespace `ns` most likely returns, from the log `entries` at hand (by entry id): the deltas
-    and the values of `GUESS_MIN_BYTES` or more that the checkpoint's own entry holds (the
-    channels its step wrote: a growing ``messages`` list at every step of an agent)."""
-    found, newest = None, (-1, -1)
+def expected(
+    entries: Mapping[bytes, Mapping[bytes, bytes]], ns: bytes, checkpoint_id: bytes, count: int = 1
+) -> list[bytes]:
+    """The stored channel values a read of checkpoint `checkpoint_id` of namespace `ns` most
+    likely returns (b"": the newest `count`, a page of `list`), from the log `entries` at hand
+    (by entry id): the deltas and the values of `GUESS_MIN_BYTES` or more that each
+    checkpoint's own entry holds (the channels its step wrote: a growing ``messages`` list at
+    every step of an agent)."""
+    found: list[tuple[tuple[int, int], Mapping[bytes, bytes]]] = []
     for entry_id, entry in entries.items():
         if entry.get(fields.TYPE) == _CHECKPOINT and entry.get(fields.NAMESPACE) == ns:
-            if checkpoint_id:
-                if entry.get(fields.CHECKPOINT_ID) == checkpoint_id:
-                    found = entry
-                    break
-            elif (order := _id_order(entry_id)) > newest:
-                found, newest = entry, order
-    if found is None:
-        return []
+            if not checkpoint_id:
+                found.append((id_order(entry_id), entry))
+            elif entry.get(fields.CHECKPOINT_ID) == checkpoint_id:
+                found = [((0, 0), entry)]
+                break
+    found.sort(key=lambda item: item[0], reverse=True)
     return [
         value
-        for name, value in found.items()
+        for _, entry in found[:count]
+        for name, value in entry.items()
         if name[:2] == fields.CHANNEL_PREFIX and (len(value) >= GUESS_MIN_BYTES or _DELTA in value[:_TYPE_WITHIN])
     ]
 
@@ -132,9 +135,3 @@ _TYPE_WITHIN = 96
 and the version: a guess only, checked when the value is taken)."""
 
 
-def _id_order(entry_id: bytes) -> tuple[int, int]:
-    ms, _, seq = entry_id.partition(b"-")
-    try:
-        return int(ms), int(seq or 0)
-    except ValueError:
-        return -1, -1

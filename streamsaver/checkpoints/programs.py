@@ -25,8 +25,8 @@ from langgraph.checkpoint.base import (
 )
 
 from projectors.domain import CHECKPOINTS
+from streamsaver.checkpoints import cached_reads, history, inline_views
 from streamsaver.checkpoints import durability as durability_
-from streamsaver.checkpoints import history, inline_views
 from streamsaver.checkpoints.append import thread_id_of
 from streamsaver.checkpoints.core import SaverCore
 from streamsaver.checkpoints.ownership import WriteFence, check_request, claim_request
@@ -237,9 +237,11 @@ def list_checkpoints(
     """
     yield from ready(core)
     pager, moved = core.list_pager(config, filter, before, limit), False
+    meanwhile = cached_reads.page_guess(core.entries, core.keys, core.serde, pager)
     while (request := pager.next_request()) is not None:
+        call, meanwhile = Call(request, core.load_scripts, meanwhile), None
         try:
-            replies = yield Call(request, core.load_scripts)
+            replies = yield call
         except Refused as refused:
             if moved or not core.moved(refused):
                 raise

@@ -199,7 +199,11 @@ def _channel_values(
 
 
 def _decode_row(
-    serde: SerializerProtocol, row: Sequence[Any], known: dict[str, Links], expand: deltas.Expand
+    serde: SerializerProtocol,
+    row: Sequence[Any],
+    known: dict[str, Links],
+    expand: deltas.Expand,
+    decoded: Decoded | None,
 ) -> CheckpointTuple:
     raw_doc, payloads, writes, entry_ids = row[:4]
     doc = orjson.loads(raw_doc)
@@ -207,7 +211,7 @@ def _decode_row(
     links = known.setdefault(doc["thread_id"], {})
     if len(row) > 4 and row[4]:
         links.update(links_of(row[4]))
-    return decode_row(serde, doc, payloads, writes, entry_ids, links, expand)
+    return decode_row(serde, doc, payloads, writes, entry_ids, links, expand, decoded)
 
 
 def decode_row(
@@ -250,11 +254,17 @@ def decode_row(
 
 
 def decode_rows(
-    serde: SerializerProtocol, rows: Sequence[Any], damaged: list[PayloadDecodeError] | None = None
+    serde: SerializerProtocol,
+    rows: Sequence[Any],
+    damaged: list[PayloadDecodeError] | None = None,
+    expand: deltas.Expand | None = None,
+    decoded: Decoded | None = None,
 ) -> list[CheckpointTuple]:
     """Checkpoint tuples from the rows ONE read script call returns (in its order: a delta's
     links come with the first row of the thread that needs them). With `damaged` (a listing
-    across threads), a row that cannot be read is left out and its error added there.
+    across threads), a row that cannot be read is left out and its error added there. `expand`
+    (default: one remembering the bases of this call) expands compressed payloads; channel
+    values `decoded` already are taken from it.
 
     Raises:
         PayloadDecodeError: without `damaged`, a payload the view points at is missing, malformed
@@ -262,13 +272,14 @@ def decode_rows(
             are unaffected.
     """
     known: dict[str, Links] = {}
-    expand = compression.remembering_expand()  # the rows of a thread share their deltas' bases
+    # the rows of a thread share their deltas' bases
+    expand = expand or compression.remembering_expand()
     if damaged is None:
-        return [_decode_row(serde, row, known, expand) for row in rows]
+        return [_decode_row(serde, row, known, expand, decoded) for row in rows]
     tuples = []
     for row in rows:
         try:
-            tuples.append(_decode_row(serde, row, known, expand))
+            tuples.append(_decode_row(serde, row, known, expand, decoded))
         except PayloadDecodeError as error:
             damaged.append(error)
     return tuples

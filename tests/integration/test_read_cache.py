@@ -248,6 +248,43 @@ async def test_values_decoded_in_flight_are_used_only_when_the_reply_names_the_s
     await assert_reads_as_the_server_holds(reader, "t", ids)
 
 
+async def listed(reader: Reader, cfg: Any, limit: int) -> list[CheckpointTuple]:
+    if isinstance(reader.saver, AsyncStreamSaver):
+        return [t async for t in reader.saver.alist(cfg, limit=limit)]
+    return list(reader.saver.list(cfg, limit=limit))
+
+
+async def test_a_list_after_a_rewrite_elsewhere_uses_no_value_decoded_from_the_old_entries(
+    reader: Reader, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    taken: list[bool] = []
+    take = Guesses.take
+
+    def spying(self: Guesses, stored: bytes, links: Any) -> tuple[bool, Any]:
+        found = take(self, stored, links)
+        taken.append(found[0])
+        return found
+
+    monkeypatch.setattr(Guesses, "take", spying)
+    saved, previous, ids = config("t"), None, []
+    for step in range(4):
+        saved, previous = await reader.put(saved, {"messages": ["x" * 1500] * (step + 1), "note": f"v{step}"}, previous)
+        ids.append(saved["configurable"]["checkpoint_id"])
+        if step == 0:
+            await reader.get(config("t"))
+    page = await listed(reader, config("t"), 3)
+    assert [t.checkpoint["channel_values"]["messages"] for t in page] == [["x" * 1500] * n for n in (4, 3, 2)]
+    assert any(taken) != reader.cluster  # guessed while the page was read (a lane's client only)
+
+    old = client.xrange(reader.log("t"))
+    reader.other("t", "rewrite", "y" * 1500, json.dumps(ids))
+    poison(reader, client, "t", old)  # the guesses are decoded from the old values, same shape
+    taken.clear()
+    page = await listed(reader, config("t"), 3)
+    assert [t.checkpoint["channel_values"]["messages"] for t in page] == [["y" * 1500] * n for n in (4, 3, 2)]
+    assert not any(taken)
+
+
 def test_an_expired_thread_written_again_under_the_same_ids_is_read_anew(client: Any, prefix: str) -> None:
     saver = StreamSaver(client, prefix=prefix, default_ttl=0.005)  # 300 ms
     saver.setup()

@@ -17,7 +17,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from projectors import full
 from streamsaver.checkpoints.append import namespace_of, thread_id_of
 from streamsaver.checkpoints.entry_cache import Claim, Entry, EntryCache, wire_bytes
-from streamsaver.checkpoints.guesses import Guesses, expected
+from streamsaver.checkpoints.guesses import Guesses, expected, guessable
 from streamsaver.checkpoints.listing import ListPager
 from streamsaver.checkpoints.reads import decode_row
 from streamsaver.log.deltas import Expand
@@ -117,8 +117,9 @@ def page_guess(
     log, namespace = keyspace.thread(thread_id).log, wire_bytes(ns)
 
     def guess() -> None:
-        entries = cache.recent(log, namespace, size)
-        guesses.decode(serde, expected(entries, namespace, b"", size), EntryLinks(entries), expand)
+        entries, chain = cache.recent(log, namespace, size)
+        stored = [value for entry_id in chain for value in guessable(entries[entry_id])]
+        guesses.decode(serde, stored, EntryLinks(entries), expand)
 
     return guess
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from streamsaver.log import compression, deltas
 from streamsaver.log.codec import unpack
-from streamsaver.log.fields import CHECKPOINT_ID, NAMESPACE, TYPE
+from streamsaver.log.fields import CHECKPOINT_ID, NAMESPACE, PARENT, TYPE
 
 __all__ = [
     "CLAIM_LIMIT", "DEFAULT_READ_CACHE_BYTES", "SETTLE_AFTER", "Claim", "Entry", "EntryCache", "id_order", "links_of",
@@ -53,8 +53,7 @@ _CID_NAMES = (CHECKPOINT_ID, CHECKPOINT_ID.decode())
 
 _CHECKPOINT = b"CheckpointSaved"
 _RECENT_WALK = 4
-"""Held entries `EntryCache.recent` looks at per checkpoint it looks for (a step logs a
-checkpoint and its writes)."""
+"""Last held entries `EntryCache.recent` looks at per checkpoint (a step logs two or so)."""
 
 _LENGTH = struct.Struct(">I").unpack_from
 _DELTA = deltas.MARK.encode()
@@ -186,30 +185,46 @@ class EntryCache:
                     self._claim_closure(log, entry_id, claimed)
         return Claim(log, thread.incarnation, list(claimed), claimed)
 
-    def recent(self, log: str, ns: bytes, count: int) -> dict[bytes, Entry]:
-        """The held entries of the newest `count` checkpoints of thread `log` in namespace `ns`
-        among its last held entries (what a first page of `list` most likely holds: a guess,
-        `streamsaver.checkpoints.guesses`), with the entries their deltas link to."""
+    def recent(self, log: str, ns: bytes, count: int) -> tuple[dict[bytes, Entry], list[bytes]]:
+        """The held entries of the newest checkpoint of thread `log` in `ns` and of its held
+        ancestors, `count` at most (a guess of a first page of `list`: `guesses`), with those
+        their deltas link to; and the ids of those checkpoints' entries, newest first."""
         found: dict[bytes, Entry] = {}
+        chain: list[bytes] = []
         with self._lock:
             if self._pending:
                 self._settle()
             thread = self._threads.get(log)
-            if thread is None:
-                return found
-            # held in the order they came, not in log order (a read ships older entries late)
-            candidates: list[tuple[tuple[int, int], bytes]] = []
-            for walked, entry_id in enumerate(reversed(thread.ids)):
-                if walked >= _RECENT_WALK * count + self.claim_limit:
+            newest = None if thread is None else self._newest_checkpoint(log, thread, ns, count)
+            while thread is not None and newest is not None and len(chain) < count:
+                held = self._lru[(log, newest)]
+                self._claim_closure(log, newest, found)
+                if newest not in found:
                     break
-                held = self._lru[(log, entry_id)]
-                if held.flat is not None:
-                    held.read(held.flat)
-                if held.entry.get(TYPE) == _CHECKPOINT and held.entry.get(NAMESPACE) == ns and held.links is not None:
-                    candidates.append((id_order(entry_id), entry_id))
-            for _, entry_id in sorted(candidates, reverse=True)[:count]:
-                self._claim_closure(log, entry_id, found)
-        return found
+                chain.append(newest)
+                parent = held.entry.get(PARENT, b"")
+                newest = next((i for i in thread.checkpoints.get(parent, ()) if self._checkpoint(log, i, ns)), None)
+        return found, chain
+
+    def _newest_checkpoint(self, log: str, thread: _Thread, ns: bytes, count: int) -> bytes | None:
+        # held in the order they came, not in log order (a read ships older entries late)
+        newest: tuple[tuple[int, int], bytes] | None = None
+        for walked, entry_id in enumerate(reversed(thread.ids)):
+            if walked >= _RECENT_WALK * count + self.claim_limit:
+                break
+            if self._checkpoint(log, entry_id, ns) and (newest is None or id_order(entry_id) > newest[0]):
+                newest = (id_order(entry_id), entry_id)
+        return None if newest is None else newest[1]
+
+    def _checkpoint(self, log: str, entry_id: bytes, ns: bytes) -> bool:
+        """Whether `entry_id` is held, readable, and logs a checkpoint of namespace `ns`."""
+        held = self._lru.get((log, entry_id))
+        if held is None:
+            return False
+        if held.flat is not None:
+            held.read(held.flat)
+        entry = held.entry
+        return held.links is not None and entry.get(TYPE) == _CHECKPOINT and entry.get(NAMESPACE) == ns
 
     def _with_checkpoint(self, log: str, thread: _Thread, claim: Claim, checkpoint_id: bytes) -> Claim:
         missing = [i for i in thread.checkpoints.get(checkpoint_id, ()) if i not in claim.entries]

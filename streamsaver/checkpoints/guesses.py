@@ -31,7 +31,7 @@ from streamsaver.checkpoints.reads import LinkSource, load_value
 from streamsaver.log import compression, deltas, fields
 from streamsaver.log.codec import unpack
 
-__all__ = ["GUESS_MIN_BYTES", "Guesses", "expected"]
+__all__ = ["GUESS_MIN_BYTES", "Guesses", "expected", "guessable"]
 
 GUESS_MIN_BYTES = 1024
 """Smaller stored values that are not deltas are not worth guessing (a delta, however small,
@@ -121,9 +121,14 @@ def expected(
                 found = [((0, 0), entry)]
                 break
     found.sort(key=lambda item: item[0], reverse=True)
+    return [value for _, entry in found[:count] for value in guessable(entry)]
+
+
+def guessable(entry: Mapping[bytes, bytes]) -> list[bytes]:
+    """The stored channel values of a checkpoint's log `entry` worth decoding ahead: its deltas
+    and its values of `GUESS_MIN_BYTES` or more."""
     return [
         value
-        for _, entry in found[:count]
         for name, value in entry.items()
         if name[:2] == fields.CHANNEL_PREFIX and (len(value) >= GUESS_MIN_BYTES or _DELTA in value[:_TYPE_WITHIN])
     ]

@@ -178,3 +178,25 @@ def test_a_read_by_id_names_the_entries_of_that_checkpoint_beyond_the_newest() -
     cache.wrote(LOG, b"6-1", checkpoint_fields("WritesSaved", "c6", b"w6"), INC)
     assert b"5-0" not in cache.claim(LOG).ids
     assert b"5-0" in cache.claim(LOG, b"c5").ids
+
+
+def test_a_first_page_is_guessed_from_the_newest_checkpoint_and_its_held_parents() -> None:
+    cache = EntryCache(1 << 20)
+    known(cache)
+
+    def logged(entry_id: bytes, checkpoint_id: str, parent: str, ns: str = "") -> None:
+        fields = ["type", "CheckpointSaved", "v", "1", "thread", "t", "ns", ns, "cid", checkpoint_id, "parent", parent]
+        cache.wrote(LOG, entry_id, fields, INC)
+
+    logged(b"1-0", "c1", "")
+    logged(b"3-0", "c3", "c2")  # c2 is not held: the chain stops there
+    logged(b"4-0", "c4", "c3")
+    logged(b"5-0", "s5", "", ns="sub")
+    shipped = [b"2-0", [b"type", b"CheckpointSaved", b"ns", b"", b"cid", b"c9", b"parent", b"c4"]]
+    cache.absorb(cache.claim(LOG), INC, shipped)  # held last, yet the newest in log order is 5-0
+    entries, chain = cache.recent(LOG, b"", 10)
+    assert chain == [b"4-0", b"3-0"]  # 2-0 came last but is older in the log
+    assert set(entries) == {b"4-0", b"3-0"}
+    assert cache.recent(LOG, b"", 1)[1] == [b"4-0"]
+    assert cache.recent(LOG, b"sub", 10)[1] == [b"5-0"]
+    assert cache.recent("p:log:{p1}:other", b"", 10) == ({}, [])

@@ -5,8 +5,8 @@ the payloads taken from the entries held or shipped. Still one round trip, hit o
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -17,23 +17,40 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from projectors import full
 from streamsaver.checkpoints.append import namespace_of, thread_id_of
 from streamsaver.checkpoints.entry_cache import Claim, Entry, EntryCache, wire_bytes
+from streamsaver.checkpoints.guesses import Guesses, expected, guessable
+from streamsaver.checkpoints.listing import ListPager
 from streamsaver.checkpoints.reads import decode_row
-from streamsaver.log import compression
+from streamsaver.log.deltas import Expand
 from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.log.routing import Command
 from streamsaver.scripts import READ_CACHED
 
-__all__ = ["CachedGet", "EntryLinks", "cached_get", "wire_bytes"]
+__all__ = ["CachedGet", "EntryLinks", "cached_get", "page_guess", "wire_bytes"]
 
 _BODY = b"body"
 
 
 @dataclass(frozen=True)
 class CachedGet:
-    """One `get_tuple` through the cache: the command to send and what it claimed."""
+    """One `get_tuple` through the cache: the command to send, what it claimed, and the
+    checkpoint asked for (namespace, and id or b"" for the latest): `guess` decodes its
+    expected values while the reply is on its way (`guesses`)."""
 
     command: Command
     claim: Claim
+    ns: bytes = b""
+    checkpoint_id: bytes = b""
+    expand: Expand | None = None
+    """How its compressed values expand (the cache's `compression.Expanded`)."""
+    guesses: Guesses = field(default_factory=Guesses)
+
+    def guess(self, serde: SerializerProtocol) -> None:
+        """Decode the channel values the reply most likely names, from the entries claimed
+        (run between the send and the reply: `streamsaver.log.program.Call.meanwhile`)."""
+        entries = self.claim.entries
+        if entries:
+            stored = expected(entries, self.ns, self.checkpoint_id)
+            self.guesses.decode(serde, stored, EntryLinks(entries), self.expand)
 
     def read(self, cache: EntryCache, serde: SerializerProtocol, reply: Sequence[Any]) -> CheckpointTuple | None:
         """The tuple of `reply` (None: no such checkpoint); the cache takes in what it shipped.
@@ -48,8 +65,8 @@ class CachedGet:
         doc = orjson.loads(raw_doc)
         payloads = _payloads(entries, doc.get("refs") or [], markers, entry_ids)
         writes = _writes(entries, flat_writes)
-        expand = compression.remembering_expand()
-        return decode_row(serde, doc, payloads, writes, entry_ids, EntryLinks(entries), expand)
+        links = EntryLinks(entries)
+        return decode_row(serde, doc, payloads, writes, entry_ids, links, cache.expanded.expand, self.guesses)
 
 
 class EntryLinks:
@@ -71,7 +88,7 @@ def cached_get(cache: EntryCache, keyspace: Keyspace, view: ViewName, config: Ru
     thread_id, ns = thread_id_of(config), namespace_of(config)
     checkpoint_id = config["configurable"].get("checkpoint_id") or ""
     keys = keyspace.thread(thread_id)
-    claim = cache.claim(keys.log)
+    claim = cache.claim(keys.log, wire_bytes(checkpoint_id))
     if view == full.VIEW:
         view_keys = [keys.in_ns(view, "ids", ns), keys.in_ns(view, "ptrs", ns)]
         view_args = [keys.doc_prefix(view, "cp", ns), keys.doc_prefix(view, "writes", ns), checkpoint_id]
@@ -82,7 +99,29 @@ def cached_get(cache: EntryCache, keyspace: Keyspace, view: ViewName, config: Ru
         [keys.positions, keys.log, *view_keys],
         [claim.incarnation, len(claim.ids), *claim.ids, view, *view_args],
     )
-    return CachedGet(command, claim)
+    return CachedGet(command, claim, wire_bytes(ns), wire_bytes(checkpoint_id), cache.expanded.expand)
+
+
+def page_guess(
+    cache: EntryCache | None, keyspace: Keyspace, serde: SerializerProtocol, pager: ListPager
+) -> Callable[[], None] | None:
+    """What to run while the first page of `pager` is read (`streamsaver.log.program.Call.meanwhile`):
+    decode the values of the newest checkpoints `cache` holds of the thread; the page takes those
+    of the same stored bytes (`guesses`). None: nothing to guess (no cache, not such a page)."""
+    page = None if cache is None else pager.first_page()
+    if cache is None or page is None:
+        return None
+    thread_id, ns, size = page
+    guesses, expand = Guesses(), cache.expanded.expand
+    pager.expand, pager.decoded = expand, guesses
+    log, namespace = keyspace.thread(thread_id).log, wire_bytes(ns)
+
+    def guess() -> None:
+        entries, chain = cache.recent(log, namespace, size)
+        stored = [value for entry_id in chain for value in guessable(entries[entry_id])]
+        guesses.decode(serde, stored, EntryLinks(entries), expand)
+
+    return guess
 
 
 def _ref_field(ref: str) -> bytes:

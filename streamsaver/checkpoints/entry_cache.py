@@ -24,11 +24,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from streamsaver.log import deltas
+from streamsaver.log import compression, deltas
 from streamsaver.log.codec import unpack
+from streamsaver.log.fields import CHECKPOINT_ID, NAMESPACE, PARENT, TYPE
 
 __all__ = [
-    "CLAIM_LIMIT", "DEFAULT_READ_CACHE_BYTES", "SETTLE_AFTER", "Claim", "Entry", "EntryCache", "links_of",
+    "CLAIM_LIMIT", "DEFAULT_READ_CACHE_BYTES", "SETTLE_AFTER", "Claim", "Entry", "EntryCache", "id_order", "links_of",
     "wire_bytes",
 ]
 
@@ -44,6 +45,15 @@ SETTLE_AFTER = 32
 
 _OVERHEAD = 200
 """Bytes counted per entry beyond its fields (the dicts and tuples that hold it)."""
+
+_CID_AT = 9
+"""Where an append's flat fields hold the checkpoint id (`streamsaver.log.stored`: ``type``,
+``v``, ``thread`` and ``ns`` lead, then ``cid``), checked by its name at `_CID_AT` - 1."""
+_CID_NAMES = (CHECKPOINT_ID, CHECKPOINT_ID.decode())
+
+_CHECKPOINT = b"CheckpointSaved"
+_RECENT_WALK = 4
+"""Last held entries `EntryCache.recent` looks at per checkpoint (a step logs two or so)."""
 
 _LENGTH = struct.Struct(">I").unpack_from
 _DELTA = deltas.MARK.encode()
@@ -84,6 +94,9 @@ class _Thread:
     """The thread's held entry ids, in the order they came (mostly log order)."""
     claim: Claim | None = None
     """What a read names, while the held ids do not change."""
+    checkpoints: dict[bytes, list[bytes]] = field(default_factory=dict)
+    """Checkpoint id -> the held entries that name it (its own, its writes'): what a read by id
+    names beside the newest (some may have been evicted since)."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +139,9 @@ class EntryCache:
     def __init__(self, max_bytes: int, claim_limit: int = CLAIM_LIMIT) -> None:
         self.max_bytes = max_bytes
         self.claim_limit = claim_limit
+        self.expanded = compression.Expanded(max_bytes // 8)
+        """The expanded forms of the compressed values this saver's reads joined (an eighth of
+        the bound beside it): a hit decompresses nothing."""
         self.size = 0
         self._lru: OrderedDict[tuple[str, bytes], _Held] = OrderedDict()
         self._threads: dict[str, _Thread] = {}
@@ -134,9 +150,10 @@ class EntryCache:
         """This saver's appends not taken in yet: (log, entry id, incarnation, fields) from
         `wrote`, (command, entry id, incarnation, None) from `appended`."""
 
-    def claim(self, log: str) -> Claim:
+    def claim(self, log: str, checkpoint_id: bytes = b"") -> Claim:
         """The entries of thread `log` a read may name: its newest `claim_limit` held ones whose
-        delta links are held too, and those they link to."""
+        delta links are held too, and those they link to; with `checkpoint_id` (a read by id),
+        also the held entries that name that checkpoint and those they link to."""
         with self._lock:
             if self._pending:
                 self._settle()
@@ -146,6 +163,8 @@ class EntryCache:
             claim = thread.claim
             if claim is None:
                 claim = thread.claim = self._claimable(log, thread)
+            if checkpoint_id:
+                claim = self._with_checkpoint(log, thread, claim, checkpoint_id)
             touch = self._lru.move_to_end
             for entry_id in claim.ids:
                 touch((log, entry_id))
@@ -165,6 +184,57 @@ class EntryCache:
                 elif held.links is not None:
                     self._claim_closure(log, entry_id, claimed)
         return Claim(log, thread.incarnation, list(claimed), claimed)
+
+    def recent(self, log: str, ns: bytes, count: int) -> tuple[dict[bytes, Entry], list[bytes]]:
+        """The held entries of the newest checkpoint of thread `log` in `ns` and of its held
+        ancestors, `count` at most (a guess of a first page of `list`: `guesses`), with those
+        their deltas link to; and the ids of those checkpoints' entries, newest first."""
+        found: dict[bytes, Entry] = {}
+        chain: list[bytes] = []
+        with self._lock:
+            if self._pending:
+                self._settle()
+            thread = self._threads.get(log)
+            newest = None if thread is None else self._newest_checkpoint(log, thread, ns, count)
+            while thread is not None and newest is not None and len(chain) < count:
+                held = self._lru[(log, newest)]
+                self._claim_closure(log, newest, found)
+                if newest not in found:
+                    break
+                chain.append(newest)
+                parent = held.entry.get(PARENT, b"")
+                newest = next((i for i in thread.checkpoints.get(parent, ()) if self._checkpoint(log, i, ns)), None)
+        return found, chain
+
+    def _newest_checkpoint(self, log: str, thread: _Thread, ns: bytes, count: int) -> bytes | None:
+        # held in the order they came, not in log order (a read ships older entries late)
+        newest: tuple[tuple[int, int], bytes] | None = None
+        for walked, entry_id in enumerate(reversed(thread.ids)):
+            if walked >= _RECENT_WALK * count + self.claim_limit:
+                break
+            if self._checkpoint(log, entry_id, ns) and (newest is None or id_order(entry_id) > newest[0]):
+                newest = (id_order(entry_id), entry_id)
+        return None if newest is None else newest[1]
+
+    def _checkpoint(self, log: str, entry_id: bytes, ns: bytes) -> bool:
+        """Whether `entry_id` is held, readable, and logs a checkpoint of namespace `ns`."""
+        held = self._lru.get((log, entry_id))
+        if held is None:
+            return False
+        if held.flat is not None:
+            held.read(held.flat)
+        entry = held.entry
+        return held.links is not None and entry.get(TYPE) == _CHECKPOINT and entry.get(NAMESPACE) == ns
+
+    def _with_checkpoint(self, log: str, thread: _Thread, claim: Claim, checkpoint_id: bytes) -> Claim:
+        missing = [i for i in thread.checkpoints.get(checkpoint_id, ()) if i not in claim.entries]
+        if not missing:
+            return claim
+        claimed = dict(claim.entries)
+        for entry_id in missing:
+            if (log, entry_id) in self._lru:  # else evicted since
+                self._claim_closure(log, entry_id, claimed)
+        return Claim(log, claim.incarnation, list(claimed), claimed)
 
     def _claim_closure(self, log: str, entry_id: bytes, claimed: dict[bytes, Entry]) -> None:
         """Add `entry_id` and every entry its deltas link to (transitively) to `claimed`, or
@@ -259,6 +329,8 @@ class EntryCache:
                 thread.ids[entry_id] = None
                 thread.claim = None
                 self.size += size
+                if len(fields) > _CID_AT and fields[_CID_AT - 1] in _CID_NAMES:
+                    thread.checkpoints.setdefault(wire_bytes(fields[_CID_AT]), []).append(entry_id)
         self._evict()
 
     def incarnation(self, log: str) -> bytes | None:
@@ -284,6 +356,9 @@ class EntryCache:
         thread.ids[entry_id] = None
         thread.claim = None
         self.size += held.size
+        checkpoint_id = held.entry.get(CHECKPOINT_ID)
+        if checkpoint_id is not None:
+            thread.checkpoints.setdefault(checkpoint_id, []).append(entry_id)
 
     def _evict(self) -> None:
         while self.size > self.max_bytes and self._lru:
@@ -300,6 +375,15 @@ class EntryCache:
         if thread is not None:
             for entry_id in thread.ids:
                 self.size -= self._lru.pop((log, entry_id)).size
+
+
+def id_order(entry_id: bytes) -> tuple[int, int]:
+    """A stream entry id as numbers, in log order (unreadable ids first)."""
+    ms, _, seq = entry_id.partition(b"-")
+    try:
+        return int(ms), int(seq or 0)
+    except ValueError:
+        return -1, -1
 
 
 def wire_bytes(value: Arg) -> bytes:

@@ -32,10 +32,11 @@ from streamsaver.checkpoints.list_rows import (
     tie_order,
     window_rows,
 )
-from streamsaver.checkpoints.reads import Request, decode_rows, read_one, read_page
+from streamsaver.checkpoints.reads import Decoded, Request, decode_rows, read_one, read_page
 from streamsaver.checkpoints.windows import WindowHints
 from streamsaver.errors import InvalidInputError, PayloadDecodeError
 from streamsaver.log.codec import escape, metadata_tags, order_key, tag
+from streamsaver.log.deltas import Expand
 from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.log.routing import IndexTarget
 from streamsaver.scripts import LIST_PAGE, LIST_WINDOW
@@ -109,6 +110,8 @@ class ListPager:
     """The checkpoint id the config names, if any: the listing holds that checkpoint only."""
     skipped: Skipped = field(default_factory=Skipped)
     """Where a listing across threads counts the checkpoints it left out (the saver's)."""
+    expand: Expand | None = None  # the read cache's, shared by a saver's reads
+    decoded: Decoded | None = None  # the first page's values guessed in flight (`cached_reads.page_guess`)
     _widths: list[int] = field(default_factory=list)
     _fresh: list[bool] = field(default_factory=list)
     _read: dict[Row, Any] = field(default_factory=dict)
@@ -179,6 +182,11 @@ class ListPager:
     @property
     def _walks_ids(self) -> bool:
         return self.view == "full" and not self.filter and self.thread_id is not None and self.checkpoint_ns is not None
+
+    def first_page(self) -> tuple[str, str, int] | None:
+        """(thread, namespace, size) of the next page if the first of one thread walked newest first."""
+        walks = self._walks_ids and not (self.before or self.cursor or self.only)
+        return (str(self.thread_id), str(self.checkpoint_ns), self._want) if walks and self._want else None
 
     def next_request(self) -> Request | None:
         """The next round trip to make, or None when the listing is complete."""
@@ -274,7 +282,7 @@ class ListPager:
         if self._walks_ids:
             rows = replies[0]
             self._done = len(rows) < self._want
-            tuples = decode_rows(self.serde, rows)
+            tuples, self.decoded = decode_rows(self.serde, rows, None, self.expand, self.decoded), None
             if tuples:
                 self.cursor = tuples[-1].config["configurable"]["checkpoint_id"]
             return self._keep(tuples)

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -24,8 +25,8 @@ from langgraph.checkpoint.base import (
 )
 
 from projectors.domain import CHECKPOINTS
+from streamsaver.checkpoints import cached_reads, history, inline_views
 from streamsaver.checkpoints import durability as durability_
-from streamsaver.checkpoints import history, inline_views
 from streamsaver.checkpoints.append import thread_id_of
 from streamsaver.checkpoints.core import SaverCore
 from streamsaver.checkpoints.ownership import WriteFence, check_request, claim_request
@@ -214,7 +215,8 @@ def get_tuple(core: SaverCore, config: RunnableConfig) -> Program[CheckpointTupl
     """`get_tuple`: one round trip (with `refresh_on_read`, the TTL refresh pipelined after)."""
     yield from ready(core)
     requests, cached = core.get_call(config)
-    return core.read_got(cached, (yield Call(requests, core.load_scripts)))
+    meanwhile = None if cached is None else partial(cached.guess, core.serde)
+    return core.read_got(cached, (yield Call(requests, core.load_scripts, meanwhile)))
 
 
 def list_checkpoints(
@@ -235,9 +237,11 @@ def list_checkpoints(
     """
     yield from ready(core)
     pager, moved = core.list_pager(config, filter, before, limit), False
+    meanwhile = cached_reads.page_guess(core.entries, core.keys, core.serde, pager)
     while (request := pager.next_request()) is not None:
+        call, meanwhile = Call(request, core.load_scripts, meanwhile), None
         try:
-            replies = yield Call(request, core.load_scripts)
+            replies = yield call
         except Refused as refused:
             if moved or not core.moved(refused):
                 raise

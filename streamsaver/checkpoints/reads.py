@@ -30,13 +30,14 @@ from streamsaver.log.stored import channel_field
 from streamsaver.scripts import READ_FULL
 
 __all__ = [
-    "LinkSource", "Links", "Reading", "Request", "decode_row", "decode_rows", "get_request", "links_of", "load_value",
-    "pending_writes", "read_one", "read_page",
+    "Decoded", "LinkSource", "Links", "Reading", "Request", "decode_row", "decode_rows", "get_request", "links_of",
+    "load_value", "pending_writes", "read_one", "read_page",
 ]
 
 Command = list[str | bytes | int]
 Request = list[Step]
 _EMPTY = EMPTY_TYPE.encode()
+_NOT_DECODED = (False, None)
 HISTORY = full.VIEW
 """The view whose pages `list` reads."""
 
@@ -124,6 +125,17 @@ class LinkSource(Protocol):
     def get(self, key: tuple[bytes, bytes], /) -> bytes | None: ...
 
 
+class Decoded(Protocol):
+    """Channel values decoded before the reply came (`streamsaver.checkpoints.guesses.Guesses`)."""
+
+    def __bool__(self) -> bool: ...
+
+    def take(self, stored: bytes, links: LinkSource, /) -> tuple[bool, Any]:
+        """``(True, value)`` decoded from the packed channel value `stored` joined with the same
+        `links`; ``(False, None)`` when there is none."""
+        ...
+
+
 def links_of(flat: Sequence[bytes] | None) -> Links:
     """`Links` from a read script's flat groups (none from a script older than deltas)."""
     if not flat:
@@ -166,10 +178,11 @@ def _channel_values(
     entry_ids: Sequence[bytes],
     links: LinkSource,
     expand: deltas.Expand,
+    decoded: Decoded | None,
 ) -> dict[str, Any]:
     """Channel values from the payloads the refs point at (`stored.encode_channel_value`
-    packings); a payload of another version than the checkpoint names (possible only in the
-    shallow view) is not this checkpoint's value."""
+    packings), those `decoded` holds taken from it; a payload of another version than the
+    checkpoint names (possible only in the shallow view) is not this checkpoint's value."""
     values: dict[str, Any] = {}
     for payload, entry_id in zip(payloads, entry_ids, strict=True):
         if payload is None:
@@ -178,14 +191,19 @@ def _channel_values(
             channel_bytes, version, type_, data = unpack(payload)
             channel = channel_bytes.decode("utf-8", "surrogatepass")
             if channel in versions and versions[channel] == orjson.loads(version) and type_ != _EMPTY:
-                values[channel] = load_value(serde, channel, type_, data, links, expand)
+                found, value = decoded.take(payload, links) if decoded else _NOT_DECODED
+                values[channel] = value if found else load_value(serde, channel, type_, data, links, expand)
         except _DECODE_ERRORS as exc:
             raise reading.failed(entry_id, "a channel value", exc) from exc
     return values
 
 
 def _decode_row(
-    serde: SerializerProtocol, row: Sequence[Any], known: dict[str, Links], expand: deltas.Expand
+    serde: SerializerProtocol,
+    row: Sequence[Any],
+    known: dict[str, Links],
+    expand: deltas.Expand,
+    decoded: Decoded | None,
 ) -> CheckpointTuple:
     raw_doc, payloads, writes, entry_ids = row[:4]
     doc = orjson.loads(raw_doc)
@@ -193,7 +211,7 @@ def _decode_row(
     links = known.setdefault(doc["thread_id"], {})
     if len(row) > 4 and row[4]:
         links.update(links_of(row[4]))
-    return decode_row(serde, doc, payloads, writes, entry_ids, links, expand)
+    return decode_row(serde, doc, payloads, writes, entry_ids, links, expand, decoded)
 
 
 def decode_row(
@@ -204,10 +222,11 @@ def decode_row(
     entry_ids: Sequence[bytes],
     links: LinkSource,
     expand: deltas.Expand,
+    decoded: Decoded | None = None,
 ) -> CheckpointTuple:
     """The checkpoint tuple of one row of a read script: its decoded document, the payloads its
     refs point at (None: missing), its flat writes (see `pending_writes`), the entry ids of
-    the payloads, and where its deltas' links are found.
+    the payloads, where its deltas' links are found, and channel values `decoded` already.
 
     Raises:
         PayloadDecodeError: a payload is missing, malformed or refused by the serde.
@@ -221,7 +240,7 @@ def decode_row(
     except _DECODE_ERRORS as exc:
         raise reading.failed(entry_ids[0] if entry_ids else None, "the checkpoint body", exc) from exc
     body["channel_values"] = _channel_values(
-        serde, reading, body.get("channel_versions", {}), payloads[1:], entry_ids[1:], links, expand
+        serde, reading, body.get("channel_versions", {}), payloads[1:], entry_ids[1:], links, expand, decoded
     )
     identity = {"thread_id": doc["thread_id"], "checkpoint_ns": doc["checkpoint_ns"]}
     parent = doc.get("parent_checkpoint_id")
@@ -235,11 +254,17 @@ def decode_row(
 
 
 def decode_rows(
-    serde: SerializerProtocol, rows: Sequence[Any], damaged: list[PayloadDecodeError] | None = None
+    serde: SerializerProtocol,
+    rows: Sequence[Any],
+    damaged: list[PayloadDecodeError] | None = None,
+    expand: deltas.Expand | None = None,
+    decoded: Decoded | None = None,
 ) -> list[CheckpointTuple]:
     """Checkpoint tuples from the rows ONE read script call returns (in its order: a delta's
     links come with the first row of the thread that needs them). With `damaged` (a listing
-    across threads), a row that cannot be read is left out and its error added there.
+    across threads), a row that cannot be read is left out and its error added there. `expand`
+    (default: one remembering the bases of this call) expands compressed payloads; channel
+    values `decoded` already are taken from it.
 
     Raises:
         PayloadDecodeError: without `damaged`, a payload the view points at is missing, malformed
@@ -247,13 +272,14 @@ def decode_rows(
             are unaffected.
     """
     known: dict[str, Links] = {}
-    expand = compression.remembering_expand()  # the rows of a thread share their deltas' bases
+    # the rows of a thread share their deltas' bases
+    expand = expand or compression.remembering_expand()
     if damaged is None:
-        return [_decode_row(serde, row, known, expand) for row in rows]
+        return [_decode_row(serde, row, known, expand, decoded) for row in rows]
     tuples = []
     for row in rows:
         try:
-            tuples.append(_decode_row(serde, row, known, expand))
+            tuples.append(_decode_row(serde, row, known, expand, decoded))
         except PayloadDecodeError as error:
             damaged.append(error)
     return tuples

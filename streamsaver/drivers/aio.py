@@ -184,7 +184,9 @@ class AsyncDriver:
             try:
                 if lane is not None and lane.open():
                     # A plain client's steps need no routing: a `Routed` step is its command.
-                    replies = await lane.send([step.command if isinstance(step, Routed) else step for step in steps])
+                    replies = await lane.send(
+                        [step.command if isinstance(step, Routed) else step for step in steps], call.meanwhile
+                    )
                 else:
                     if lane is not None:  # execute_command was wrapped since: the pool needs them
                         await lane.release_idle()

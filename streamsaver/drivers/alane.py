@@ -82,9 +82,12 @@ class AsyncLane:
         """Whether ``redis.asyncio.Redis.execute_command`` is redis-py's own (not wrapped)."""
         return _PLAIN_EXECUTE is not None and redis.asyncio.Redis.execute_command is _PLAIN_EXECUTE
 
-    async def send(self, commands: Sequence[Sequence[str | bytes | int]]) -> list[Any]:
+    async def send(
+        self, commands: Sequence[Sequence[str | bytes | int]], meanwhile: Callable[[], object] | None = None
+    ) -> list[Any]:
         """The replies to `commands`, sent together in one write; an error reply is returned as
-        its exception (like a pipeline's ``raise_on_error=False``).
+        its exception (like a pipeline's ``raise_on_error=False``). `meanwhile` runs once they
+        are written, before the replies are awaited (`streamsaver.log.program.Call`).
 
         Raises:
             ConnectionError, TimeoutError: the connection failed more often than its ``Retry``
@@ -95,7 +98,7 @@ class AsyncLane:
         connection = await self._take()
         try:
             return await connection.retry.call_with_retry(  # type: ignore[no-any-return]
-                lambda: _exchange(connection, packed, len(commands)), lambda _error: connection.disconnect()
+                lambda: _exchange(connection, packed, len(commands), meanwhile), lambda _error: connection.disconnect()
             )
         except BaseException:
             # a reply may be left unread (a cancelled task too): the next call connects afresh
@@ -150,9 +153,13 @@ async def _check(connection: Any) -> None:
         await connection.disconnect()
 
 
-async def _exchange(connection: Any, packed: list[bytes], count: int) -> list[Any]:
+async def _exchange(
+    connection: Any, packed: list[bytes], count: int, meanwhile: Callable[[], object] | None
+) -> list[Any]:
     await connection.re_auth()  # a token the pool was given meanwhile; nothing sent otherwise
     await connection.send_packed_command(packed)
+    if meanwhile is not None:
+        meanwhile()
     replies: list[Any] = []
     for _ in range(count):
         try:

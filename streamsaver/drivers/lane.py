@@ -127,9 +127,12 @@ class Lane:
         """Whether ``redis.Redis.execute_command`` is redis-py's own (not wrapped, then or since)."""
         return _PLAIN_EXECUTE is not None and redis.Redis.execute_command is _PLAIN_EXECUTE
 
-    def send(self, commands: Sequence[Sequence[str | bytes | int]]) -> list[Any]:
+    def send(
+        self, commands: Sequence[Sequence[str | bytes | int]], meanwhile: Callable[[], object] | None = None
+    ) -> list[Any]:
         """The replies to `commands`, sent together in one write; an error reply is returned as
-        its exception (like a pipeline's ``raise_on_error=False``).
+        its exception (like a pipeline's ``raise_on_error=False``). `meanwhile` runs once they
+        are written, before the replies are read (`streamsaver.log.program.Call`).
 
         Raises:
             ConnectionError, TimeoutError: the connection failed more often than its ``Retry``
@@ -140,7 +143,7 @@ class Lane:
         connection = self._take()
         try:
             return connection.retry.call_with_retry(  # type: ignore[no-any-return]
-                lambda: _exchange(connection, packed, len(commands)), lambda _error: connection.disconnect()
+                lambda: _exchange(connection, packed, len(commands), meanwhile), lambda _error: connection.disconnect()
             )
         except BaseException:
             connection.disconnect()  # a reply may be left unread: the next call connects afresh
@@ -205,11 +208,13 @@ def _check(connection: Any) -> None:
         connection.disconnect()
 
 
-def _exchange(connection: Any, packed: list[bytes], count: int) -> list[Any]:
+def _exchange(connection: Any, packed: list[bytes], count: int, meanwhile: Callable[[], object] | None) -> list[Any]:
     # A token the pool was given while the lane held `connection` (the pool re-authenticates
     # the connections it gets back); nothing to send otherwise.
     connection.re_auth()
     connection.send_packed_command(packed)
+    if meanwhile is not None:
+        meanwhile()
     replies: list[Any] = []
     for _ in range(count):
         try:

@@ -178,19 +178,19 @@ class SyncDriver:
     def _sent(self, call: Call) -> list[Any]:
         try:
             try:
-                return self._once(call.steps)
+                return self._once(call.steps, call.meanwhile)
             except NoScriptError:  # a flushed or restarted server: the script ran nothing
                 log.info("NOSCRIPT (the server was flushed or restarted): reloading the scripts and sending again")
                 send_raw(self.redis, call.reload())
-                return self._once(call.steps)
+                return self._once(call.steps, call.meanwhile)
         except ResponseError as error:
             raise refused(error) from None
 
-    def _once(self, steps: Sequence[Step]) -> list[Any]:
+    def _once(self, steps: Sequence[Step], meanwhile: Callable[[], object] | None = None) -> list[Any]:
         lane = self.lane
         if lane is not None and lane.open():
             # A plain client's steps need no routing: a `Routed` step is its command.
-            replies = lane.send([step.command if isinstance(step, Routed) else step for step in steps])
+            replies = lane.send([step.command if isinstance(step, Routed) else step for step in steps], meanwhile)
         elif len(steps) == 1:
             return [execute(self.redis, steps[0])]
         else:

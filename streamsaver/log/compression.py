@@ -32,7 +32,7 @@ from streamsaver.log import deltas
 from streamsaver.log.events import Blob
 
 __all__ = [
-    "LEVEL", "LOAD_ERRORS", "MIN_BYTES", "expand", "is_compressed", "joined", "keep", "load", "load_linked",
+    "LEVEL", "LOAD_ERRORS", "MIN_BYTES", "Expanded", "expand", "is_compressed", "joined", "keep", "load", "load_linked",
     "load_stored",
     "remembering_expand", "shrink",
 ]
@@ -211,6 +211,43 @@ def remembering_expand() -> deltas.Expand:
         return found
 
     return expand
+
+
+class Expanded:
+    """The serde forms of compressed payloads, by their stored form, at most about `max_bytes`
+    of them, shared by the reads of one saver (its read cache's): the base of a thread's
+    ``messages`` deltas is joined by every read of its later checkpoints, and expanding it
+    again each time was a tenth of a read's client instructions. Bytes only, never decoded
+    values; nothing to invalidate (a stored form always expands to the same bytes). Forgets
+    everything when full (cheaper than keeping an order; safe between threads under the GIL,
+    the count of bytes only approximate)."""
+
+    __slots__ = ("forms", "max_bytes", "size")
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes, self.size = max_bytes, 0
+        self.forms: dict[tuple[str, bytes], tuple[str, bytes]] = {}
+
+    def expand(self, type_name: str, data: bytes) -> tuple[str, bytes]:
+        """`deltas.Expand`, remembering what it decompressed.
+
+        Raises:
+            ValueError: as `expand`.
+        """
+        if not type_name.startswith(_ZSTD):
+            return _serde_form(type_name, data)
+        key = (type_name, data)
+        found = self.forms.get(key)
+        if found is None:
+            found = _serde_form(type_name, data)
+            cost = len(found[1]) + len(data)
+            if self.size + cost > self.max_bytes:
+                self.forms.clear()
+                self.size = 0
+            if cost <= self.max_bytes:
+                self.forms[key] = found
+                self.size += cost
+        return found
 
 
 def joined(blob: Blob, links: deltas.Lookup) -> Blob:

@@ -43,10 +43,16 @@ Reload = Callable[[], Sequence[Step]]
 class Call:
     """Send `steps` in one round trip; the replies, or `Refused` raised into the program.
 
-    On ``NOSCRIPT`` the driver sends what `reload` makes, then `steps` again, once."""
+    On ``NOSCRIPT`` the driver sends what `reload` makes, then `steps` again, once.
+
+    `meanwhile`: work a driver may run once `steps` are sent, before it reads the replies (the
+    read cache decodes the values it expects while the server answers); it must not raise, and
+    may run more than once (a send retried) or not at all (a driver that sends and reads in one
+    call)."""
 
     steps: Sequence[Step]
     reload: Reload
+    meanwhile: Callable[[], object] | None = None
 
 
 @dataclass(frozen=True, slots=True)

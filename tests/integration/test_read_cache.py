@@ -27,6 +27,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from streamsaver import AsyncStreamSaver, StreamSaver
 from streamsaver.checkpoints.entry_cache import Claim, EntryCache
+from streamsaver.checkpoints.guesses import Guesses
 
 OTHER = Path(__file__).with_name("other_process.py")
 
@@ -154,6 +155,13 @@ async def test_a_writer_reads_what_it_wrote_shipped_nothing(reader: Reader) -> N
     assert reader.shipped == [[], []]
 
 
+async def test_a_read_by_id_of_an_older_checkpoint_it_wrote_is_shipped_nothing(reader: Reader) -> None:
+    configs = await written(reader, "t", 12)  # 24 entries: more than a read names of the newest
+    reader.shipped.clear()
+    await assert_reads_as_the_server_holds(reader, "t", [configs[1]["configurable"]["checkpoint_id"]])
+    assert reader.shipped == [[], []]
+
+
 async def test_a_thread_deleted_and_rewritten_elsewhere_under_the_same_ids_is_read_anew(
     reader: Reader, client: Any
 ) -> None:
@@ -206,6 +214,75 @@ async def test_a_checkpoint_another_process_wrote_between_reads_is_shipped_alone
     [shipped] = reader.shipped
     assert shipped and not set(shipped) & before
     await assert_reads_as_the_server_holds(reader, "t", [latest.config["configurable"]["checkpoint_id"]])
+
+
+async def test_values_decoded_in_flight_are_used_only_when_the_reply_names_the_same_bytes(
+    reader: Reader, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    taken: list[bool] = []
+    take = Guesses.take
+
+    def spying(self: Guesses, stored: bytes, links: Any) -> tuple[bool, Any]:
+        found = take(self, stored, links)
+        taken.append(found[0])
+        return found
+
+    monkeypatch.setattr(Guesses, "take", spying)
+    saved, previous, ids = config("t"), None, []
+    for step in range(3):  # values large enough to be guessed whole, and deltas
+        saved, previous = await reader.put(saved, {"messages": ["x" * 1500] * (step + 1), "note": f"v{step}"}, previous)
+        ids.append(saved["configurable"]["checkpoint_id"])
+        if step == 0:
+            await reader.get(config("t"))
+    await assert_reads_as_the_server_holds(reader, "t", ids)
+    # a cluster client has no lane: its driver sends and reads in one call, nothing runs between
+    assert any(taken) != reader.cluster
+
+    old = client.xrange(reader.log("t"))
+    reader.other("t", "rewrite", "y" * 1500, json.dumps(ids))
+    poison(reader, client, "t", old)  # the guesses are decoded from the old values, same shape
+    taken.clear()
+    latest = await reader.get(config("t"))
+    assert latest is not None and latest.checkpoint["channel_values"]["messages"] == ["y" * 1500] * 3
+    assert not any(taken)
+    await assert_reads_as_the_server_holds(reader, "t", ids)
+
+
+async def listed(reader: Reader, cfg: Any, limit: int) -> list[CheckpointTuple]:
+    if isinstance(reader.saver, AsyncStreamSaver):
+        return [t async for t in reader.saver.alist(cfg, limit=limit)]
+    return list(reader.saver.list(cfg, limit=limit))
+
+
+async def test_a_list_after_a_rewrite_elsewhere_uses_no_value_decoded_from_the_old_entries(
+    reader: Reader, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    taken: list[bool] = []
+    take = Guesses.take
+
+    def spying(self: Guesses, stored: bytes, links: Any) -> tuple[bool, Any]:
+        found = take(self, stored, links)
+        taken.append(found[0])
+        return found
+
+    monkeypatch.setattr(Guesses, "take", spying)
+    saved, previous, ids = config("t"), None, []
+    for step in range(4):
+        saved, previous = await reader.put(saved, {"messages": ["x" * 1500] * (step + 1), "note": f"v{step}"}, previous)
+        ids.append(saved["configurable"]["checkpoint_id"])
+        if step == 0:
+            await reader.get(config("t"))
+    page = await listed(reader, config("t"), 3)
+    assert [t.checkpoint["channel_values"]["messages"] for t in page] == [["x" * 1500] * n for n in (4, 3, 2)]
+    assert any(taken) != reader.cluster  # guessed while the page was read (a lane's client only)
+
+    old = client.xrange(reader.log("t"))
+    reader.other("t", "rewrite", "y" * 1500, json.dumps(ids))
+    poison(reader, client, "t", old)  # the guesses are decoded from the old values, same shape
+    taken.clear()
+    page = await listed(reader, config("t"), 3)
+    assert [t.checkpoint["channel_values"]["messages"] for t in page] == [["y" * 1500] * n for n in (4, 3, 2)]
+    assert not any(taken)
 
 
 def test_an_expired_thread_written_again_under_the_same_ids_is_read_anew(client: Any, prefix: str) -> None:

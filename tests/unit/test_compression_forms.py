@@ -108,3 +108,19 @@ def test_a_payload_of_128_kib_or_more_compresses_to_one_frame_and_reads_back() -
     stored = shrink(blob)
     assert stored.type == "zstd:msgpack" and zstandard.frame_content_size(stored.data) == len(blob.data)
     assert expand(stored) == blob
+
+
+def test_a_saver_expands_each_compressed_payload_once_within_its_bound() -> None:
+    stored = [shrink(Blob("msgpack", bytes([n]) * 3 * MIN_BYTES)) for n in range(3)]
+    assert all(blob.type == "zstd:msgpack" for blob in stored)
+    expanded = compression.Expanded(max_bytes=7 * MIN_BYTES)  # room for two
+    first = expanded.expand(stored[0].type, stored[0].data)
+    assert first == ("msgpack", bytes([0]) * 3 * MIN_BYTES)
+    assert expanded.expand(stored[0].type, bytes(stored[0].data)) is first  # the same stored bytes
+    expanded.expand(stored[1].type, stored[1].data)
+    expanded.expand(stored[2].type, stored[2].data)  # full: forgets the others
+    assert list(expanded.forms) == [(stored[2].type, stored[2].data)]
+    assert expanded.expand("msgpack", b"plain") == ("msgpack", b"plain")  # nothing kept of it
+    with pytest.raises(ValueError, match="corrupt"):
+        expanded.expand("zstd:msgpack", stored[2].data[:-3])
+    assert len(expanded.forms) == 1

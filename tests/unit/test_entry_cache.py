@@ -153,3 +153,50 @@ def test_a_read_names_at_most_the_claim_limit_of_newest_entries() -> None:
     for n in range(10):
         cache.wrote(LOG, b"%d-0" % n, [b"body", b"x"], INC)
     assert cache.claim(LOG).ids == [b"9-0", b"8-0", b"7-0"]
+
+
+def checkpoint_fields(kind: str, checkpoint_id: str, body: bytes) -> list[str | bytes]:
+    """An append's flat fields as the saver sends them (`streamsaver.log.stored`'s order)."""
+    return ["type", kind, "v", "1", "thread", "t", "ns", "", "cid", checkpoint_id, "body", body]
+
+
+def test_a_read_by_id_names_the_entries_of_that_checkpoint_beyond_the_newest() -> None:
+    cache = EntryCache(1 << 20, claim_limit=2)
+    known(cache)
+    for n in range(1, 5):
+        cache.wrote(LOG, b"%d-0" % n, checkpoint_fields("CheckpointSaved", f"c{n}", b"b%d" % n), INC)
+        cache.wrote(LOG, b"%d-1" % n, checkpoint_fields("WritesSaved", f"c{n}", b"w%d" % n), INC)
+    assert cache.claim(LOG).ids == [b"4-1", b"4-0"]
+    by_id = cache.claim(LOG, b"c2")
+    assert by_id.ids == [b"4-1", b"4-0", b"2-0", b"2-1"]
+    assert by_id.entries[b"2-0"][b"body"] == b"b2"
+    assert cache.claim(LOG, b"c9").ids == [b"4-1", b"4-0"]  # a checkpoint it holds nothing of
+    # a reply's entries are indexed too
+    shipped = [b"5-0", [b"type", b"CheckpointSaved", b"cid", b"c5", b"body", b"b5"]]
+    cache.absorb(cache.claim(LOG), INC, shipped)
+    cache.wrote(LOG, b"6-0", checkpoint_fields("CheckpointSaved", "c6", b"b6"), INC)
+    cache.wrote(LOG, b"6-1", checkpoint_fields("WritesSaved", "c6", b"w6"), INC)
+    assert b"5-0" not in cache.claim(LOG).ids
+    assert b"5-0" in cache.claim(LOG, b"c5").ids
+
+
+def test_a_first_page_is_guessed_from_the_newest_checkpoint_and_its_held_parents() -> None:
+    cache = EntryCache(1 << 20)
+    known(cache)
+
+    def logged(entry_id: bytes, checkpoint_id: str, parent: str, ns: str = "") -> None:
+        fields = ["type", "CheckpointSaved", "v", "1", "thread", "t", "ns", ns, "cid", checkpoint_id, "parent", parent]
+        cache.wrote(LOG, entry_id, fields, INC)
+
+    logged(b"1-0", "c1", "")
+    logged(b"3-0", "c3", "c2")  # c2 is not held: the chain stops there
+    logged(b"4-0", "c4", "c3")
+    logged(b"5-0", "s5", "", ns="sub")
+    shipped = [b"2-0", [b"type", b"CheckpointSaved", b"ns", b"", b"cid", b"c9", b"parent", b"c4"]]
+    cache.absorb(cache.claim(LOG), INC, shipped)  # held last, yet the newest in log order is 5-0
+    entries, chain = cache.recent(LOG, b"", 10)
+    assert chain == [b"4-0", b"3-0"]  # 2-0 came last but is older in the log
+    assert set(entries) == {b"4-0", b"3-0"}
+    assert cache.recent(LOG, b"", 1)[1] == [b"4-0"]
+    assert cache.recent(LOG, b"sub", 10)[1] == [b"5-0"]
+    assert cache.recent("p:log:{p1}:other", b"", 10) == ({}, [])

@@ -244,7 +244,7 @@ def program(
         # nor does a setup that lost the race to another): one more trip, on creation only.
         yield _records(keyspace, made, "HSET")
     indexed = indexed_views(domain, views)
-    joining = _joining(keyspace, indexed, existing)
+    joining = _joining(keyspace, indexed, existing, created)
     infos = index_infos(requests) if wait_indexed or joining else _recreated(requests, replies, len(created))
     older = older_indexes(keyspace, indexed, existing)
     if older:
@@ -331,12 +331,22 @@ def _records(keyspace: Keyspace, created: Sequence[str], command: str) -> list[S
             for field in fields]
 
 
-def _joining(keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[set[str]]) -> bool:
-    """Whether an index of `views` already exists on some node: an index created now joins a
-    deployment that has documents (on a cluster, a primary that joined or took slots holds some
-    of them), so setup waits until it has indexed them. A first setup waits for nothing."""
-    names = [keyspace.index(view) for view in views]
-    return any(name == own or name.startswith(own + ":") for found in existing for name in found for own in names)
+def _joining(keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[set[str]],
+             created: Sequence[str]) -> bool:
+    """Whether setup creates an index of a view that already has one on another node: on a
+    cluster, a primary that joined or took slots holds documents of a deployment that has them, so
+    setup waits until the new index has indexed them. A view's first index (a first setup, a view
+    added to the deployment) waits for nothing: its scan walks the whole keyspace for documents the
+    view has not projected yet, which on a large server outlasts any bound."""
+    for view in views:
+        own = keyspace.index(view)
+
+        def of_view(name: str, own: str = own) -> bool:
+            return name == own or name.startswith(own + ":")
+
+        if any(of_view(name) for name in created) and any(of_view(n) for found in existing for n in found):
+            return True
+    return False
 
 
 def _recreated(requests: Sequence[Step], replies: Sequence[Any], created: int) -> list[Step]:

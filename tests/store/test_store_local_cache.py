@@ -294,9 +294,9 @@ def test_local_cache_0_is_the_store_without_a_cache(client: redis.Redis, prefix:
     sent: list[Any] = []
     once = store._driver._once
 
-    def recorded(steps: Any) -> Any:
+    def recorded(steps: Any, *rest: Any) -> Any:
         sent.extend(steps)
-        return once(steps)
+        return once(steps, *rest)
 
     store._driver._once = recorded  # type: ignore[method-assign]
     store.put(NS, "a", {"n": 1})

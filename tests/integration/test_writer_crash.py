@@ -47,7 +47,7 @@ def _write_forever(url: str, prefix: str, thread: str, acks: Path) -> None:
     client = redis.Redis.from_url(url)
     saver = StreamSaver(client, prefix=prefix)
     saver.setup()
-    fd = os.open(acks, os.O_WRONLY | os.O_APPEND)
+    fd = os.open(acks, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     latest = saver.get_tuple(config(thread))
     previous = latest.checkpoint if latest else None
     step = latest.checkpoint["channel_values"]["step"] + 1 if latest else 0
@@ -74,10 +74,18 @@ def _spawn(url: str, prefix: str, thread: str, acks: Path) -> int:
     return pid
 
 
+def _complete_lines(acks: Path) -> list[str]:
+    """The acknowledgements in the writers' files (one file per writer): whole lines only. A kill
+    can cut a write(2) to a file where it crosses a page boundary, leaving a line without its end
+    (that call's acknowledgement is then not counted); in one shared file the next writer's line
+    would have joined it."""
+    return [line for file in sorted(acks.iterdir()) for line in file.read_text().split("\n")[:-1]]
+
+
 def _read_acks(acks: Path) -> tuple[dict[str, tuple[str, int]], set[tuple[str, str, str]]]:
     puts: dict[str, tuple[str, int]] = {}
     writes: set[tuple[str, str, str]] = set()
-    for line in acks.read_text().splitlines():
+    for line in _complete_lines(acks):
         kind, thread, cid, last = line.split(" ")
         if kind == "put":
             puts[cid] = (thread, int(last))
@@ -91,7 +99,7 @@ def _kill_writers(url: str, prefix: str, acks: Path, rng: random.Random) -> int:
     (so killed mid-work) when the signal came."""
     killed_running = 0
     for n in range(KILLS):
-        pid = _spawn(url, prefix, f"thread-{n % THREADS}", acks)
+        pid = _spawn(url, prefix, f"thread-{n % THREADS}", acks / str(n))
         time.sleep(rng.uniform(0.002, 0.035))  # the random moment of the kill, not a wait
         exited, status = os.waitpid(pid, os.WNOHANG)
         if exited == 0:
@@ -121,7 +129,7 @@ def test_writers_killed_at_random_instants_leave_whole_events_and_every_ack_read
 ) -> None:
     StreamSaver(client, prefix=prefix).setup()
     acks = tmp_path / "acks"
-    acks.touch()
+    acks.mkdir()
     seed = random.randrange(2**32)
 
     killed = _kill_writers(redis_url, prefix, acks, random.Random(seed))

@@ -24,6 +24,7 @@ from projectors.store_domain import STORE
 from streamsaver.drivers.cluster import is_cluster
 from streamsaver.errors import IndexNotReadyError
 from streamsaver.log.keys import Keyspace
+from streamsaver.ops.index_check import reply_pairs, reply_text
 
 __all__ = ["POLL_S", "IndexState", "index_states", "wait_indexed"]
 
@@ -50,16 +51,6 @@ class IndexState:
     documents: int
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _pairs(reply: Any) -> dict[str, Any]:
-    if isinstance(reply, dict):
-        return {_text(k): v for k, v in reply.items()}
-    return {_text(k): v for k, v in zip(reply[::2], reply[1::2], strict=False)}
-
-
 def _index_names(keyspace: Keyspace) -> list[str]:
     """The current names of every index the checkpoint views and the store can have."""
     return [keyspace.index(view.name) for domain in (CHECKPOINTS, STORE) for view in domain.views if view.index_fields]
@@ -80,16 +71,16 @@ def index_states(client: Redis, keyspace: Keyspace) -> list[IndexState]:
 def _node_states(client: Any, keyspace: Keyspace, node: Any) -> Iterator[IndexState]:
     target = {"target_nodes": node} if node is not None else {}
     current = _index_names(keyspace)
-    for name in sorted(_text(n) for n in client.execute_command("FT._LIST", **target)):
+    for name in sorted(reply_text(n) for n in client.execute_command("FT._LIST", **target)):
         # On a cluster a primary's index carries its hash tag: `<name>:<tag>`.
         if any(name == c or name.startswith(c + ":") for c in current):
-            info = _pairs(client.execute_command("FT.INFO", name, **target))
+            info = reply_pairs(client.execute_command("FT.INFO", name, **target))
             yield IndexState(
                 name=name,
                 node=node.name if node is not None else "",
-                indexing=bool(int(_text(info.get("indexing", 0)) or 0)),
-                done=float(_text(info.get("percent_indexed", 1)) or 1),
-                documents=int(float(_text(info.get("num_docs", 0)) or 0)),
+                indexing=bool(int(reply_text(info.get("indexing", 0)) or 0)),
+                done=float(reply_text(info.get("percent_indexed", 1)) or 1),
+                documents=int(float(reply_text(info.get("num_docs", 0)) or 0)),
             )
 
 

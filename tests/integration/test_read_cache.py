@@ -216,9 +216,8 @@ async def test_a_checkpoint_another_process_wrote_between_reads_is_shipped_alone
     await assert_reads_as_the_server_holds(reader, "t", [latest.config["configurable"]["checkpoint_id"]])
 
 
-async def test_values_decoded_in_flight_are_used_only_when_the_reply_names_the_same_bytes(
-    reader: Reader, client: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def spied_guesses(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each value decoded in flight was taken by its reply, in order (filled as reads run)."""
     taken: list[bool] = []
     take = Guesses.take
 
@@ -228,6 +227,13 @@ async def test_values_decoded_in_flight_are_used_only_when_the_reply_names_the_s
         return found
 
     monkeypatch.setattr(Guesses, "take", spying)
+    return taken
+
+
+async def test_values_decoded_in_flight_are_used_only_when_the_reply_names_the_same_bytes(
+    reader: Reader, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    taken = spied_guesses(monkeypatch)
     saved, previous, ids = config("t"), None, []
     for step in range(3):  # values large enough to be guessed whole, and deltas
         saved, previous = await reader.put(saved, {"messages": ["x" * 1500] * (step + 1), "note": f"v{step}"}, previous)
@@ -257,15 +263,7 @@ async def listed(reader: Reader, cfg: Any, limit: int) -> list[CheckpointTuple]:
 async def test_a_list_after_a_rewrite_elsewhere_uses_no_value_decoded_from_the_old_entries(
     reader: Reader, client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    taken: list[bool] = []
-    take = Guesses.take
-
-    def spying(self: Guesses, stored: bytes, links: Any) -> tuple[bool, Any]:
-        found = take(self, stored, links)
-        taken.append(found[0])
-        return found
-
-    monkeypatch.setattr(Guesses, "take", spying)
+    taken = spied_guesses(monkeypatch)
     saved, previous, ids = config("t"), None, []
     for step in range(4):
         saved, previous = await reader.put(saved, {"messages": ["x" * 1500] * (step + 1), "note": f"v{step}"}, previous)

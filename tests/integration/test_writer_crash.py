@@ -14,15 +14,13 @@ acknowledged checkpoint and write reads back with its values.
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
+from crash_harness import KILLS, acknowledge, complete_lines, kill_writers
 from helpers import config, new_checkpoint
 
 from streamsaver import StreamSaver
@@ -31,7 +29,6 @@ from streamsaver.ops.verify import verify
 
 pytestmark = pytest.mark.slow
 
-KILLS = int(os.environ.get("STREAMSAVER_CRASH_KILLS", "240"))
 THREADS = 6
 SIZES = (10, 2_000, 60_000, 200_000)
 
@@ -47,7 +44,7 @@ def _write_forever(url: str, prefix: str, thread: str, acks: Path) -> None:
     client = redis.Redis.from_url(url)
     saver = StreamSaver(client, prefix=prefix)
     saver.setup()
-    fd = os.open(acks, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    ack = acknowledge(acks)
     latest = saver.get_tuple(config(thread))
     previous = latest.checkpoint if latest else None
     step = latest.checkpoint["channel_values"]["step"] + 1 if latest else 0
@@ -55,59 +52,22 @@ def _write_forever(url: str, prefix: str, thread: str, acks: Path) -> None:
         checkpoint, versions = new_checkpoint(_values(thread, step), previous)
         parent = config(thread, "", previous["id"] if previous else None)
         saved = saver.put(parent, checkpoint, {"source": "loop", "step": step}, versions)
-        os.write(fd, f"put {thread} {checkpoint['id']} {step}\n".encode())
+        ack(f"put {thread} {checkpoint['id']} {step}")
         saver.put_writes(saved, [("text", f"w{step}"), ("step", step)], f"task-{step}")
-        os.write(fd, f"writes {thread} {checkpoint['id']} task-{step}\n".encode())
+        ack(f"writes {thread} {checkpoint['id']} task-{step}")
         previous, step = checkpoint, step + 1
-
-
-def _spawn(url: str, prefix: str, thread: str, acks: Path) -> int:
-    pid = os.fork()
-    if pid == 0:  # the child never returns into pytest
-        code = 0
-        try:
-            _write_forever(url, prefix, thread, acks)
-        except BaseException:  # noqa: BLE001 - any failure must end the child, not pytest
-            code = 1
-        finally:
-            os._exit(code)
-    return pid
-
-
-def _complete_lines(acks: Path) -> list[str]:
-    """The acknowledgements in the writers' files (one file per writer): whole lines only. A kill
-    can cut a write(2) to a file where it crosses a page boundary, leaving a line without its end
-    (that call's acknowledgement is then not counted); in one shared file the next writer's line
-    would have joined it."""
-    return [line for file in sorted(acks.iterdir()) for line in file.read_text().split("\n")[:-1]]
 
 
 def _read_acks(acks: Path) -> tuple[dict[str, tuple[str, int]], set[tuple[str, str, str]]]:
     puts: dict[str, tuple[str, int]] = {}
     writes: set[tuple[str, str, str]] = set()
-    for line in _complete_lines(acks):
+    for line in complete_lines(acks):
         kind, thread, cid, last = line.split(" ")
         if kind == "put":
             puts[cid] = (thread, int(last))
         else:
             writes.add((thread, cid, last))
     return puts, writes
-
-
-def _kill_writers(url: str, prefix: str, acks: Path, rng: random.Random) -> int:
-    """KILLS writers, each SIGKILLed after a random delay; returns how many were still running
-    (so killed mid-work) when the signal came."""
-    killed_running = 0
-    for n in range(KILLS):
-        pid = _spawn(url, prefix, f"thread-{n % THREADS}", acks / str(n))
-        time.sleep(rng.uniform(0.002, 0.035))  # the random moment of the kill, not a wait
-        exited, status = os.waitpid(pid, os.WNOHANG)
-        if exited == 0:
-            os.kill(pid, signal.SIGKILL)
-            _, status = os.waitpid(pid, 0)
-            killed_running += 1
-        assert not (os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0), f"writer {n} failed"
-    return killed_running
 
 
 def _feeds_match_logs(client: redis.Redis, prefix: str) -> None:
@@ -132,7 +92,8 @@ def test_writers_killed_at_random_instants_leave_whole_events_and_every_ack_read
     acks.mkdir()
     seed = random.randrange(2**32)
 
-    killed = _kill_writers(redis_url, prefix, acks, random.Random(seed))
+    killed = kill_writers(lambda n, own: _write_forever(redis_url, prefix, f"thread-{n % THREADS}", own), acks,
+                          random.Random(seed), (0.002, 0.035))
 
     puts, writes = _read_acks(acks)
     assert killed >= 200, f"seed {seed}: only {killed} writers were killed mid-work"

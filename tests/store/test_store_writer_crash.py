@@ -16,16 +16,14 @@ acknowledged item reads back with its value.
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import time
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 import redis
+from crash_harness import KILLS, acknowledge, complete_lines, kill_writers
 from fake_embeddings import DIMS, Weighted
 from langgraph.store.base import PutOp
 
@@ -36,7 +34,6 @@ from streamsaver.ops.verify import verify
 
 pytestmark = pytest.mark.slow
 
-KILLS = int(os.environ.get("STREAMSAVER_CRASH_KILLS", "240"))
 USERS = 7
 SIZES = (10, 3_000, 60_000, 200_000)
 PER_BATCH = 4
@@ -66,41 +63,12 @@ def _write_forever(url: str, prefix: str, writer: int, acks: Path) -> None:
     write(2), so a kill never leaves half a line)."""
     # No setup(): the parent set the deployment up, and a first put sets up what it needs itself.
     store = StreamStore(redis.Redis.from_url(url), prefix=prefix, index=_index())
-    fd = os.open(acks, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    ack = acknowledge(acks)
     batch = 0
     while True:
         store.batch(_batch(writer, batch))
-        os.write(fd, f"{writer} {batch}\n".encode())
+        ack(f"{writer} {batch}")
         batch += 1
-
-
-def _spawn(url: str, prefix: str, writer: int, acks: Path) -> int:
-    pid = os.fork()
-    if pid == 0:  # the child never returns into pytest
-        code = 0
-        try:
-            _write_forever(url, prefix, writer, acks)
-        except BaseException:  # noqa: BLE001 - any failure must end the child, not pytest
-            code = 1
-        finally:
-            os._exit(code)
-    return pid
-
-
-def _kill_writers(url: str, prefix: str, acks: Path, rng: random.Random) -> int:
-    """KILLS writers, each SIGKILLed after a random delay; how many were still running (so
-    killed mid-work) when the signal came."""
-    killed_running = 0
-    for writer in range(KILLS):
-        pid = _spawn(url, prefix, writer, acks / str(writer))
-        time.sleep(rng.uniform(0.003, 0.06))  # the random moment of the kill, not a wait
-        exited, status = os.waitpid(pid, os.WNOHANG)
-        if exited == 0:
-            os.kill(pid, signal.SIGKILL)
-            _, status = os.waitpid(pid, 0)
-            killed_running += 1
-        assert not (os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0), f"writer {writer} failed"
-    return killed_running
 
 
 def _documents(client: redis.Redis, prefix: str) -> dict[bytes, dict[str, Any]]:
@@ -127,11 +95,10 @@ def test_store_writers_killed_at_random_instants_leave_every_item_whole_and_ever
     acks.mkdir()
     seed = random.randrange(2**32)
 
-    killed = _kill_writers(redis_url, prefix, acks, random.Random(seed))
+    killed = kill_writers(lambda n, own: _write_forever(redis_url, prefix, n, own), acks, random.Random(seed),
+                          (0.003, 0.06))
 
-    # Whole lines only: a kill can cut a write(2) where it crosses a page boundary of the file.
-    acknowledged = [tuple(map(int, line.split())) for file in sorted(acks.iterdir())
-                    for line in file.read_text().split("\n")[:-1]]
+    acknowledged = [tuple(map(int, line.split())) for line in complete_lines(acks)]
     assert killed >= 200, f"seed {seed}: only {killed} writers were killed mid-work"
     assert len(acknowledged) >= KILLS // 16, f"seed {seed}: the writers hardly got anything done"
     report = verify(client, prefix, domain=STORE)

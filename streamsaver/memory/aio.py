@@ -76,7 +76,19 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
             self.cache_listener.stop()
 
     async def aclose(self) -> None:
-        """`close` in a worker thread."""
+        """`close`, and the end of the batching task once the calls queued before it have run (each
+        gets its result); a later call starts a new one. Without it the task is left pending when
+        the event loop closes ("Task was destroyed but it is pending")."""
+        task = self._task
+        if task is not None and not task.done():
+            # LangGraph's batch loop ends on a falsy item, but only where it waits for a batch's first
+            # item (one met while gathering a batch is dropped): so the mark goes in behind an empty queue.
+            while not self._aqueue.empty():
+                await asyncio.sleep(0)
+            self._aqueue.put_nowait(None)  # type: ignore[arg-type]
+            await task
+            if not self._aqueue.empty():  # calls made while it closed: a new task serves them
+                self._ensure_task()
         await asyncio.to_thread(self.close)
 
     async def __aenter__(self) -> AsyncStreamStore:

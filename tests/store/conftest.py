@@ -29,7 +29,9 @@ async def store(request: pytest.FixtureRequest, redis_url: str, prefix: str) -> 
         client.close()
     else:
         aclient = redis.asyncio.Redis.from_url(redis_url, connection_class=async_connection)
-        adapter = StoreAdapter(AsyncStreamStore(aclient, prefix=prefix, **options), counter)
+        astore = AsyncStreamStore(aclient, prefix=prefix, **options)
+        adapter = StoreAdapter(astore, counter)
         await adapter.setup()
         yield adapter
+        await astore.aclose()
         await aclient.aclose()

@@ -38,7 +38,7 @@ from streamsaver.memory.options import local_cache as cache_of
 from streamsaver.memory.runs import current_run, writer_name
 from streamsaver.store import erasure, programs, reembed
 from streamsaver.store.hybrid import search_op
-from streamsaver.store.local_reads import flushing
+from streamsaver.store.local_reads import NOT_HELD, flushing, held_get
 from streamsaver.store.validation import check_ops
 from streamsaver.store.values import encoded
 from streamsaver.store.writers import with_run, with_runs
@@ -135,8 +135,13 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
             self.core, prefix, everything, dry_run=dry_run, progress=progress)))
 
     async def aget(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None) -> Item | None:
+        """LangGraph's ``aget``; one the local cache holds is answered at once (no batch, no wait
+        for the batching task)."""
+        refresh = self.core.refresh_on_read if refresh_ttl is None else refresh_ttl
+        if (held := held_get(self.core, namespace, key, refresh)) is not NOT_HELD:
+            return held
         check_ops([GetOp(namespace, key)])
-        return await super().aget(namespace, key, refresh_ttl=refresh_ttl)
+        return await super().aget(namespace, key, refresh_ttl=refresh)
 
     async def asearch(
         self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from langgraph.store.base import BaseStore, IndexConfig, Op, Result, SearchItem, SearchOp
+from langgraph.store.base import BaseStore, IndexConfig, Item, Op, Result, SearchItem, SearchOp
 from redis import Redis
 
 from streamsaver.drivers.cluster import connect
@@ -22,7 +22,7 @@ from streamsaver.memory.options import local_cache as cache_of
 from streamsaver.memory.runs import current_run, writer_name
 from streamsaver.store import erasure, programs, reembed
 from streamsaver.store.hybrid import search_op
-from streamsaver.store.local_reads import flushing
+from streamsaver.store.local_reads import NOT_HELD, flushing, held_get
 from streamsaver.store.writers import with_runs
 
 __all__ = ["StreamStore"]
@@ -114,6 +114,13 @@ class StreamStore(BaseStore):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         run = current_run()
         return self._driver.run(programs.batch(self.core, ops if run is None else with_runs(ops, run)))
+
+    def get(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None) -> Item | None:
+        """LangGraph's ``get``; one the local cache holds is answered without a batch."""
+        refresh = self.core.refresh_on_read if refresh_ttl is None else refresh_ttl
+        if (held := held_get(self.core, namespace, str(key), refresh)) is not NOT_HELD:
+            return held
+        return super().get(namespace, key, refresh_ttl=refresh)
 
     def search(
         self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,

@@ -19,9 +19,12 @@ from typing import Any, TypeVar
 from langgraph.store.base import GetOp, Item, Op, PutOp, Result
 
 from streamsaver.log.program import Program
+from streamsaver.store.core import StoreCore
 from streamsaver.store.item_cache import ItemCache, Reading
+from streamsaver.store.queries import item_of
+from streamsaver.store.validation import check_ops
 
-__all__ = ["LocalReads", "flushing"]
+__all__ = ["NOT_HELD", "LocalReads", "flushing", "held_get"]
 
 T = TypeVar("T")
 KeyOf = Callable[[tuple[str, ...], str], bytes]
@@ -79,6 +82,25 @@ class LocalReads:
         for n, key in self.misses.items():
             document, pttl = replies[n][0]
             self.cache.offer(key, document, int(pttl), self.reading)
+
+
+NOT_HELD: Any = object()
+"""`held_get`'s answer for a get the cache cannot answer."""
+
+
+def held_get(core: StoreCore, namespace: tuple[str, ...], key: str, refresh: bool) -> Item | None:
+    """The answer of one get from the store's item cache, without building a batch (a held get
+    is the cheapest call there is: this skips the batch's program and driver); `NOT_HELD` when
+    it must be sent (no cache, or the item is not held or may not be served now).
+
+    Raises:
+        InvalidNamespaceError, InvalidInputError: as a batch holding the get would.
+    """
+    if core.cache is None or not core.cache.live:
+        return NOT_HELD  # type: ignore[no-any-return]
+    check_ops([GetOp(namespace, key, refresh)])
+    held = core.cache.lookup(core.document_key(tuple(namespace), key).encode(), refresh=refresh)
+    return NOT_HELD if held is None else item_of(held.document, core.serde)
 
 
 def flushing(cache: ItemCache | None, program: Program[T]) -> Program[T]:

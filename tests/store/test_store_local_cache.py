@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio
-from langgraph.store.base import GetOp, PutOp
+from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp
 from store_adapter import StoreAdapter, TripCounter, counting_connections
 
 from streamsaver import AsyncStreamStore, StreamStore
@@ -116,6 +116,18 @@ async def test_a_held_get_costs_no_round_trip(cached: Cached) -> None:
     assert missing is None and trips == 0
     both, trips = await cached.trips("batch", [GetOp(NS, "a", False), GetOp(NS, "nobody", False)])
     assert trips == 0 and both == [first, None]
+
+
+async def test_a_held_get_checks_its_namespace_and_key_as_a_sent_one(cached: Cached) -> None:
+    cached.seed(NS, "a", {"likes": ["tea"]})
+    await cached.adapter.call("get", NS, "a")
+    assert cached.cache.holds(cached.key("a"))
+    for namespace in [(*NS[:-1], ""), ("langgraph", *NS[1:]), (*NS[:-1], "a.b")]:
+        with pytest.raises(InvalidNamespaceError):
+            await cached.adapter.call("get", namespace, "a")
+    with pytest.raises(InvalidInputError):
+        await cached.adapter.call("get", NS, "\ud800")  # a lone surrogate
+    assert (await cached.trips("get", NS, "a"))[1] == 0
 
 
 async def test_a_caller_mutating_an_item_changes_nothing_held(cached: Cached) -> None:

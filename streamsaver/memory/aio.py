@@ -136,9 +136,10 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
 
     async def aget(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None) -> Item | None:
         """LangGraph's ``aget``; one the local cache holds is answered at once (no batch, no wait
-        for the batching task)."""
+        for the batching task) when no call waits in the queue (a put queued before it, of the
+        same item, is read as the batch they would have shared reads it)."""
         refresh = self.core.refresh_on_read if refresh_ttl is None else refresh_ttl
-        if (held := held_get(self.core, namespace, key, refresh)) is not NOT_HELD:
+        if self._aqueue.empty() and (held := held_get(self.core, namespace, key, refresh)) is not NOT_HELD:
             return held
         check_ops([GetOp(namespace, key)])
         return await super().aget(namespace, key, refresh_ttl=refresh)

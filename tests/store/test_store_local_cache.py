@@ -5,6 +5,7 @@ the protocol allows the lag); its own writes are read back at once. Sync and asy
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import threading
 import time
@@ -128,6 +129,20 @@ async def test_a_held_get_checks_its_namespace_and_key_as_a_sent_one(cached: Cac
     with pytest.raises(InvalidInputError):
         await cached.adapter.call("get", NS, "\ud800")  # a lone surrogate
     assert (await cached.trips("get", NS, "a"))[1] == 0
+
+
+async def test_an_aget_after_a_queued_aput_of_its_item_reads_the_put(redis_url: str, prefix: str) -> None:
+    client = redis.asyncio.Redis.from_url(redis_url)
+    async with AsyncStreamStore(client, prefix=prefix, local_cache=100) as store:
+        await store.setup()
+        cache = store.core.cache
+        assert cache is not None and cache.wait_for(lambda: cache.live, WAIT_S)
+        await store.aput(NS, "a", {"v": 1})
+        await store.aget(NS, "a")
+        assert cache.holds(store.core.document_key(NS, "a").encode())
+        _, got = await asyncio.gather(store.aput(NS, "a", {"v": 2}), store.aget(NS, "a"))
+        assert got is not None and got.value == {"v": 2}
+    await client.aclose()
 
 
 async def test_a_caller_mutating_an_item_changes_nothing_held(cached: Cached) -> None:

@@ -69,12 +69,13 @@ def test_threads_that_come_and_go_reuse_the_same_contexts() -> None:
     another has ended takes the context that one left, instead of making (and sizing) its own."""
     large = Blob("msgpack", b"agent tool call result " * 200)
     stored = shrink(large)
-    compressors, decompressors = len(compression._idle_compressors), len(compression._idle_decompressors)
+    compressors = sum(map(len, compression._idle_compressors.values()))
+    decompressors = len(compression._idle_decompressors)
     for _ in range(8):
         with ThreadPoolExecutor(1) as pool:  # a new thread each time, the previous one ended
             assert pool.submit(shrink, large).result() == stored
             assert pool.submit(expand, stored).result() == large
-    assert len(compression._idle_compressors) == compressors
+    assert sum(map(len, compression._idle_compressors.values())) == compressors
     assert len(compression._idle_decompressors) == max(decompressors, 1)
 
 

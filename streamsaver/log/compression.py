@@ -61,46 +61,68 @@ takes at least 4 bytes (an RLE block); 100 MiB of zeros at any level take ~3.2 K
 
 _IDLE_MAX = 16
 """How many idle contexts of each kind are kept for later calls (more are dropped): a context
-keeps the tables of the largest input it compressed, up to ~1.3 MB below `_REUSED_BELOW`, and
-the list never gives one back to the allocator, so it holds ~21 MB at worst (LangGraph's sync
-loop makes up to six calls at once)."""
+of the 16 KiB class holds ~0.15 MB, of the 128 KiB class ~0.95 MB (`_CLASSES`), and the lists
+never give one back to the allocator, so they hold ~18 MB at worst (LangGraph's sync loop
+makes up to six calls at once)."""
 
-_idle_compressors: list[zstandard.ZstdCompressor] = []
+_idle_compressors: dict[int, list[zstandard.ZstdCompressor]] = {}
+"""Idle contexts per size class (the class's bound, `_CLASSES`)."""
 _idle_decompressors: list[zstandard.ZstdDecompressor] = []
 
 
-def _new_compressor() -> zstandard.ZstdCompressor:
+def _sized(window_log: int, tables_log: int) -> zstandard.ZstdCompressionParameters:
+    return zstandard.ZstdCompressionParameters(
+        window_log=window_log, hash_log=tables_log, chain_log=tables_log, search_log=1, min_match=5,
+        target_length=0, strategy=zstandard.STRATEGY_DFAST, write_checksum=1, write_content_size=1,
+    )
+
+
+_CLASSES = ((16 << 10, _sized(14, 11)), (128 << 10, _sized(17, 12)))
+"""Contexts by input size, below each bound: level 3's strategy (``dfast``) with a window that
+holds the whole input and match tables of 2 x 8 KiB (below 16 KiB: a delta's elements) or
+2 x 16 KiB (below 128 KiB: a whole message list). A frame is compressed on a cold cache (the
+serde ran in between): level 3 sizes its tables from the input's size, 96 KiB at 7 KiB and
+384 KiB at 50 KiB, and resets and probes them from memory on every call, so a 7 KiB delta cost
+~77 µs and a 50 KiB list ~245 µs inside a put against ~28 and ~125 on a warm cache. With these
+tables: ~50 and ~125 µs, frames within 0.15% of level 3's size (the put benchmark's
+conversation, `benchmarks/compression_tables.py`). Every reader expands any frame (its header
+names its window)."""
+
+
+def _new_compressor(params: zstandard.ZstdCompressionParameters | None = None) -> zstandard.ZstdCompressor:
+    if params is not None:
+        return zstandard.ZstdCompressor(compression_params=params)
     return zstandard.ZstdCompressor(level=LEVEL, write_checksum=True, write_content_size=True)
-
-
-_REUSED_BELOW = 128 << 10
-"""Payloads of 128 KiB or more get a context of their own, freed after: a context keeps the
-tables its largest input needed (~0.33 MB after 16 KiB, ~1.3 MB after 128 KiB, ~2.6 MB after
-1 MiB), and making one costs ~20-80 µs, little beside compressing 128 KiB (~0.3 ms)."""
 
 
 def _compress(data: bytes) -> bytes:
     """One zstd frame of `data`, with its size and a checksum.
 
-    Contexts are reused call after call from a process-wide free list, not one per thread:
-    LangGraph runs each `invoke`'s checkpointer calls on a new thread pool, so a context per
-    thread was made anew (and sized anew on its first frame: ~80 us for a 5 KiB frame, against
-    ~20 us on a reused one) several times per invoke. ``list.pop`` and ``append`` are atomic,
-    so a context is used by one call at a time. Frames carry their content size (read in one
-    call) and a checksum of the content (4 bytes): without one, a damaged frame often
-    decompresses to other, wrong bytes instead of failing. One-shot calls reset the context's
-    session, so no frame carries another's bytes."""
-    if len(data) >= _REUSED_BELOW:
+    Contexts are reused call after call from process-wide free lists (one per size class,
+    `_CLASSES`), not one per thread: LangGraph runs each `invoke`'s checkpointer calls on a new
+    thread pool, so a context per thread was made anew (and sized anew on its first frame:
+    ~80 us for a 5 KiB frame, against ~20 us on a reused one) several times per invoke.
+    ``list.pop`` and ``append`` are atomic, so a context is used by one call at a time.
+    Payloads of 128 KiB or more get a level-3 context of their own, freed after: a context
+    keeps the tables its largest input needed (~1.3 MB after 128 KiB, ~2.6 MB after 1 MiB),
+    and making one costs ~20-80 µs, little beside compressing 128 KiB (~0.3 ms). Frames carry
+    their content size (read in one call) and a checksum of the content (4 bytes): without
+    one, a damaged frame often decompresses to other, wrong bytes instead of failing. One-shot
+    calls reset the context's session, so no frame carries another's bytes."""
+    sized = next((c for c in _CLASSES if len(data) < c[0]), None)
+    if sized is None:
         return _new_compressor().compress(data)
+    bound, params = sized
+    idle = _idle_compressors.setdefault(bound, [])
     try:
-        compressor = _idle_compressors.pop()
+        compressor = idle.pop()
     except IndexError:
-        compressor = _new_compressor()
+        compressor = _new_compressor(params)
     try:
         return compressor.compress(data)
     finally:
-        if len(_idle_compressors) < _IDLE_MAX:
-            _idle_compressors.append(compressor)
+        if len(idle) < _IDLE_MAX:
+            idle.append(compressor)
 
 
 def _decompress(data: bytes) -> bytes:

@@ -4,6 +4,7 @@ and no serde type name mistaken for a marker."""
 from __future__ import annotations
 
 import os
+import random
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -69,12 +70,13 @@ def test_threads_that_come_and_go_reuse_the_same_contexts() -> None:
     another has ended takes the context that one left, instead of making (and sizing) its own."""
     large = Blob("msgpack", b"agent tool call result " * 200)
     stored = shrink(large)
-    compressors, decompressors = len(compression._idle_compressors), len(compression._idle_decompressors)
+    compressors = sum(map(len, compression._idle_compressors.values()))
+    decompressors = len(compression._idle_decompressors)
     for _ in range(8):
         with ThreadPoolExecutor(1) as pool:  # a new thread each time, the previous one ended
             assert pool.submit(shrink, large).result() == stored
             assert pool.submit(expand, stored).result() == large
-    assert len(compression._idle_compressors) == compressors
+    assert sum(map(len, compression._idle_compressors.values())) == compressors
     assert len(compression._idle_decompressors) == max(decompressors, 1)
 
 
@@ -124,3 +126,20 @@ def test_a_saver_expands_each_compressed_payload_once_within_its_bound() -> None
     with pytest.raises(ValueError, match="corrupt"):
         expanded.expand("zstd:msgpack", stored[2].data[:-3])
     assert len(expanded.forms) == 1
+
+
+@pytest.mark.parametrize("size", [5 << 10, 15 << 10, 17 << 10, 100 << 10, 200 << 10])
+def test_frames_of_every_size_class_carry_size_and_checksum_and_read_with_a_default_decompressor(size: int) -> None:
+    """Frames below 16 KiB and below 128 KiB come from contexts with small match tables, larger
+    ones from level 3: each is one frame with its content size and a checksum, that a default
+    context (any reader's, of any version) expands to the payload."""
+    words = [b"agent", b"tool", b"result", b"thread", b"state", b"graph"]
+    rng = random.Random(size)
+    data = b" ".join(rng.choice(words) for _ in range(size // 4))[:size]
+    stored = shrink(Blob("msgpack", data))
+    assert stored.type == "zstd:msgpack"
+    parameters = zstandard.get_frame_parameters(stored.data)
+    assert parameters.content_size == len(data)
+    assert parameters.has_checksum
+    assert zstandard.ZstdDecompressor().decompress(stored.data) == data
+    assert expand(stored) == Blob("msgpack", data)

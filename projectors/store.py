@@ -40,7 +40,10 @@ from streamsaver.log.codec import canonical_json, escape, strict_json, tag
 from streamsaver.log.events import Event, ItemDeleted, ItemPut, StorePartitionErased
 from streamsaver.log.keys import STORE_VIEW, Keyspace, ViewName, item_stem
 
-__all__ = ["FIELDS", "VIEW", "deadline_ms", "field_tag", "namespace_tag", "project", "value_tags", "vector_field"]
+__all__ = [
+    "FIELDS", "VIEW", "deadline_ms", "field_tag", "namespace_tag", "project", "put_commands", "value_tags",
+    "vector_field", "vectors_text",
+]
 
 VIEW: Final[ViewName] = STORE_VIEW
 
@@ -61,6 +64,8 @@ sorting vector, not searchable."""
 
 _SCALARS = (str, int, bool, type(None))
 """Values whose canonical JSON is their plain JSON (no float to normalise, no keys to sort)."""
+_CACHED_TEXT = 64
+"""The longest string value whose digest is cached (longer texts rarely recur)."""
 
 
 def namespace_tag(labels: Sequence[str]) -> str:
@@ -76,11 +81,24 @@ def field_tag(path: Sequence[str], value: Any) -> str:
     return tag(canonical_json([list(path), value]))
 
 
-def _add_tags(tags: set[str], value: Mapping[str, Any], path: list[str]) -> None:
+@lru_cache(maxsize=65536, typed=True)
+def _scalar_tag(path: tuple[str, ...], value: Any) -> str:
+    """`field_tag(path, value)` of a scalar `value`. Cached: the same (key, value) pairs recur
+    across puts (flags, categories, small numbers); typed, so ``True`` and ``1`` stay apart."""
+    return tag(orjson.dumps([path, value]))
+
+
+def _add_tags(tags: set[str], value: Mapping[str, Any], path: tuple[str, ...]) -> None:
     for key, inner in value.items():
-        here = [*path, str(key)]
+        here = (*path, str(key))
+        kind = type(inner)
         # `field_tag(here, inner)`, spelt out: a put computes one per pair of its value
-        tags.add(tag(orjson.dumps([here, inner])) if type(inner) in _SCALARS else tag(canonical_json([here, inner])))
+        if kind not in _SCALARS:
+            tags.add(tag(canonical_json([list(here), inner])))
+        elif kind is str and len(inner) > _CACHED_TEXT:
+            tags.add(tag(orjson.dumps([here, inner])))
+        else:
+            tags.add(_scalar_tag(here, inner))
         if isinstance(inner, Mapping):
             _add_tags(tags, inner, here)
 
@@ -88,7 +106,7 @@ def _add_tags(tags: set[str], value: Mapping[str, Any], path: list[str]) -> None
 def value_tags(value: Mapping[str, Any]) -> list[str]:
     """The equality digests of every (path, value) pair of `value`, nested objects included."""
     tags: set[str] = set()
-    _add_tags(tags, value, [])
+    _add_tags(tags, value, ())
     return sorted(tags)
 
 
@@ -103,19 +121,26 @@ def _joined(namespace: Sequence[str]) -> str:
     return ".".join(escape(label) for label in namespace)
 
 
-def _document(event: ItemPut, stem: str) -> bytes:
+def _document(event: ItemPut, stem: str, value_json: bytes, vectors_json: bytes | None) -> bytes:
+    """The item's ``i``; `value_json` and `vectors_json` are the strict JSON of its value and
+    vectors, spliced in as they are (the log entry holds the same bytes)."""
     ns = event.namespace
     body: dict[str, Any] = {
-        "n": _joined(ns), "ns": list(ns), "k": event.key, "v": event.value,
+        "n": _joined(ns), "ns": ns, "k": event.key, "v": orjson.Fragment(value_json),
         "u": event.at, "d": len(ns), "p": _prefix_tags(tuple(ns)),
         "f": value_tags(event.value), "t": event.ttl_ms, "id": stem,
     }
     if event.vectors:
-        body["e"] = [list(vector) for vector in event.vectors]
+        body["e"] = orjson.Fragment(vectors_json or vectors_text(event.vectors))
         body["m"] = event.model
         if event.paths is not None:
-            body["ep"] = list(event.paths)
+            body["ep"] = event.paths
     return strict_json(body)
+
+
+def vectors_text(vectors: Sequence[Sequence[float]]) -> bytes:
+    """The JSON of an item's vectors (a list of lists of numbers): in its document and its log entry."""
+    return orjson.dumps(vectors)
 
 
 def deadline_ms(event: ItemPut) -> int:
@@ -131,19 +156,27 @@ def vector_field(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return {"name": "e", "type": "vector", "path": "$.i.e[*]", "attrs": dict(attrs)}
 
 
+def put_commands(event: ItemPut, keyspace: Keyspace, value_json: bytes | None = None,
+                 vectors_json: bytes | None = None) -> list[Command]:
+    """The commands of `project` for a put; `value_json` and `vectors_json`, when the caller has
+    them already, are ``strict_json(event.value)`` and ``vectors_text(event.vectors)``."""
+    keys = keyspace.store(event.log_id)
+    stem = item_stem(event.namespace, event.key)
+    doc = keys.item(stem)
+    expiring = event.ttl_ms > 0
+    expiry: Command = ("PEXPIREAT", doc, str(deadline_ms(event))) if expiring else ("PERSIST", doc)
+    document = _document(event, stem, strict_json(event.value) if value_json is None else value_json, vectors_json)
+    return [
+        (ITEM, doc, str(event.at), document, keys.items, stem, keys.namespaces,
+         _joined(event.namespace), keys.expiring, "1" if expiring else "0"),
+        expiry,
+    ]
+
+
 def project(event: Event, keyspace: Keyspace) -> list[Command]:
     """The commands that apply a store event to the items view (others: none)."""
     if isinstance(event, ItemPut):
-        keys = keyspace.store(event.log_id)
-        stem = item_stem(event.namespace, event.key)
-        doc = keys.item(stem)
-        expiring = event.ttl_ms > 0
-        expiry: Command = ("PEXPIREAT", doc, str(deadline_ms(event))) if expiring else ("PERSIST", doc)
-        return [
-            (ITEM, doc, str(event.at), _document(event, stem), keys.items, stem, keys.namespaces,
-             _joined(event.namespace), keys.expiring, "1" if expiring else "0"),
-            expiry,
-        ]
+        return put_commands(event, keyspace)
     if isinstance(event, ItemDeleted):
         keys = keyspace.store(event.log_id)
         stem = item_stem(event.namespace, event.key)

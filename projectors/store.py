@@ -50,16 +50,16 @@ VIEW: Final[ViewName] = STORE_VIEW
 FIELDS: list[dict[str, Any]] = [
     {"name": "p", "type": "tag", "path": "$.i.p[*]"},
     {"name": "f", "type": "tag", "path": "$.i.f[*]"},
-    {"name": "d", "type": "numeric", "path": "$.i.d"},
     {"name": "u", "type": "numeric", "path": "$.i.u", "attrs": {"sortable": True}},
-    {"name": "c", "type": "numeric", "path": "$.c"},
     {"name": "n", "type": "text", "path": "$.i.n", "attrs": {"sortable": True, "no_index": True, "unf": True}},
     {"name": "id", "type": "text", "path": "$.i.id", "attrs": {"sortable": True, "no_index": True, "unf": True}},
 ]
-"""``p``: namespace prefix digests; ``f``: value equality digests; ``d``: namespace depth;
-``u``/``c``: updated/created (microseconds); ``n``: the escaped namespace (grouped on by
+"""``p``: namespace prefix digests; ``f``: value equality digests; ``u``: updated (microseconds,
+the sort of a search without a query); ``n``: the escaped namespace (grouped on by
 ``list_namespaces``), ``id``: the item's stem (a tie-break in the sort), kept verbatim in the
-sorting vector, not searchable."""
+sorting vector, not searchable. Schema v5 (`streamsaver.log.keys.VIEW_SCHEMA_VERSIONS`): v4
+also indexed ``c`` (created) and ``d`` (namespace depth), which no query reads; each cost every
+put a JSONPath lookup and a numeric index update in RediSearch. The documents keep both."""
 
 
 _SCALARS = (str, int, bool, type(None))
@@ -99,7 +99,7 @@ def _add_tags(tags: set[str], value: Mapping[str, Any], path: tuple[str, ...]) -
             tags.add(tag(orjson.dumps([here, inner])))
         else:
             tags.add(_scalar_tag(here, inner))
-        if isinstance(inner, Mapping):
+        if kind is dict or (kind not in _SCALARS and isinstance(inner, Mapping)):  # (an ABC check is slow)
             _add_tags(tags, inner, here)
 
 

@@ -8,7 +8,7 @@
 --         (hash), KEYS[7] its expiring stems (sorted set)
 -- ARGV[1] the document body, ARGV[2] the item's stem, ARGV[3] its namespace (escaped labels
 --      joined by '.'), ARGV[4] the document's deadline (Unix ms; '': none, PERSIST), then the
---      values of the log entry's fields named in ENTRY, in its order (an optional field, '':
+--      values of the log entry's fields (below), in its order (an optional field, '':
 --      absent): the entry's 'at' is the document's 'c' when new, its 'ttl' > 0 makes the item
 --      expiring, and the feed pointer is 'id' and the entry's type, thread, labels and key.
 -- Returns: the id of the log entry, in a list (as append_batch.lua's).
@@ -19,19 +19,16 @@ local err = expect_type(KEYS[1], 'stream') or expect_type(KEYS[2], 'stream') or 
   or expect_type(KEYS[7], 'zset')
 if err then return err end
 
--- The fields of an ItemPut entry, in `streamsaver.log.items.item_fields`'s order (its names as
--- constants here rather than arguments: each argument costs the client and the server to pass).
--- `streamsaver.store.put.ENTRY` spells the same list; a unit test holds the two equal.
-local ENTRY = {'type', 'v', 'thread', 'labels', 'key', 'at', 'writer', 'run', 'value', 'ttl', 'expires',
-               'vectors', 'embedding'}
-local OPTIONAL = {run = true, expires = true, vectors = true, embedding = true}
-local entry, n = {}, 0
-for i = 1, #ENTRY do
-  local value = ARGV[4 + i]
-  if value ~= '' or not OPTIONAL[ENTRY[i]] then
-    entry[n + 1], entry[n + 2], n = ENTRY[i], value, n + 2
-  end
-end
+-- The log entry: the values of its fields in `streamsaver.log.items.item_fields`'s order, their
+-- names constants here rather than arguments (each argument costs the client and the server to
+-- pass); `streamsaver.store.put.ENTRY` lists the same, which a unit test reads from these lines.
+local A = ARGV
+local entry = {'type', A[5], 'v', A[6], 'thread', A[7], 'labels', A[8], 'key', A[9], 'at', A[10], 'writer', A[11]}
+local n = 14
+if A[12] ~= '' then entry[15], entry[16], n = 'run', A[12], 16 end
+entry[n + 1], entry[n + 2], entry[n + 3], entry[n + 4], n = 'value', A[13], 'ttl', A[14], n + 4
+if A[15] ~= '' then entry[n + 1], entry[n + 2], n = 'expires', A[15], n + 2 end
+if A[16] ~= '' then entry[n + 1], entry[n + 2], entry[n + 3], entry[n + 4] = 'vectors', A[16], 'embedding', A[17] end
 local id = rcall('XADD', KEYS[1], '*', unpack(entry))
 local fed = rcall('XADD', KEYS[2], '*', 'id', id, 'type', ARGV[5], 'thread', ARGV[7], 'labels', ARGV[8], 'key',
                  ARGV[9])

@@ -32,10 +32,12 @@ EVENTS = [
 
 def test_the_script_names_the_entry_fields_the_call_sends() -> None:
     source = SCRIPT.read_text()
-    [listed] = re.findall(r"local ENTRY = \{(.*?)\}", source, re.S)
-    assert [name.encode() for name in re.findall(r"'([a-z]+)'", listed)] == list(ENTRY)
-    [optional] = re.findall(r"local OPTIONAL = \{(.*?)\}", source, re.S)
-    assert {name.encode() for name in re.findall(r"([a-z]+) = true", optional)} == OPTIONAL
+    named = re.findall(r"'([a-z]+)', A\[(\d+)\]", source)
+    assert [name.encode() for name, _ in named] == list(ENTRY)
+    assert [int(at) for _, at in named] == list(range(5, 5 + len(ENTRY)))  # after body, stem, namespace, deadline
+    optional = {name.encode() for line in source.splitlines() if line.startswith("if A[")
+                for name, _ in re.findall(r"'([a-z]+)', A\[(\d+)\]", line)}
+    assert optional == OPTIONAL  # each written only when its value is not ''
 
 
 @pytest.mark.parametrize("event", EVENTS)

@@ -36,13 +36,16 @@ from streamsaver.log.items import item_fields
 from streamsaver.log.keys import Keyspace
 from streamsaver.scripts import STORE_PUT
 
-__all__ = ["ENTRY", "OPTIONAL", "put_call"]
+__all__ = ["ENTRY", "OPTIONAL", "SENT", "put_call"]
 
 Arg = str | bytes | int
 
 ENTRY = (TYPE, VERSION, THREAD, LABELS, ITEM_KEY, WRITTEN_AT, WRITER, RUN, ITEM_VALUE, ITEM_TTL, ITEM_EXPIRES,
          ITEM_VECTORS, ITEM_EMBEDDING)
-"""The fields of an `ItemPut` log entry, in `item_fields`'s order: ``store_put.lua``'s ``ENTRY``."""
+"""The fields of an `ItemPut` log entry, in `item_fields`'s order, as ``store_put.lua`` writes them."""
+SENT = ENTRY[2:]
+"""Those whose values the call sends: the type and version are the script's constants (an
+`ItemPut` of this version)."""
 OPTIONAL = frozenset({RUN, ITEM_EXPIRES, ITEM_VECTORS, ITEM_EMBEDDING})
 """The fields of `ENTRY` an entry may lack (sent as ''; never empty when present)."""
 
@@ -58,4 +61,4 @@ def put_call(keyspace: Keyspace, event: ItemPut) -> list[Arg]:
     deadline = expiry[2] if expiry[0] == "PEXPIREAT" else ""
     get = fields.get
     return STORE_PUT.evalsha_args([keys.log, keys.feed, keys.positions, doc, items, namespaces, expiring],
-                                  [body, stem, joined, deadline, *[get(name, b"") for name in ENTRY]])
+                                  [body, stem, joined, deadline, *[get(name, b"") for name in SENT]])

@@ -15,7 +15,7 @@ from streamsaver.log.events import ItemPut, RunContext
 from streamsaver.log.items import item_fields
 from streamsaver.log.keys import Keyspace
 from streamsaver.scripts import STORE_PUT
-from streamsaver.store.put import ENTRY, OPTIONAL, put_call
+from streamsaver.store.put import ENTRY, OPTIONAL, SENT, put_call
 
 KS = Keyspace("p", 8)
 SCRIPT = Path(__file__).parents[2] / "streamsaver" / "scripts" / "store_put.lua"
@@ -31,10 +31,13 @@ EVENTS = [
 
 
 def test_the_script_names_the_entry_fields_the_call_sends() -> None:
-    source = SCRIPT.read_text()
+    script = SCRIPT.read_text()
+    source = script[script.index("local entry = {") : script.index("local id = ")]  # the entry's lines
+    assert f"local entry = {{'type', '{ItemPut.TYPE}', 'v', '{ItemPut.VERSION}', " in source  # its constants
+    assert ENTRY[:2] == (b"type", b"v") and ENTRY[2:] == SENT
     named = re.findall(r"'([a-z]+)', A\[(\d+)\]", source)
-    assert [name.encode() for name, _ in named] == list(ENTRY)
-    assert [int(at) for _, at in named] == list(range(5, 5 + len(ENTRY)))  # after body, stem, namespace, deadline
+    assert [name.encode() for name, _ in named] == list(SENT)
+    assert [int(at) for _, at in named] == list(range(5, 5 + len(SENT)))  # after body, stem, namespace, deadline
     optional = {name.encode() for line in source.splitlines() if line.startswith("if A[")
                 for name, _ in re.findall(r"'([a-z]+)', A\[(\d+)\]", line)}
     assert optional == OPTIONAL  # each written only when its value is not ''
@@ -50,7 +53,8 @@ def test_a_lone_puts_arguments_are_its_entrys_fields_in_order_and_its_projection
     assert call[:2] == ["EVALSHA", STORE_PUT.sha]
     keys, args = call[3 : 3 + call[2]], call[3 + call[2] :]  # type: ignore[operator]
     body, stem, joined, deadline, *values = args
-    assert values == [fields.get(name, b"") for name in ENTRY]
+    assert values == [fields.get(name, b"") for name in SENT]
+    assert fields[b"type"] == ItemPut.TYPE.encode() and fields[b"v"] == str(ItemPut.VERSION).encode()
     [item, expiry] = project(event, KS)
     assert (item[1], item[3], item[5], item[7]) == (keys[3], body, stem, joined)
     assert deadline == (expiry[2] if expiry[0] == "PEXPIREAT" else "")

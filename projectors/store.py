@@ -81,7 +81,7 @@ def field_tag(path: Sequence[str], value: Any) -> str:
     return tag(canonical_json([list(path), value]))
 
 
-@lru_cache(maxsize=65536, typed=True)
+@lru_cache(maxsize=16384, typed=True)
 def _scalar_tag(path: tuple[str, ...], value: Any) -> str:
     """`field_tag(path, value)` of a scalar `value`. Cached: the same (key, value) pairs recur
     across puts (flags, categories, small numbers); typed, so ``True`` and ``1`` stay apart."""

@@ -82,24 +82,24 @@ def field_tag(path: Sequence[str], value: Any) -> str:
 
 
 @lru_cache(maxsize=16384, typed=True)
-def _scalar_tag(path: tuple[str, ...], value: Any) -> str:
-    """`field_tag(path, value)` of a scalar `value`. Cached: the same (key, value) pairs recur
-    across puts (flags, categories, small numbers); typed, so ``True`` and ``1`` stay apart."""
-    return tag(orjson.dumps([path, value]))
+def _scalar_tag(path: tuple[str, ...], key: Any, value: Any) -> str:
+    """`field_tag((*path, str(key)), value)` of a scalar `value`. Cached: the same (key, value)
+    pairs recur across puts (flags, categories, small numbers); typed, so ``True`` and ``1``
+    stay apart."""
+    return tag(orjson.dumps([[*path, str(key)], value]))
 
 
 def _add_tags(tags: set[str], value: Mapping[str, Any], path: tuple[str, ...]) -> None:
     for key, inner in value.items():
-        here = (*path, str(key))
+        # `field_tag((*path, key), inner)`, spelt out: a put computes one per pair of its value
         kind = type(inner)
-        # `field_tag(here, inner)`, spelt out: a put computes one per pair of its value
-        if kind not in _SCALARS:
-            tags.add(tag(canonical_json([list(here), inner])))
-        elif kind is str and len(inner) > _CACHED_TEXT:
-            tags.add(tag(orjson.dumps([here, inner])))
-        else:
-            tags.add(_scalar_tag(here, inner))
-        if kind is dict or (kind not in _SCALARS and isinstance(inner, Mapping)):  # (an ABC check is slow)
+        if kind in _SCALARS:  # never a mapping
+            short = kind is not str or len(inner) <= _CACHED_TEXT
+            tags.add(_scalar_tag(path, key, inner) if short else tag(orjson.dumps([[*path, str(key)], inner])))
+            continue
+        here = (*path, str(key))
+        tags.add(tag(canonical_json([list(here), inner])))
+        if kind is dict or isinstance(inner, Mapping):  # (the ABC check is slow: plain dicts first)
             _add_tags(tags, inner, here)
 
 

@@ -86,7 +86,7 @@ def client(puts: int) -> None:
     store = StreamStore(redis.Redis(port=1), prefix="b", index=index_config(data.ClusteredEmbeddings(64)))  # type: ignore[arg-type]
     store.core.keyspace = Keyspace("b", 16)  # what setup would read
     lane: Any = store._driver.lane
-    lane.send = lambda commands: [pack(command) and [b"1-0"] for command in commands]
+    lane.send = lambda commands, meanwhile=None: [pack(command) and [b"1-0"] for command in commands]
     chosen = [i % 200 for i in range(puts)]
     for i in chosen:
         store.put(data.namespace(i), data.key(i), data.value(i))

@@ -40,27 +40,32 @@ from streamsaver.log.codec import canonical_json, escape, strict_json, tag
 from streamsaver.log.events import Event, ItemDeleted, ItemPut, StorePartitionErased
 from streamsaver.log.keys import STORE_VIEW, Keyspace, ViewName, item_stem
 
-__all__ = ["FIELDS", "VIEW", "deadline_ms", "field_tag", "namespace_tag", "project", "value_tags", "vector_field"]
+__all__ = [
+    "FIELDS", "VIEW", "deadline_ms", "field_tag", "namespace_tag", "project", "put_commands", "value_tags",
+    "vector_field", "vectors_text",
+]
 
 VIEW: Final[ViewName] = STORE_VIEW
 
 FIELDS: list[dict[str, Any]] = [
     {"name": "p", "type": "tag", "path": "$.i.p[*]"},
     {"name": "f", "type": "tag", "path": "$.i.f[*]"},
-    {"name": "d", "type": "numeric", "path": "$.i.d"},
     {"name": "u", "type": "numeric", "path": "$.i.u", "attrs": {"sortable": True}},
-    {"name": "c", "type": "numeric", "path": "$.c"},
     {"name": "n", "type": "text", "path": "$.i.n", "attrs": {"sortable": True, "no_index": True, "unf": True}},
     {"name": "id", "type": "text", "path": "$.i.id", "attrs": {"sortable": True, "no_index": True, "unf": True}},
 ]
-"""``p``: namespace prefix digests; ``f``: value equality digests; ``d``: namespace depth;
-``u``/``c``: updated/created (microseconds); ``n``: the escaped namespace (grouped on by
+"""``p``: namespace prefix digests; ``f``: value equality digests; ``u``: updated (microseconds,
+the sort of a search without a query); ``n``: the escaped namespace (grouped on by
 ``list_namespaces``), ``id``: the item's stem (a tie-break in the sort), kept verbatim in the
-sorting vector, not searchable."""
+sorting vector, not searchable. Schema v5 (`streamsaver.log.keys.VIEW_SCHEMA_VERSIONS`): v4
+also indexed ``c`` (created) and ``d`` (namespace depth), which no query reads; each cost every
+put a JSONPath lookup and a numeric index update in RediSearch. The documents keep both."""
 
 
 _SCALARS = (str, int, bool, type(None))
 """Values whose canonical JSON is their plain JSON (no float to normalise, no keys to sort)."""
+_CACHED_TEXT = 64
+"""The longest string value whose digest is cached (longer texts rarely recur)."""
 
 
 def namespace_tag(labels: Sequence[str]) -> str:
@@ -76,19 +81,32 @@ def field_tag(path: Sequence[str], value: Any) -> str:
     return tag(canonical_json([list(path), value]))
 
 
-def _add_tags(tags: set[str], value: Mapping[str, Any], path: list[str]) -> None:
+@lru_cache(maxsize=16384, typed=True)
+def _scalar_tag(path: tuple[str, ...], key: Any, value: Any) -> str:
+    """`field_tag((*path, str(key)), value)` of a scalar `value`. Cached: the same (key, value)
+    pairs recur across puts (flags, categories, small numbers); typed, so ``True`` and ``1``
+    stay apart."""
+    return tag(orjson.dumps([[*path, str(key)], value]))
+
+
+def _add_tags(tags: set[str], value: Mapping[str, Any], path: tuple[str, ...]) -> None:
     for key, inner in value.items():
-        here = [*path, str(key)]
-        # `field_tag(here, inner)`, spelt out: a put computes one per pair of its value
-        tags.add(tag(orjson.dumps([here, inner])) if type(inner) in _SCALARS else tag(canonical_json([here, inner])))
-        if isinstance(inner, Mapping):
+        # `field_tag((*path, key), inner)`, spelt out: a put computes one per pair of its value
+        kind = type(inner)
+        if kind in _SCALARS:  # never a mapping
+            short = kind is not str or len(inner) <= _CACHED_TEXT
+            tags.add(_scalar_tag(path, key, inner) if short else tag(orjson.dumps([[*path, str(key)], inner])))
+            continue
+        here = (*path, str(key))
+        tags.add(tag(canonical_json([list(here), inner])))
+        if kind is dict or isinstance(inner, Mapping):  # (the ABC check is slow: plain dicts first)
             _add_tags(tags, inner, here)
 
 
 def value_tags(value: Mapping[str, Any]) -> list[str]:
     """The equality digests of every (path, value) pair of `value`, nested objects included."""
     tags: set[str] = set()
-    _add_tags(tags, value, [])
+    _add_tags(tags, value, ())
     return sorted(tags)
 
 
@@ -98,24 +116,33 @@ def _prefix_tags(namespace: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(namespace_tag(namespace[: k + 1]) for k in range(len(namespace)))
 
 
-def _joined(namespace: Sequence[str]) -> str:
-    """The namespace's escaped labels joined by '.' (labels hold no '.'): its ``n``."""
+@lru_cache(maxsize=4096)
+def _joined(namespace: tuple[str, ...]) -> str:
+    """The namespace's escaped labels joined by '.' (labels hold no '.'): its ``n`` (cached: a
+    namespace's puts recur)."""
     return ".".join(escape(label) for label in namespace)
 
 
-def _document(event: ItemPut, stem: str) -> bytes:
+def _document(event: ItemPut, stem: str, value_json: bytes, vectors_json: bytes | None) -> bytes:
+    """The item's ``i``; `value_json` and `vectors_json` are the strict JSON of its value and
+    vectors, spliced in as they are (the log entry holds the same bytes)."""
     ns = event.namespace
     body: dict[str, Any] = {
-        "n": _joined(ns), "ns": list(ns), "k": event.key, "v": event.value,
+        "n": _joined(tuple(ns)), "ns": ns, "k": event.key, "v": orjson.Fragment(value_json),
         "u": event.at, "d": len(ns), "p": _prefix_tags(tuple(ns)),
         "f": value_tags(event.value), "t": event.ttl_ms, "id": stem,
     }
     if event.vectors:
-        body["e"] = [list(vector) for vector in event.vectors]
+        body["e"] = orjson.Fragment(vectors_json or vectors_text(event.vectors))
         body["m"] = event.model
         if event.paths is not None:
-            body["ep"] = list(event.paths)
+            body["ep"] = event.paths
     return strict_json(body)
+
+
+def vectors_text(vectors: Sequence[Sequence[float]]) -> bytes:
+    """The JSON of an item's vectors (a list of lists of numbers): in its document and its log entry."""
+    return orjson.dumps(vectors)
 
 
 def deadline_ms(event: ItemPut) -> int:
@@ -131,25 +158,33 @@ def vector_field(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return {"name": "e", "type": "vector", "path": "$.i.e[*]", "attrs": dict(attrs)}
 
 
+def put_commands(event: ItemPut, keyspace: Keyspace, value_json: bytes | None = None,
+                 vectors_json: bytes | None = None) -> list[Command]:
+    """The commands of `project` for a put; `value_json` and `vectors_json`, when the caller has
+    them already, are ``strict_json(event.value)`` and ``vectors_text(event.vectors)``."""
+    keys = keyspace.store(event.log_id)
+    stem = item_stem(event.namespace, event.key)
+    doc = keys.item(stem)
+    expiring = event.ttl_ms > 0
+    expiry: Command = ("PEXPIREAT", doc, str(deadline_ms(event))) if expiring else ("PERSIST", doc)
+    document = _document(event, stem, strict_json(event.value) if value_json is None else value_json, vectors_json)
+    return [
+        (ITEM, doc, str(event.at), document, keys.items, stem, keys.namespaces,
+         _joined(tuple(event.namespace)), keys.expiring, "1" if expiring else "0"),
+        expiry,
+    ]
+
+
 def project(event: Event, keyspace: Keyspace) -> list[Command]:
     """The commands that apply a store event to the items view (others: none)."""
     if isinstance(event, ItemPut):
-        keys = keyspace.store(event.log_id)
-        stem = item_stem(event.namespace, event.key)
-        doc = keys.item(stem)
-        expiring = event.ttl_ms > 0
-        expiry: Command = ("PEXPIREAT", doc, str(deadline_ms(event))) if expiring else ("PERSIST", doc)
-        return [
-            (ITEM, doc, str(event.at), _document(event, stem), keys.items, stem, keys.namespaces,
-             _joined(event.namespace), keys.expiring, "1" if expiring else "0"),
-            expiry,
-        ]
+        return put_commands(event, keyspace)
     if isinstance(event, ItemDeleted):
         keys = keyspace.store(event.log_id)
         stem = item_stem(event.namespace, event.key)
         return [
             ("DEL", keys.item(stem)),
-            (NAMESPACE_REMOVE, keys.items, stem, keys.namespaces, _joined(event.namespace), keys.expiring),
+            (NAMESPACE_REMOVE, keys.items, stem, keys.namespaces, _joined(tuple(event.namespace)), keys.expiring),
         ]
     if isinstance(event, StorePartitionErased):
         keys = keyspace.store(event.log_id)

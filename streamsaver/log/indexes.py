@@ -13,7 +13,7 @@ from typing import Any
 
 from streamsaver.errors import ConfigurationError, MissingModuleError
 from streamsaver.log.domain import Domain
-from streamsaver.log.keys import INDEX_SCHEMA_VERSION, Keyspace, ViewName
+from streamsaver.log.keys import INDEX_SCHEMA_VERSION, VIEW_SCHEMA_VERSIONS, Keyspace, ViewName
 from streamsaver.log.routing import Routed, Step, Topology, index_targets
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "field_args",
     "index_infos",
     "index_names",
+    "index_schema_version",
     "indexed_views",
     "list_indexes",
     "missing_index",
@@ -81,6 +82,11 @@ def field_args(field: Mapping[str, Any]) -> Command:
         raise ConfigurationError(f"index field {field!r} has a type or attribute setup cannot declare")
     flags: Command = [flag for name, flag in _FLAGS if attrs.get(name)]
     return [field["path"], "AS", field["name"], *_TYPE_ARGS[field["type"]], *flags]
+
+
+def index_schema_version(view: ViewName) -> int:
+    """The current index schema version of `view` (its index name carries it: ``idx:vN``)."""
+    return VIEW_SCHEMA_VERSIONS.get(view, INDEX_SCHEMA_VERSION)
 
 
 def indexed_views(domain: Domain, views: Sequence[ViewName]) -> list[ViewName]:
@@ -152,7 +158,7 @@ def index_names(replies: Sequence[Any]) -> list[set[str]]:
 def older_indexes(keyspace: Keyspace, views: Sequence[ViewName], existing: Sequence[set[str]]) -> list[str]:
     """The indexes of an older schema of `views` (on any primary), sorted: while one exists an
     upgrade is under way, and the new indexes cover documents written before them."""
-    older = tuple(keyspace.index(view, version=n) for view in views for n in range(1, INDEX_SCHEMA_VERSION))
+    older = tuple(keyspace.index(view, version=n) for view in views for n in range(1, index_schema_version(view)))
     return sorted(
         {name for names in existing for name in names for old in older if name == old or name.startswith(old + ":")}
     )

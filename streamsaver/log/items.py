@@ -65,7 +65,7 @@ def item_fields(event: Event) -> Fields:
         if event.expires_ms:
             fields[ITEM_EXPIRES] = b"%d" % event.expires_ms
         if event.vectors:
-            fields[ITEM_VECTORS] = orjson.dumps([list(vector) for vector in event.vectors])
+            fields[ITEM_VECTORS] = orjson.dumps(event.vectors)  # tuples: JSON lists, as a document's "e"
             embedding: dict[str, Any] = {"model": event.model, "dims": len(event.vectors[0])}
             if event.paths is not None:
                 embedding["paths"] = list(event.paths)

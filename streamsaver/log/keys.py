@@ -52,8 +52,8 @@ from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.log.codec import escape, unescape
 
 __all__ = [
-    "DEFAULT_PARTITIONS", "DEFAULT_PREFIX", "STORE_VIEW", "Keyspace", "StoreKeys", "ThreadKeys", "ViewName",
-    "checked_id", "item_stem", "nested_prefix", "projector_group",
+    "DEFAULT_PARTITIONS", "DEFAULT_PREFIX", "STORE_VIEW", "VIEW_SCHEMA_VERSIONS", "Keyspace", "StoreKeys",
+    "ThreadKeys", "ViewName", "checked_id", "item_stem", "nested_prefix", "projector_group",
 ]
 
 DEFAULT_PREFIX = "streamsaver"
@@ -137,6 +137,8 @@ class ThreadKeys:
 
 STORE_VIEW: ViewName = "items"
 """The store's view: its key family (``P:items:...``) and its field in the positions hash."""
+VIEW_SCHEMA_VERSIONS: dict[ViewName, int] = {STORE_VIEW: 5}
+"""Views whose index schema version is not `INDEX_SCHEMA_VERSION` (projectors/store.py FIELDS)."""
 
 
 @dataclass(frozen=True)
@@ -379,10 +381,11 @@ class Keyspace:
         """The keys of one thread."""
         return _thread_keys(self.prefix, self.partitions, thread_id)
 
-    def index(self, view: ViewName, tag: str = "", version: int = INDEX_SCHEMA_VERSION) -> str:
-        """The RediSearch index name of a view, versioned by its schema (an older `version`:
-        the name an earlier release gave it); on Redis Cluster one per primary, named with a
-        hash `tag` that primary owns (see `streamsaver.log.routing`)."""
+    def index(self, view: ViewName, tag: str = "", version: int | None = None) -> str:
+        """The RediSearch index name of a view, versioned by its schema (`VIEW_SCHEMA_VERSIONS`;
+        an older `version`: the name an earlier release gave it); on Redis Cluster one per
+        primary, named with a hash `tag` that primary owns (see `streamsaver.log.routing`)."""
+        version = VIEW_SCHEMA_VERSIONS.get(view, INDEX_SCHEMA_VERSION) if version is None else version
         name = f"{self.prefix}:{view}:idx:v{version}"
         return f"{name}:{tag}" if tag else name
 

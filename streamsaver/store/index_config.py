@@ -1,6 +1,6 @@
 """Whether the deployment's items index is the one a store's index config declares, without I/O.
 
-The items index has one name whatever the config (``P:items:idx:v4``), and setup creates it only
+The items index has one name whatever the config (``P:items:idx:v5``), and setup creates it only
 when it is missing: a store set up without vectors (or without ``text_fields``) and later with
 them would otherwise search an index that has no vector field, or the wrong one, and find
 nothing or fail per query. A store with an index config compares it at setup with the index's

@@ -29,7 +29,7 @@ __all__ = [
 Command = list[str | bytes | int]
 Condition = tuple[tuple[str, ...], str, Any]
 """A filter condition: the path of keys into the value, the operator and its operand."""
-_NOTHING = "@d:[-1 -1]"
+_NOTHING = "@u:[-1 -1]"
 """A query no item matches (an empty ``$in``)."""
 
 

@@ -19,7 +19,7 @@ from projectors.store import VIEW
 from projectors.store_domain import STORE
 from streamsaver import StreamStore
 from streamsaver.log.append import append_batch_call
-from streamsaver.log.events import ItemPut
+from streamsaver.log.events import ItemPut, RunContext
 from streamsaver.ops.replay import Replayer
 from streamsaver.store.put import put_call
 from tests.helpers import keys_of
@@ -119,6 +119,10 @@ def _scenario(client: Any, prefix: str) -> None:
     for store in stores:
         client.pexpireat(store.core.keyspace.store(log_id).log, deadline)
     _both(stores, ItemPut(log_id, ("users", "ada"), "j", {"text": "pear"}, now + 4, 0))
+    _same(client, stores)
+    # Every optional field of the entry: a kept deadline, a writer and a run (a re-embedding's shape).
+    _both(stores, ItemPut(log_id, ("users", "ada"), "j", {"text": "pear"}, now + 5, 60_000, (tuple(vector),), "m",
+                          None, deadline + 1, "agent", RunContext("t-1", "node:1", "r-1")))
     _same(client, stores)
     lone, batched = stores
     assert lone.get(("users", "ada"), "k") == batched.get(("users", "ada"), "k")

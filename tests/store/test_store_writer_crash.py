@@ -109,7 +109,7 @@ def test_store_writers_killed_at_random_instants_leave_every_item_whole_and_ever
         item = document["i"]
         texts = 1 + len(item["v"]["tags"])
         assert len(item.get("e", [])) == texts, f"seed {seed}: {key!r} holds {len(item.get('e', []))} vectors"
-    info = client.ft(f"{prefix}:items:idx:v4").info()
+    info = client.ft(f"{prefix}:items:idx:v5").info()
     assert int(info["num_docs"]) == len(documents), f"seed {seed}: the index lacks items"
     store = StreamStore(client, prefix=prefix, index=_index())
     for writer, batch in acknowledged:

@@ -3,8 +3,8 @@ under way (setup then waits for the new indexes' scans); nothing else does."""
 
 from __future__ import annotations
 
-from streamsaver.log.indexes import upgrading
-from streamsaver.log.keys import INDEX_SCHEMA_VERSION, Keyspace
+from streamsaver.log.indexes import index_schema_version, upgrading
+from streamsaver.log.keys import INDEX_SCHEMA_VERSION, STORE_VIEW, Keyspace
 
 OLDER, CURRENT = INDEX_SCHEMA_VERSION - 1, INDEX_SCHEMA_VERSION
 
@@ -27,3 +27,15 @@ def test_current_indexes_other_views_and_other_deployments_are_not() -> None:
     }
     assert not upgrading(keyspace, ["full"], [others])
     assert not upgrading(keyspace, ["full", "shallow"], [set()])
+
+
+def test_each_view_has_its_own_schema_version() -> None:
+    """The store's items index is at v5 while the checkpoint views stay at v4: a store v4 index
+    is an upgrade under way, a checkpoint v4 index is current."""
+    keyspace = Keyspace("app", 16)
+    assert index_schema_version(STORE_VIEW) == 5 and index_schema_version("full") == CURRENT
+    assert keyspace.index(STORE_VIEW) == "app:items:idx:v5"
+    assert keyspace.index("full") == f"app:full:idx:v{CURRENT}"
+    assert upgrading(keyspace, [STORE_VIEW], [{"app:items:idx:v4"}])
+    assert not upgrading(keyspace, [STORE_VIEW], [{"app:items:idx:v5", f"app:full:idx:v{CURRENT}"}])
+    assert not upgrading(keyspace, ["full", STORE_VIEW], [{f"app:full:idx:v{CURRENT}", "app:items:idx:v5"}])

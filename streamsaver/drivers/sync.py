@@ -24,6 +24,7 @@ from streamsaver.drivers.wire import (
     check_client,
     failed_reply,
     named_server_error,
+    not_run,
 )
 from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused, Wait
 from streamsaver.log.routing import Routed, Step
@@ -176,28 +177,36 @@ class SyncDriver:
         return send()
 
     def _sent(self, call: Call) -> list[Any]:
-        try:
-            try:
-                return self._once(call.steps, call.meanwhile)
-            except NoScriptError:  # a flushed or restarted server: the script ran nothing
-                log.info("NOSCRIPT (the server was flushed or restarted): reloading the scripts and sending again")
-                send_raw(self.redis, call.reload())
-                return self._once(call.steps, call.meanwhile)
-        except ResponseError as error:
+        replies = self._replies(call.steps, call.meanwhile)
+        error = failed_reply(replies)
+        if isinstance(error, NoScriptError):  # a flushed or restarted server: those scripts ran nothing
+            log.info("NOSCRIPT (the server was flushed or restarted): reloading the scripts and sending again")
+            send_raw(self.redis, call.reload())
+            again = not_run(call.steps, replies)
+            for n, reply in zip(again, self._replies([call.steps[n] for n in again], call.meanwhile), strict=True):
+                replies[n] = reply
+            error = failed_reply(replies)
+        if error is None:
+            return replies
+        if isinstance(error, ResponseError):
             raise refused(error) from None
+        raise error
 
-    def _once(self, steps: Sequence[Step], meanwhile: Callable[[], object] | None = None) -> list[Any]:
+    def _replies(self, steps: Sequence[Step], meanwhile: Callable[[], object] | None = None) -> list[Any]:
+        """The replies to `steps`, sent in one round trip; error replies in place."""
         lane = self.lane
         if lane is not None and lane.open():
             # A plain client's steps need no routing: a `Routed` step is its command.
-            replies = lane.send([step.command if isinstance(step, Routed) else step for step in steps], meanwhile)
-        elif len(steps) == 1:
-            return [execute(self.redis, steps[0])]
-        else:
-            replies = send_raw(self.redis, steps)
-        if (error := failed_reply(replies)) is not None:
-            raise error
-        return replies
+            return lane.send([step.command if isinstance(step, Routed) else step for step in steps], meanwhile)
+        if len(steps) == 1:
+            try:
+                return [execute(self.redis, steps[0])]
+            except ResponseError as error:
+                return [error]
+        try:
+            return send_raw(self.redis, steps)
+        except ResponseError as error:  # refused as a whole: nothing of it ran
+            return [error] * len(steps)
 
 
 def round_trip(

@@ -14,7 +14,15 @@ from typing import Any, TypeVar, cast
 from redis.exceptions import BusyLoadingError, NoScriptError, RedisError, ResponseError
 
 from streamsaver.drivers.alane import AsyncLane
-from streamsaver.drivers.cluster import enqueue, execute, initialize, is_cluster, node_name, refused
+from streamsaver.drivers.cluster import (
+    enqueue,
+    enqueue_everywhere,
+    execute,
+    initialize,
+    is_cluster,
+    node_name,
+    refused,
+)
 from streamsaver.drivers.wire import (
     LOADING_PAUSE_S,
     LOADING_RETRIES,
@@ -242,7 +250,9 @@ class AsyncDriver:
         """`replies` (to `call`, a NOSCRIPT among them) once the scripts are loaded again and
         the steps that did not run (`not_run`) are sent again."""
         log.info("NOSCRIPT (the server was flushed or restarted): reloading the scripts and sending again")
-        await self._send_raw(call.reload())
+        pipe = self.redis.pipeline(transaction=False)
+        enqueue_everywhere(pipe, self.redis, call.reload())  # every primary the client knows now
+        await pipe.execute(raise_on_error=False)
         again = not_run(call.steps, replies)
         for n, reply in zip(again, await self._replies([call.steps[n] for n in again]), strict=True):
             replies[n] = reply

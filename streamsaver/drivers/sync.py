@@ -15,7 +15,7 @@ from typing import Any, TypeVar, cast
 
 from redis.exceptions import BusyLoadingError, NoScriptError, RedisError, ResponseError
 
-from streamsaver.drivers.cluster import enqueue, execute, node_name, refused
+from streamsaver.drivers.cluster import enqueue, enqueue_everywhere, execute, node_name, refused
 from streamsaver.drivers.lane import Lane
 from streamsaver.drivers.wire import (
     LOADING_PAUSE_S,
@@ -30,7 +30,7 @@ from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused, 
 from streamsaver.log.routing import Routed, Step
 from streamsaver.scripts import ALL
 
-__all__ = ["SyncDriver", "in_thread", "round_trip", "send_raw"]
+__all__ = ["SyncDriver", "in_thread", "round_trip", "send_loads", "send_raw"]
 
 T = TypeVar("T")
 log = logging.getLogger("streamsaver.drivers")
@@ -58,6 +58,14 @@ def send_raw(client: Any, commands: Sequence[Step]) -> list[Any]:
     to, written to every node before any reply is read); errors come back as reply objects."""
     pipe = client.pipeline(transaction=False)
     enqueue(pipe, client, commands)
+    return list(pipe.execute(raise_on_error=False))
+
+
+def send_loads(client: Any, loads: Sequence[Step]) -> list[Any]:
+    """Send the script loads `loads` in one pipelined round trip, to every primary `client`
+    knows now on a cluster (`enqueue_everywhere`); errors come back as reply objects."""
+    pipe = client.pipeline(transaction=False)
+    enqueue_everywhere(pipe, client, loads)
     return list(pipe.execute(raise_on_error=False))
 
 
@@ -181,7 +189,7 @@ class SyncDriver:
         error = failed_reply(replies)
         if isinstance(error, NoScriptError):  # a flushed or restarted server: those scripts ran nothing
             log.info("NOSCRIPT (the server was flushed or restarted): reloading the scripts and sending again")
-            send_raw(self.redis, call.reload())
+            send_loads(self.redis, call.reload())
             again = not_run(call.steps, replies)
             for n, reply in zip(again, self._replies([call.steps[n] for n in again], call.meanwhile), strict=True):
                 replies[n] = reply

@@ -39,11 +39,13 @@ def grown_cluster() -> Iterator[tuple[EmbeddedCluster, EmbeddedRedis]]:
 
 
 def move(cluster: EmbeddedCluster, slot: int, to: EmbeddedRedis) -> None:
-    """Give `slot` with its keys to `to`, as ``redis-cli --cluster reshard`` does."""
+    """Give `slot` with its keys to `to` (the fourth node, or a primary of `cluster`), as
+    ``redis-cli --cluster reshard`` does."""
     nodes = {port: redis.Redis(port=port) for port in [to.port, *(node.port for node in cluster.nodes)]}
     try:
         ids = {port: client.execute_command("CLUSTER", "MYID").decode() for port, client in nodes.items()}
-        source = next(port for port, node in nodes.items() if node.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot))
+        slots = nodes[to.port].execute_command("CLUSTER", "SLOTS")
+        source = next(int(primary[1]) for start, end, primary, *_ in slots if start <= slot <= end)
         nodes[to.port].execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[source])
         nodes[source].execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to.port])
         while keys := nodes[source].execute_command("CLUSTER", "GETKEYSINSLOT", slot, 100):

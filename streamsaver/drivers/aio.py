@@ -249,7 +249,8 @@ class AsyncDriver:
     async def _reloaded(self, call: Call, replies: list[Any]) -> list[Any]:
         """`replies` (to `call`, a NOSCRIPT among them) once the scripts are loaded again and
         the steps that did not run (`not_run`) are sent again."""
-        log.info("NOSCRIPT (the server was flushed or restarted): reloading the scripts and sending again")
+        log.info("NOSCRIPT (a server was flushed or restarted, or joined the cluster): reloading the scripts and "
+                 "sending again what did not run")
         pipe = self.redis.pipeline(transaction=False)
         enqueue_everywhere(pipe, self.redis, call.reload())  # every primary the client knows now
         await pipe.execute(raise_on_error=False)

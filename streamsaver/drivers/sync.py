@@ -188,7 +188,8 @@ class SyncDriver:
         replies = self._replies(call.steps, call.meanwhile)
         error = failed_reply(replies)
         if isinstance(error, NoScriptError):  # a flushed or restarted server: those scripts ran nothing
-            log.info("NOSCRIPT (the server was flushed or restarted): reloading the scripts and sending again")
+            log.info("NOSCRIPT (a server was flushed or restarted, or joined the cluster): reloading the scripts and "
+                     "sending again what did not run")
             send_loads(self.redis, call.reload())
             again = not_run(call.steps, replies)
             for n, reply in zip(again, self._replies([call.steps[n] for n in again], call.meanwhile), strict=True):

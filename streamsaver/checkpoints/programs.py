@@ -243,7 +243,8 @@ def list_checkpoints(
     meanwhile = cached_reads.page_guess(core.entries, core.keys, core.serde, pager)
     while (request := pager.next_request()) is not None:
         # on a cluster, index queries (routed to each primary) ask for the slot map beside them
-        check = slot_map_check(core.topology) if not moved and any(isinstance(s, Routed) for s in request) else []
+        asks = core.topology is not None and not moved and any(isinstance(step, Routed) for step in request)
+        check = slot_map_check(core.topology) if asks else []
         call, meanwhile = Call([*request, *check], core.load_scripts, meanwhile), None
         try:
             replies = yield call

@@ -283,23 +283,19 @@ def retain(
 
 
 def delete_for_runs(core: SaverCore, run_ids: Sequence[str]) -> Program[None]:
-    """`delete_for_runs` (see `maintenance.delete_for_runs`). On Redis Cluster it first asks for
-    the slot map (one round trip) and sets up again when a primary joined since setup (its index
-    made and waited for, so its threads are found); when slots moved since setup, it sets up
+    """`delete_for_runs` (see `maintenance.delete_for_runs`). On Redis Cluster, when slots moved
+    or a primary joined since setup (its first index query asks for the slot map), it sets up
     again (waiting for the new indexes) and runs again: what the first run deleted is not found
     twice."""
     yield from ready(core)
-    check = slot_map_check(core.topology)
-    if check and (new := joined(core.topology, (yield Call(check, core.load_scripts)))):
-        log.warning("primaries joined the cluster since setup (%s): setting up again", ", ".join(new))
-        yield from set_up(core, wait_indexed=True)
     try:
         yield from core.runs_program(run_ids)
     except Refused as refused:
         if not core.moved(refused):
             raise
         log.warning(
-            "an index is gone, or slots moved since setup (%s): setting up again and deleting again", refused.error
+            "an index is gone, or slots moved or primaries joined since setup (%s): setting up again and deleting "
+            "again", refused.error
         )
         yield from set_up(core, wait_indexed=True)
         yield from core.runs_program(run_ids)

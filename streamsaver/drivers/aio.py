@@ -240,7 +240,7 @@ class AsyncDriver:
         return await send()
 
     async def _sent(self, call: Call) -> list[Any]:
-        replies = await self._replies(call.steps)
+        replies = await self._once(call.steps)
         error = failed_reply(replies)
         if isinstance(error, NoScriptError):  # a flushed or restarted server: those scripts ran nothing
             return await self._reloaded(call, replies)
@@ -255,7 +255,7 @@ class AsyncDriver:
         enqueue_everywhere(pipe, self.redis, call.reload())  # every primary the client knows now
         await pipe.execute(raise_on_error=False)
         again = not_run(call.steps, replies)
-        for n, reply in zip(again, await self._replies([call.steps[n] for n in again]), strict=True):
+        for n, reply in zip(again, await self._once([call.steps[n] for n in again]), strict=True):
             replies[n] = reply
         return self._checked(replies)
 
@@ -269,7 +269,7 @@ class AsyncDriver:
             raise refused(error) from None
         raise error
 
-    async def _replies(self, steps: Sequence[Step]) -> list[Any]:
+    async def _once(self, steps: Sequence[Step]) -> list[Any]:
         """The replies to `steps`, sent in one round trip; error replies in place."""
         lane = self.lane
         if lane is not None and lane.open():

@@ -185,14 +185,14 @@ class SyncDriver:
         return send()
 
     def _sent(self, call: Call) -> list[Any]:
-        replies = self._replies(call.steps, call.meanwhile)
+        replies = self._once(call.steps, call.meanwhile)
         error = failed_reply(replies)
         if isinstance(error, NoScriptError):  # a flushed or restarted server: those scripts ran nothing
             log.info("NOSCRIPT (a server was flushed or restarted, or joined the cluster): reloading the scripts and "
                      "sending again what did not run")
             send_loads(self.redis, call.reload())
             again = not_run(call.steps, replies)
-            for n, reply in zip(again, self._replies([call.steps[n] for n in again], call.meanwhile), strict=True):
+            for n, reply in zip(again, self._once([call.steps[n] for n in again], call.meanwhile), strict=True):
                 replies[n] = reply
             error = failed_reply(replies)
         if error is None:
@@ -201,7 +201,7 @@ class SyncDriver:
             raise refused(error) from None
         raise error
 
-    def _replies(self, steps: Sequence[Step], meanwhile: Callable[[], object] | None = None) -> list[Any]:
+    def _once(self, steps: Sequence[Step], meanwhile: Callable[[], object] | None = None) -> list[Any]:
         """The replies to `steps`, sent in one round trip; error replies in place."""
         lane = self.lane
         if lane is not None and lane.open():

@@ -356,7 +356,8 @@ class SaverCore:
         """`delete_for_runs` (see `maintenance.delete_for_runs`)."""
         view: ViewName = "full" if "full" in self.projections else self.projections[0]
         return maintenance.delete_for_runs(
-            self.keys, self.projections, run_ids, self.ttl_ms, self.index_targets(view), load=self.load_scripts
+            self.keys, self.projections, run_ids, self.ttl_ms, self.index_targets(view), load=self.load_scripts,
+            topology=self.topology,
         )
 
     @staticmethod

@@ -39,9 +39,10 @@ from streamsaver.log.bounds import log_bound
 from streamsaver.log.codec import tag, unescape
 from streamsaver.log.events import Event, RunsDeleted, ThreadCopied, ThreadPruned
 from streamsaver.log.keys import Keyspace, ViewName
+from streamsaver.log.new_primaries import joined, slot_map_check
 from streamsaver.log.program import Call, Program, Refused, Reload
 from streamsaver.log.rewrite import decode_log, read_log
-from streamsaver.log.routing import IndexTarget, Routed, Step
+from streamsaver.log.routing import IndexTarget, Routed, Step, Topology
 
 __all__ = ["ATTEMPTS", "STRATEGIES", "copy_thread", "delete_for_runs", "prune", "retain"]
 
@@ -265,14 +266,21 @@ def delete_for_runs(
     targets: Sequence[IndexTarget] = (),
     *,
     load: Reload,
+    topology: Topology | None = None,
 ) -> Program[None]:
     """Remove every checkpoint whose metadata ``run_id`` is one of `run_ids`, with its writes,
     from the logs and the views of every thread holding one (found through the index of the
     first projected view, the full view when it is kept; `targets` are that view's indexes,
     one per primary on Redis Cluster, by default the one index of a single server).
 
+    On Redis Cluster (`topology`, the slot map of setup) the first query also asks for the slot
+    map (`streamsaver.log.new_primaries`): when a primary joined since, its threads are under
+    no index asked, so it deletes nothing and raises `Refused` with ``moved`` (set up again and
+    run again, as when an index query finds the slots moved).
+
     Raises:
         InvalidInputError: a run id that is not a string (before any write).
+        Refused: on a cluster, a primary joined since setup (nothing deleted).
     """
     runs = list(dict.fromkeys(_many(run_ids, "run_ids")))
     if not all(isinstance(r, str) for r in runs):
@@ -282,8 +290,13 @@ def delete_for_runs(
     view: ViewName = "full" if "full" in views else views[0]
     indexes = tuple(targets) or (IndexTarget(keyspace.index(view)),)
     done: set[str] = set()
+    check = slot_map_check(topology)
     while True:
-        replies = yield Call(_threads_request(indexes, runs), load)
+        request = _threads_request(indexes, runs)
+        replies = yield Call([*request, *check], load)
+        if new := joined(topology, replies[len(request) :]):
+            raise Refused(ConfigurationError(f"primaries joined the cluster since setup: {', '.join(new)}"), True)
+        replies, check = replies[: len(request)], []
         threads = sorted({t for reply in replies for t in _threads(reply)} - done)
         if not threads:
             return

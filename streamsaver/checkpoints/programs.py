@@ -33,6 +33,7 @@ from streamsaver.checkpoints.ownership import WriteFence, check_request, claim_r
 from streamsaver.errors import ConfigurationError, WrongKeyTypeError
 from streamsaver.log import setup
 from streamsaver.log.keys import checked_id
+from streamsaver.log.new_primaries import joined, slot_map_check
 from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused
 from streamsaver.log.routing import Command, Routed
 
@@ -227,9 +228,11 @@ def list_checkpoints(
     limit: int | None,
 ) -> Program[None]:
     """`list`: emits each page's tuples as it is read (see `listing.ListPager`). When a query
-    finds its index gone (dropped or lost, or on a cluster slots moved since setup), it sets up
-    again, re-creating the index and waiting until it has indexed what is there, and goes on
-    below the last checkpoint it emitted, once.
+    finds its index gone (dropped or lost, or on a cluster slots moved since setup), or on a
+    cluster the slot map its queries ask in the same round trip names a primary setup did not
+    know (it joined since: `streamsaver.log.new_primaries`), it sets up again, making the
+    index where it is missing and waiting until it has indexed what is there, and goes on below
+    the last checkpoint it emitted, once.
 
     Raises:
         IndexMissingError: the index is gone and the user may not create it.
@@ -239,20 +242,24 @@ def list_checkpoints(
     pager, moved = core.list_pager(config, filter, before, limit), False
     meanwhile = cached_reads.page_guess(core.entries, core.keys, core.serde, pager)
     while (request := pager.next_request()) is not None:
-        call, meanwhile = Call(request, core.load_scripts, meanwhile), None
+        # on a cluster, index queries (routed to each primary) ask for the slot map beside them
+        asks = core.topology is not None and not moved and any(isinstance(step, Routed) for step in request)
+        check = slot_map_check(core.topology) if asks else []
+        call, meanwhile = Call([*request, *check], core.load_scripts, meanwhile), None
         try:
             replies = yield call
+            if moved or not (new := joined(core.topology, replies[len(request) :])):
+                yield Emit(pager.feed(replies[: len(request)]))
+                continue
+            why = f"primaries joined the cluster since setup: {', '.join(new)}"
         except Refused as refused:
             if moved or not core.moved(refused):
                 raise
-            moved = True
-            log.warning(
-                "an index is gone, or slots moved since setup (%s): setting up again before listing on", refused.error
-            )
-            yield from set_up(core, wait_indexed=True)
-            pager = pager.resumed(core.index_targets(core.view))
-            continue
-        yield Emit(pager.feed(replies))
+            why = f"an index is gone, or slots moved since setup: {refused.error}"
+        moved = True
+        log.warning("%s: setting up again before listing on", why)
+        yield from set_up(core, wait_indexed=True)
+        pager = pager.resumed(core.index_targets(core.view))
 
 
 def copy_thread(core: SaverCore, source: str, target: str, until: str | datetime | None) -> Program[None]:
@@ -277,8 +284,9 @@ def retain(
 
 def delete_for_runs(core: SaverCore, run_ids: Sequence[str]) -> Program[None]:
     """`delete_for_runs` (see `maintenance.delete_for_runs`). On Redis Cluster, when slots moved
-    since setup, it sets up again (waiting for the new indexes) and runs again: what the first
-    run deleted is not found twice."""
+    or a primary joined since setup (its first index query asks for the slot map), it sets up
+    again (waiting for the new indexes) and runs again: what the first run deleted is not found
+    twice."""
     yield from ready(core)
     try:
         yield from core.runs_program(run_ids)
@@ -286,7 +294,8 @@ def delete_for_runs(core: SaverCore, run_ids: Sequence[str]) -> Program[None]:
         if not core.moved(refused):
             raise
         log.warning(
-            "an index is gone, or slots moved since setup (%s): setting up again and deleting again", refused.error
+            "an index is gone, or slots moved or primaries joined since setup (%s): setting up again and deleting "
+            "again", refused.error
         )
         yield from set_up(core, wait_indexed=True)
         yield from core.runs_program(run_ids)

@@ -14,7 +14,15 @@ from typing import Any, TypeVar, cast
 from redis.exceptions import BusyLoadingError, NoScriptError, RedisError, ResponseError
 
 from streamsaver.drivers.alane import AsyncLane
-from streamsaver.drivers.cluster import enqueue, execute, initialize, is_cluster, node_name, refused
+from streamsaver.drivers.cluster import (
+    enqueue,
+    enqueue_everywhere,
+    execute,
+    initialize,
+    is_cluster,
+    node_name,
+    refused,
+)
 from streamsaver.drivers.wire import (
     LOADING_PAUSE_S,
     LOADING_RETRIES,
@@ -22,6 +30,7 @@ from streamsaver.drivers.wire import (
     check_client,
     failed_reply,
     named_server_error,
+    not_run,
 )
 from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused, Wait
 from streamsaver.log.routing import Routed, Step
@@ -181,6 +190,7 @@ class AsyncDriver:
             await slots.acquire()
         try:
             steps, lane = call.steps, self.lane
+            replies: list[Any] = []
             try:
                 if lane is not None and lane.open():
                     # A plain client's steps need no routing: a `Routed` step is its command.
@@ -197,20 +207,21 @@ class AsyncDriver:
                     raise error
                 return replies
             except (BusyLoadingError, ResponseError) as error:
-                return await self._again(call, error)
+                return await self._again(call, error, replies or [error] * len(steps))
         finally:
             if slots is not None:
                 slots.release()
 
-    async def _again(self, call: Call, error: BusyLoadingError | ResponseError) -> list[Any]:
-        """After a first attempt failed with `error`: send again once the scripts are reloaded
-        (NOSCRIPT) or the server has loaded its data (LOADING, `LOADING_RETRIES` times at most);
-        any other refusal is the program's to handle."""
+    async def _again(self, call: Call, error: BusyLoadingError | ResponseError, replies: list[Any]) -> list[Any]:
+        """After a first attempt failed with `error` (`replies`: its replies, error replies in
+        place): send again once the scripts are reloaded (NOSCRIPT: the steps that did not run)
+        or the server has loaded its data (LOADING, `LOADING_RETRIES` times at most); any other
+        refusal is the program's to handle."""
         if not isinstance(error, BusyLoadingError):
             if not isinstance(error, NoScriptError):
                 raise refused(error) from None
             try:
-                return await self._reloaded(call)
+                return await self._reloaded(call, replies)
             except BusyLoadingError:  # a restarting server reading its data: it ran nothing
                 pass
         return await self._after_loading(lambda: self._sent(call))
@@ -229,34 +240,51 @@ class AsyncDriver:
         return await send()
 
     async def _sent(self, call: Call) -> list[Any]:
-        try:
-            return await self._once(call.steps)
-        except NoScriptError:  # a flushed or restarted server: the script ran nothing
-            return await self._reloaded(call)
-        except ResponseError as error:
-            raise refused(error) from None
+        replies = await self._once(call.steps)
+        error = failed_reply(replies)
+        if isinstance(error, NoScriptError):  # a flushed or restarted server: those scripts ran nothing
+            return await self._reloaded(call, replies)
+        return self._checked(replies)
 
-    async def _reloaded(self, call: Call) -> list[Any]:
-        log.info("NOSCRIPT (the server was flushed or restarted): reloading the scripts and sending again")
-        try:
-            await self._send_raw(call.reload())
-            return await self._once(call.steps)
-        except ResponseError as error:  # NOSCRIPT again, or a refusal
+    async def _reloaded(self, call: Call, replies: list[Any]) -> list[Any]:
+        """`replies` (to `call`, a NOSCRIPT among them) once the scripts are loaded again and
+        the steps that did not run (`not_run`) are sent again."""
+        log.info("NOSCRIPT (a server was flushed or restarted, or joined the cluster): reloading the scripts and "
+                 "sending again what did not run")
+        pipe = self.redis.pipeline(transaction=False)
+        enqueue_everywhere(pipe, self.redis, call.reload())  # every primary the client knows now
+        await pipe.execute(raise_on_error=False)
+        again = not_run(call.steps, replies)
+        for n, reply in zip(again, await self._once([call.steps[n] for n in again]), strict=True):
+            replies[n] = reply
+        return self._checked(replies)
+
+    @staticmethod
+    def _checked(replies: list[Any]) -> list[Any]:
+        """`replies`, or the first error among them raised (a refusal as `Refused`)."""
+        error = failed_reply(replies)
+        if error is None:
+            return replies
+        if isinstance(error, ResponseError):  # NOSCRIPT again, or a refusal
             raise refused(error) from None
+        raise error
 
     async def _once(self, steps: Sequence[Step]) -> list[Any]:
+        """The replies to `steps`, sent in one round trip; error replies in place."""
         lane = self.lane
         if lane is not None and lane.open():
-            replies = await lane.send([step.command if isinstance(step, Routed) else step for step in steps])
-        else:
-            if lane is not None:
-                await lane.release_idle()
-            if len(steps) == 1:
+            return await lane.send([step.command if isinstance(step, Routed) else step for step in steps])
+        if lane is not None:
+            await lane.release_idle()
+        if len(steps) == 1:
+            try:
                 return [await execute(self.redis, steps[0])]
-            replies = await self._send_raw(steps)
-        if (error := failed_reply(replies)) is not None:
-            raise error
-        return replies
+            except ResponseError as error:
+                return [error]
+        try:
+            return await self._send_raw(steps)
+        except ResponseError as error:  # refused as a whole: nothing of it ran
+            return [error] * len(steps)
 
     def blocking_stream(self, program: Program[Any]) -> Iterator[Any]:
         """The items `program` emits, run on the driver's loop from another thread (as `blocking`)."""

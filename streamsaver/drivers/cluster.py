@@ -5,7 +5,9 @@ command by its keys; every command of a thread names keys with the thread's part
 appends, reads and log rewrites go to the one primary that owns the partition's slot, unchanged.
 What has no key, or must reach every primary, is a `Routed` step here:
 
-* ``SCRIPT LOAD`` and ``FT._LIST`` go to every primary (`Topology.on_every_node`);
+* ``SCRIPT LOAD`` and ``FT._LIST`` go to every primary (`Topology.on_every_node`); a driver's
+  reload after ``NOSCRIPT`` goes to every primary the client knows now (`enqueue_everywhere`),
+  which includes one that joined the cluster after the slot map was read;
 * each primary holds its own RediSearch indexes (an index covers only its node's keys), and in
   cluster mode RediSearch answers ``MOVED`` for an index name whose slot is another node's: so
   on a cluster a view's index is one index per primary, named with a hash tag that primary owns
@@ -21,7 +23,10 @@ What has no key, or must reach every primary, is a `Routed` step here:
 The slot map is read once with ``CLUSTER SLOTS`` by `setup()` (`Topology.from_slots`). A listing
 whose query finds that slots moved (`index_moved`) runs `setup()` again, which reads the map
 again, creates the indexes it names and waits until they have indexed the documents already on
-their nodes, and the listing goes on from the last checkpoint it returned.
+their nodes, and the listing goes on from the last checkpoint it returned. A primary that joined
+the cluster does not make a query fail, it holds documents under no index: a listing asks
+``CLUSTER SLOTS`` beside its queries and sets up again when it names one
+(`streamsaver.log.new_primaries`).
 
 `Routed` steps on a plain ``redis.Redis`` are plain commands, so the core emits them whatever
 the client is; the shells place steps with `enqueue` / `execute`.
@@ -50,6 +55,7 @@ __all__ = [
     "cluster_enabled",
     "connect",
     "enqueue",
+    "enqueue_everywhere",
     "execute",
     "index_moved",
     "initialize",
@@ -108,6 +114,23 @@ def enqueue(pipe: Any, client: Any, steps: Sequence[Step]) -> None:
     for step in steps:
         command, options = route(client, step)
         pipe.execute_command(*command, **options)
+
+
+def enqueue_everywhere(pipe: Any, client: Any, steps: Sequence[Step]) -> None:
+    """Queue the commands of `steps` (``SCRIPT LOAD``s, each a `Routed` step per primary of a
+    slot map) once on every primary `client` knows now, on a pipeline of `client`; on a plain
+    client, each command once.
+
+    A driver's reload after ``NOSCRIPT`` goes there rather than where the steps say: the slot
+    map the steps were made from may be older than the client's, which learns of a primary that
+    joined the cluster when a command is redirected to it (``MOVED``), as the refused call was.
+    """
+    commands = list({repr(command): command for command in (
+        step.command if isinstance(step, Routed) else step for step in steps)}.values())
+    nodes = client.get_primaries() if is_cluster(client) else [None]
+    for node in nodes:
+        for command in commands:
+            pipe.execute_command(*command, **({} if node is None else {"target_nodes": node}))
 
 
 def node_name(client: Any, key: str) -> str | None:

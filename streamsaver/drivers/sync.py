@@ -15,7 +15,7 @@ from typing import Any, TypeVar, cast
 
 from redis.exceptions import BusyLoadingError, NoScriptError, RedisError, ResponseError
 
-from streamsaver.drivers.cluster import enqueue, execute, node_name, refused
+from streamsaver.drivers.cluster import enqueue, enqueue_everywhere, execute, node_name, refused
 from streamsaver.drivers.lane import Lane
 from streamsaver.drivers.wire import (
     LOADING_PAUSE_S,
@@ -24,12 +24,13 @@ from streamsaver.drivers.wire import (
     check_client,
     failed_reply,
     named_server_error,
+    not_run,
 )
 from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused, Wait
 from streamsaver.log.routing import Routed, Step
 from streamsaver.scripts import ALL
 
-__all__ = ["SyncDriver", "in_thread", "round_trip", "send_raw"]
+__all__ = ["SyncDriver", "in_thread", "round_trip", "send_loads", "send_raw"]
 
 T = TypeVar("T")
 log = logging.getLogger("streamsaver.drivers")
@@ -57,6 +58,14 @@ def send_raw(client: Any, commands: Sequence[Step]) -> list[Any]:
     to, written to every node before any reply is read); errors come back as reply objects."""
     pipe = client.pipeline(transaction=False)
     enqueue(pipe, client, commands)
+    return list(pipe.execute(raise_on_error=False))
+
+
+def send_loads(client: Any, loads: Sequence[Step]) -> list[Any]:
+    """Send the script loads `loads` in one pipelined round trip, to every primary `client`
+    knows now on a cluster (`enqueue_everywhere`); errors come back as reply objects."""
+    pipe = client.pipeline(transaction=False)
+    enqueue_everywhere(pipe, client, loads)
     return list(pipe.execute(raise_on_error=False))
 
 
@@ -176,28 +185,37 @@ class SyncDriver:
         return send()
 
     def _sent(self, call: Call) -> list[Any]:
-        try:
-            try:
-                return self._once(call.steps, call.meanwhile)
-            except NoScriptError:  # a flushed or restarted server: the script ran nothing
-                log.info("NOSCRIPT (the server was flushed or restarted): reloading the scripts and sending again")
-                send_raw(self.redis, call.reload())
-                return self._once(call.steps, call.meanwhile)
-        except ResponseError as error:
+        replies = self._once(call.steps, call.meanwhile)
+        error = failed_reply(replies)
+        if isinstance(error, NoScriptError):  # a flushed or restarted server: those scripts ran nothing
+            log.info("NOSCRIPT (a server was flushed or restarted, or joined the cluster): reloading the scripts and "
+                     "sending again what did not run")
+            send_loads(self.redis, call.reload())
+            again = not_run(call.steps, replies)
+            for n, reply in zip(again, self._once([call.steps[n] for n in again], call.meanwhile), strict=True):
+                replies[n] = reply
+            error = failed_reply(replies)
+        if error is None:
+            return replies
+        if isinstance(error, ResponseError):
             raise refused(error) from None
+        raise error
 
     def _once(self, steps: Sequence[Step], meanwhile: Callable[[], object] | None = None) -> list[Any]:
+        """The replies to `steps`, sent in one round trip; error replies in place."""
         lane = self.lane
         if lane is not None and lane.open():
             # A plain client's steps need no routing: a `Routed` step is its command.
-            replies = lane.send([step.command if isinstance(step, Routed) else step for step in steps], meanwhile)
-        elif len(steps) == 1:
-            return [execute(self.redis, steps[0])]
-        else:
-            replies = send_raw(self.redis, steps)
-        if (error := failed_reply(replies)) is not None:
-            raise error
-        return replies
+            return lane.send([step.command if isinstance(step, Routed) else step for step in steps], meanwhile)
+        if len(steps) == 1:
+            try:
+                return [execute(self.redis, steps[0])]
+            except ResponseError as error:
+                return [error]
+        try:
+            return send_raw(self.redis, steps)
+        except ResponseError as error:  # refused as a whole: nothing of it ran
+            return [error] * len(steps)
 
 
 def round_trip(

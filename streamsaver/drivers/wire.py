@@ -15,6 +15,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 from streamsaver.errors import ConfigurationError, ServerTimeoutError, ServerUnavailableError
+from streamsaver.log.routing import Routed, Step
 
 __all__ = [
     "CONNECTION_RETRIES",
@@ -29,6 +30,7 @@ __all__ = [
     "enqueue",
     "failed_reply",
     "named_server_error",
+    "not_run",
     "retry_backoff",
 ]
 
@@ -49,6 +51,26 @@ def failed_reply(replies: Sequence[Any]) -> Exception | None:
     """The first error among pipelined replies, NOSCRIPT first (it means: load and resend)."""
     errors = [r for r in replies if isinstance(r, Exception)]
     return next((e for e in errors if isinstance(e, NoScriptError)), errors[0] if errors else None)
+
+
+_SCRIPT_CALLS = frozenset({"EVALSHA", "EVALSHA_RO", "EVAL", "EVAL_RO", "FCALL", "FCALL_RO"})
+
+
+def not_run(steps: Sequence[Step], replies: Sequence[Any]) -> list[int]:
+    """The positions of `steps` to send again once the scripts are loaded again after a
+    ``NOSCRIPT`` (`streamsaver.log.program.Call`): the script calls refused with ``NOSCRIPT``
+    (they ran nothing), and every command that is not a script call (a read, a durability
+    wait, ``TIME``: harmless to repeat, and sent again they see the writes sent again). A script
+    call with any other reply ran (on a cluster, on a primary that had its scripts; on one
+    server, a script the server still held) and is not sent again: an append would be logged
+    twice."""
+    again = []
+    for n, (step, reply) in enumerate(zip(steps, replies, strict=True)):
+        head = (step.command if isinstance(step, Routed) else step)[0]
+        name = head.decode() if isinstance(head, bytes) else str(head)
+        if isinstance(reply, NoScriptError) or name.upper() not in _SCRIPT_CALLS:
+            again.append(n)
+    return again
 
 
 def enqueue(pipe: Any, commands: Sequence[Command]) -> None:

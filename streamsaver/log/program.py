@@ -7,8 +7,8 @@ are written once. The steps:
 
 * a ``list`` of `streamsaver.log.routing.Step`: one pipelined round trip; the replies come back
   with error replies as exception objects (errors returned as values), scripts not reloaded;
-* `Call`: one round trip (with the scripts loaded again and the call resent when the server has
-  forgotten them: a refused script ran nothing); an error reply is raised into the program as
+* `Call`: one round trip (with the scripts loaded again and the steps that did not run sent
+  again when a server has forgotten them: a refused script ran nothing); an error reply is raised into the program as
   `Refused`, and a `Refused` the program lets out is raised by the driver as the error itself;
 * `Wait`: a pause, cut short when the driver is stopped;
 * `Owner`: the name of the node that owns a key now (None on one server);
@@ -43,7 +43,11 @@ Reload = Callable[[], Sequence[Step]]
 class Call:
     """Send `steps` in one round trip; the replies, or `Refused` raised into the program.
 
-    On ``NOSCRIPT`` the driver sends what `reload` makes, then `steps` again, once.
+    On ``NOSCRIPT`` the driver sends what `reload` makes, then again, once, the script calls
+    refused with ``NOSCRIPT`` and every step that is not a script call
+    (`streamsaver.drivers.wire.not_run`): a script call that ran (on a cluster, on another
+    primary) is not sent twice. So the steps that are not script calls must be harmless to
+    repeat (reads, durability waits, ``TIME``).
 
     `meanwhile`: work a driver may run once `steps` are sent, before it reads the replies (the
     read cache decodes the values it expects while the server answers); it must not raise, and

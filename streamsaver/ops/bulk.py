@@ -19,7 +19,7 @@ from redis.cluster import RedisCluster
 from redis.exceptions import NoScriptError, ResponseError
 
 from streamsaver.drivers.cluster import by_node, primaries
-from streamsaver.drivers.wire import Command, failed_reply
+from streamsaver.drivers.wire import Command, failed_reply, not_run
 from streamsaver.scripts import LOAD_SCRIPTS
 
 __all__ = ["bulk_round_trip"]
@@ -67,7 +67,7 @@ def _load_scripts(client: Redis | RedisCluster) -> None:
 def bulk_round_trip(client: Redis | RedisCluster, commands: Sequence[Command]) -> list[Any]:
     """Send `commands` in one round trip (per primary they touch, on a cluster) and return
     their raw replies; on NOSCRIPT (a flushed or restarted server) load the scripts and send
-    again (callers send idempotent commands).
+    again what did not run (`streamsaver.drivers.wire.not_run`; callers send idempotent commands).
 
     Raises:
         RedisError: the first error among the replies, or a connection error.
@@ -75,7 +75,9 @@ def bulk_round_trip(client: Redis | RedisCluster, commands: Sequence[Command]) -
     replies = _send_routed(client, commands)
     if any(isinstance(reply, NoScriptError) for reply in replies):
         _load_scripts(client)
-        replies = _send_routed(client, commands)
+        again = not_run(commands, replies)
+        for n, reply in zip(again, _send_routed(client, [commands[n] for n in again]), strict=True):
+            replies[n] = reply
     if (error := failed_reply(replies)) is not None:
         raise error
     return replies

@@ -15,12 +15,14 @@ from typing import Any, Literal
 
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import MovedError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from projectors.domain import CHECKPOINTS
+from streamsaver.drivers.cluster import is_cluster
 from streamsaver.log.deployment import keyspace_of
 from streamsaver.log.keys import INDEX_SCHEMA_VERSION, Keyspace
+from streamsaver.ops.stale_indexes import stale_indexes
 
 __all__ = ["SEVERITIES", "Finding", "diagnose", "worst"]
 
@@ -105,7 +107,10 @@ def _indexes(r: Any, prefix: str) -> Iterator[Finding]:
         yield Finding("indexes", "warning", "no index: no saver has run setup() under this prefix")
     for name, view in ours:
         version = int(m[1]) if (m := re.search(r":idx:v(\d+)", name)) else 0
-        info = _pairs(r.execute_command("FT.INFO", name))
+        try:
+            info = _pairs(r.execute_command("FT.INFO", name))
+        except MovedError:  # named for a slot this primary gave away: see `_stale_indexes`
+            continue
         indexing, docs = int(info.get("indexing", 0)), _text(info.get("num_docs", "?"))
         state = f"{name} (view {view}, schema v{version}): {docs} documents"
         if version < INDEX_SCHEMA_VERSION:
@@ -147,6 +152,18 @@ def _deployment(r: Any, prefix: str) -> Iterator[Finding]:
                   f"{dead} dead letters (streamsaver dead-letters list --group G)" if dead else "none")
 
 
+def _stale_indexes(r: Any, prefix: str) -> Iterator[Finding]:
+    if not is_cluster(r):  # one server: one index per view, named for no slot
+        return
+    stale = stale_indexes(r, prefix)
+    for index in stale:
+        yield Finding("stale indexes", "warning", f"{index.name} on {index.node}: left behind by a slot move, it "
+                      "indexes that primary's documents a second time; streamsaver drop-stale-indexes drops it "
+                      f"({index.remedy()})")
+    if not stale:
+        yield Finding("stale indexes", "ok", "none")
+
+
 def _other_deployments(r: Any, prefix: str) -> Iterator[Finding]:
     others = sorted({_text(k).removesuffix(":meta") for k in r.scan_iter(match="*:meta", count=1000, _type="hash")}
                     - {prefix})
@@ -171,22 +188,36 @@ def _words(value: Any) -> str:
 CHECKS: tuple[tuple[str, Callable[[Any, str], Iterator[Finding]]], ...] = (
     ("server", _server), ("eviction", _memory), ("aof", _persistence), ("replicas", _replicas),
     ("indexes", _indexes), ("partitions", _deployment), ("other deployments", _other_deployments),
-    ("acl", _acl),
+    ("acl", _acl), ("stale indexes", _stale_indexes),
 )
+ON_EVERY_PRIMARY = {"server", "eviction", "aof", "replicas", "indexes", "acl"}
+"""The checks that read one server: on Redis Cluster they run on each primary (a finding names it)."""
+
+
+def _where(client: Any, name: str) -> list[tuple[str, Any]]:
+    """The (primary, client) pairs check `name` runs on: each primary of a cluster for the checks
+    of one server, else the client itself (no primary named)."""
+    if name in ON_EVERY_PRIMARY and is_cluster(client):
+        return [(node.name, node.redis_connection) for node in client.get_primaries()]
+    return [("", client)]
 
 
 def diagnose(client: Redis, prefix: str) -> list[Finding]:
-    """Every check's findings on the server of `client` and the deployment under `prefix`.
+    """Every check's findings on the server of `client` (on Redis Cluster, on each primary: the
+    indexes left behind by slot moves too, `streamsaver.ops.stale_indexes`) and the deployment
+    under `prefix`.
 
     A check the server refuses (no permission, an unknown command) becomes a warning naming
     the refusal, so one missing right does not hide the other findings. A connection error
     propagates (nothing else can be checked)."""
     findings: list[Finding] = []
     for name, check in CHECKS:
-        try:
-            findings.extend(check(client, prefix))
-        except (RedisConnectionError, RedisTimeoutError):
-            raise
-        except RedisError as exc:
-            findings.append(Finding(name, "warning", f"could not check: {exc}"))
+        for node, target in _where(client, name):
+            on = f"{node}: " if node else ""
+            try:
+                findings.extend(Finding(f.check, f.severity, on + f.detail) for f in check(target, prefix))
+            except (RedisConnectionError, RedisTimeoutError):
+                raise
+            except RedisError as exc:
+                findings.append(Finding(name, "warning", f"{on}could not check: {exc}"))
     return findings

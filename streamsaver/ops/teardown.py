@@ -11,7 +11,9 @@ and named in the plan. Loaded Lua scripts are shared by every deployment of the 
 are addressed by their SHA), so they are left.
 
 `plan_drop` only reads; `drop` removes what a plan names (the indexes first, so deleting the
-documents costs no index updates, then the keys, ``UNLINK`` a page at a time). Writers still
+documents costs no index updates, then the keys, ``UNLINK`` a page at a time); on a cluster an
+index a slot move left behind is dropped as `streamsaver.ops.stale_indexes` drops it (one named
+for a slot its primary gave away answers ``MOVED`` to a plain ``FT.DROPINDEX``). Writers still
 running meanwhile would recreate keys: stop the application first.
 """
 
@@ -25,6 +27,7 @@ from redis import Redis
 from streamsaver.drivers.cluster import is_cluster
 from streamsaver.log.keys import KEY_KINDS, Keyspace
 from streamsaver.ops.shadow import SHADOW
+from streamsaver.ops.stale_indexes import drop_stale_indexes, stale_indexes
 
 __all__ = ["DropPlan", "drop", "plan_drop"]
 
@@ -103,8 +106,10 @@ def drop(client: Redis, plan: DropPlan) -> int:
         How many keys were removed (keys gone meanwhile, e.g. expired, are not counted).
     """
     any_client: Any = client
+    stale = set(drop_stale_indexes(client, stale_indexes(client, plan.prefix))) if plan.indexes else set()
     for name, node in plan.indexes:
-        any_client.execute_command("FT.DROPINDEX", name, **({"target_nodes": node} if node else {}))
+        if name not in stale:
+            any_client.execute_command("FT.DROPINDEX", name, **({"target_nodes": node} if node else {}))
     removed = 0
     for start in range(0, len(plan.keys), PAGE):
         pipe = any_client.pipeline(transaction=False)

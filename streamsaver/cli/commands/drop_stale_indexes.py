@@ -1,0 +1,57 @@
+"""``streamsaver drop-stale-indexes``: drop the indexes slot moves left behind on a Redis Cluster
+(`streamsaver.ops.stale_indexes`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from streamsaver.cli.commands._shared import emit_json, open_client
+
+__all__ = ["register"]
+
+DESCRIPTION = """\
+On Redis Cluster each view's index (the checkpoint views' and the store's items index) is one per
+primary, named with a hash tag that primary owns. When the slot of such a tag moves (resharding,
+a primary that joins), the next setup() makes each primary's index under its new tag and the old
+ones stay, indexing that primary's documents a second time (doctor warns: "stale indexes").
+This drops them (FT.DROPINDEX without DD: the documents stay; no process on the current slot
+map asks them, and one on the old map sets up again). The giving primary's old index is named
+for a slot it no longer owns, and RediSearch answers MOVED to any command naming it: it is
+dropped on one connection to that primary between CLUSTER SETSLOT <slot> IMPORTING <owner> and
+CLUSTER SETSLOT <slot> STABLE, after ASKING (the slot's owner does not change). Refused (exit 1)
+while a slot is migrating on that primary. Needs a user allowed CLUSTER SETSLOT and
+FT.DROPINDEX: the operator who reshards the cluster (the deployment's admin user has no
+CLUSTER SETSLOT, docs/security.md). Run setup first (the indexes of the current slot map must
+exist). --dry-run lists them only. On one server there is nothing to drop.
+"""
+
+
+def _run(args: argparse.Namespace) -> int:
+    from streamsaver.ops.stale_indexes import drop_stale_indexes, stale_indexes
+
+    with open_client(args) as client:
+        stale = stale_indexes(client, args.prefix)
+        dropped = [] if args.dry_run else drop_stale_indexes(client, stale)
+    if args.json:
+        emit_json({"stale": [{"node": s.node, "name": s.name, "slot": s.slot, "owner": s.owner} for s in stale],
+                   "dropped": dropped})
+        return 0
+    for index in stale:
+        done = "dropped" if index.name in dropped else "would drop" if args.dry_run else "gone meanwhile"
+        print(f"{done}: {index.name} on {index.node}")
+    if not stale:
+        print(f"no stale index under the prefix {args.prefix!r}")
+    return 0
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    """Add ``drop-stale-indexes``."""
+    parser = commands.add_parser(
+        "drop-stale-indexes",
+        parents=[common],
+        help="Redis Cluster: drop the indexes slot moves left behind (each indexes a primary twice)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--dry-run", action="store_true", help="list the stale indexes, drop nothing")
+    parser.set_defaults(handler=_run)

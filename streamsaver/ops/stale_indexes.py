@@ -1,0 +1,150 @@
+"""The indexes a slot move left behind on a Redis Cluster, found and dropped.
+
+On a cluster a view's index is one per primary, named with the first hash tag ``{iK}`` whose slot
+that primary owns and the primary's id (`streamsaver.log.routing.index_targets`). When the slot
+of such a tag moves (resharding, a primary that joins), the next `setup()` makes each primary's
+index under its new tag, and the old ones stay: each indexes its node's documents a second time
+(memory, and the write cost of every document). Nothing asks them any more (a process on the old
+slot map finds no index of the name it asks and sets up again), so they can go: `FT.DROPINDEX`
+without ``DD``, which leaves the documents.
+
+The receiving primary's old index is named for a slot it still owns: dropped as usual. The giving
+primary's is named for a slot it gave away, and RediSearch answers ``MOVED`` to any command naming
+it, ``FT.DROPINDEX`` included. It is dropped on one connection to that primary between
+``CLUSTER SETSLOT <slot> IMPORTING <owner>`` and ``CLUSTER SETSLOT <slot> STABLE``, after
+``ASKING`` (a primary importing a slot serves a command for it after ``ASKING``): the slot's owner
+does not change, and only a client that ``ASKING`` itself could be served there meanwhile (no
+primary is migrating that slot: `drop_stale_indexes` refuses while any slot moves).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from projectors.domain import CHECKPOINTS
+from projectors.store_domain import STORE
+from streamsaver.drivers.cluster import is_cluster
+from streamsaver.errors import ConcurrentChangeError
+from streamsaver.log.keys import INDEX_SCHEMA_VERSION, Keyspace
+from streamsaver.log.routing import Topology, index_targets, key_slot
+
+__all__ = ["StaleIndex", "drop_stale_indexes", "stale_indexes"]
+
+
+@dataclass(frozen=True)
+class StaleIndex:
+    """An index of the deployment no process on the current slot map asks.
+
+    Attributes:
+        node: the primary holding it (``host:port``).
+        name: its name.
+        slot: the slot of the hash tag in its name.
+        owner: the primary that owns that slot now (``host:port``).
+        owner_id: that primary's node id.
+    """
+
+    node: str
+    name: str
+    slot: int
+    owner: str
+    owner_id: str
+
+    @property
+    def named_elsewhere(self) -> bool:
+        """Whether its name's slot is another primary's (RediSearch answers ``MOVED`` for it)."""
+        return self.owner != self.node
+
+    def remedy(self) -> str:
+        """What drops it, spelt as commands (`drop_stale_indexes` sends them)."""
+        if not self.named_elsewhere:
+            return f"FT.DROPINDEX {self.name} on {self.node}"
+        return (f"on one connection to {self.node}: CLUSTER SETSLOT {self.slot} IMPORTING {self.owner_id}; ASKING; "
+                f"FT.DROPINDEX {self.name}; CLUSTER SETSLOT {self.slot} STABLE")
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else str(value)
+
+
+def _expected(keyspace: Keyspace, topology: Topology) -> dict[str, set[str]]:
+    """Per primary (``host:port``), the names of the indexes setup makes there now."""
+    expected: dict[str, set[str]] = {shard.node: set() for shard in topology.shards}
+    for view in (*CHECKPOINTS.view_names, *STORE.view_names):
+        for shard, target in zip(topology.shards, index_targets(keyspace, view, topology), strict=True):
+            expected[shard.node].add(target.name)
+    return expected
+
+
+def _tag_slot(name: str, stem: str) -> int | None:
+    """The slot of the hash tag after `stem` in an index name (``<stem>{iK}:<node id>``); None
+    without one (the index of a single server)."""
+    rest = name[len(stem) :]
+    return key_slot(rest[: rest.index("}") + 1].encode()) if rest.startswith("{") and "}" in rest else None
+
+
+def stale_indexes(client: Any, prefix: str) -> list[StaleIndex]:
+    """The current-schema indexes of the deployment under `prefix` (checkpoint views and the
+    store's items) that a primary holds and is not asked for on the cluster's slot map now
+    (none on one server; older schema versions are the upgrade's, docs/operations.md).
+
+    Raises:
+        RedisError: a primary refused ``CLUSTER SLOTS`` or ``FT._LIST``.
+    """
+    if not is_cluster(client):
+        return []
+    keyspace = Keyspace(prefix)
+    topology = Topology.from_slots(client.execute_command("CLUSTER", "SLOTS", target_nodes=client.get_random_node()))
+    expected = _expected(keyspace, topology)
+    owners = {shard.node: shard for shard in topology.shards}
+    stems = tuple(f"{keyspace.index_stem(view)}v{INDEX_SCHEMA_VERSION}:"
+                  for view in (*CHECKPOINTS.view_names, *STORE.view_names))
+    found = []
+    for node in client.get_primaries():
+        names = sorted(_text(n) for n in client.execute_command("FT._LIST", target_nodes=node))
+        for name in names:
+            stem = next((stem for stem in stems if name.startswith(stem)), None)
+            slot = None if stem is None else _tag_slot(name, stem)
+            if slot is None or name in expected.get(node.name, set()):
+                continue
+            owner = next(s for s in owners.values() if any(a <= slot <= b for a, b in s.ranges))
+            found.append(StaleIndex(node.name, name, slot, owner.node, owner.node_id))
+    return found
+
+
+def _moving(connection: Any) -> bool:
+    """Whether the node of `connection` sees a slot migrating or importing (``CLUSTER NODES``)."""
+    nodes = _text(connection.execute_command("CLUSTER", "NODES"))
+    return "->-" in nodes or "-<-" in nodes
+
+
+def drop_stale_indexes(client: Any, stale: Sequence[StaleIndex]) -> list[str]:
+    """Drop the `stale` indexes (`FT.DROPINDEX` without ``DD``: the documents stay); the names
+    dropped. An index gone meanwhile is skipped.
+
+    Raises:
+        ConcurrentChangeError: a slot is migrating or importing on the index's primary (run it
+            again once the move is over).
+        RedisError: a primary refused a command (the slot's state is made stable again first).
+    """
+    dropped = []
+    for index in stale:
+        node = client.get_node(node_name=index.node).redis_connection
+        if index.name not in {_text(n) for n in node.execute_command("FT._LIST")}:
+            continue
+        if not index.named_elsewhere:
+            node.execute_command("FT.DROPINDEX", index.name)
+        else:
+            if _moving(node):
+                raise ConcurrentChangeError(f"slots are moving on {index.node}: drop {index.name} once they are not")
+            pipe = node.pipeline(transaction=False)  # one connection: ASKING holds for its next command
+            pipe.execute_command("CLUSTER", "SETSLOT", index.slot, "IMPORTING", index.owner_id)
+            pipe.execute_command("ASKING")
+            pipe.execute_command("FT.DROPINDEX", index.name)
+            pipe.execute_command("CLUSTER", "SETSLOT", index.slot, "STABLE")
+            replies = pipe.execute(raise_on_error=False)
+            if errors := [reply for reply in replies if isinstance(reply, Exception)]:
+                raise errors[0]
+        dropped.append(index.name)
+    return dropped

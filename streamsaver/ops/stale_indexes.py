@@ -27,7 +27,8 @@ from projectors.domain import CHECKPOINTS
 from projectors.store_domain import STORE
 from streamsaver.drivers.cluster import is_cluster
 from streamsaver.errors import ConcurrentChangeError
-from streamsaver.log.keys import INDEX_SCHEMA_VERSION, Keyspace
+from streamsaver.log.indexes import index_schema_version
+from streamsaver.log.keys import Keyspace
 from streamsaver.log.routing import Topology, index_targets, key_slot
 
 __all__ = ["StaleIndex", "drop_stale_indexes", "stale_indexes"]
@@ -98,7 +99,7 @@ def stale_indexes(client: Any, prefix: str) -> list[StaleIndex]:
     topology = Topology.from_slots(client.execute_command("CLUSTER", "SLOTS", target_nodes=client.get_random_node()))
     expected = _expected(keyspace, topology)
     owners = {shard.node: shard for shard in topology.shards}
-    stems = tuple(f"{keyspace.index_stem(view)}v{INDEX_SCHEMA_VERSION}:"
+    stems = tuple(f"{keyspace.index_stem(view)}v{index_schema_version(view)}:"
                   for view in (*CHECKPOINTS.view_names, *STORE.view_names))
     found = []
     for node in client.get_primaries():

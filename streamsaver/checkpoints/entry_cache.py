@@ -9,23 +9,26 @@ the positions hash keeps (``@inc``), which the write scripts make new whenever a
 made anew or rewritten, and which goes with the log (deletion, TTL expiry). A read names the
 incarnation its entries belong to; the server ignores the ids of another one (`read_cached.lua`).
 
-A saver learns a thread's incarnation from its reads. Its own appends are held under the
-incarnation it knows: were the thread made anew since, the next read names the old incarnation,
-is shipped everything, and the thread's entries are dropped. Incarnations are never repeated,
-so an entry can only be served under the incarnation its id was written in.
+A saver learns a thread's incarnation from its reads and from its own appends: ``append.lua``
+replies with the entry id and the incarnation the entry was logged in, so a writer holds its
+entries from its first put. An entry is held under the incarnation the server named with it;
+when that is not the one held of the thread (the thread was made anew, or a read in between
+learnt another), the thread's held entries are dropped and the last named wins: were it not
+the current one, the next read names it, is shipped everything, and holds the current one.
+Incarnations are never repeated, so an entry can only be served under the incarnation its id
+was written in.
 """
 
 from __future__ import annotations
 
-import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from streamsaver.checkpoints.entry_bytes import Arg, Entry, entry_of, id_order, links_of, wire_bytes
 from streamsaver.log import compression, deltas
-from streamsaver.log.codec import unpack
 from streamsaver.log.fields import CHECKPOINT_ID, NAMESPACE, PARENT, TYPE
 
 __all__ = [
@@ -54,16 +57,6 @@ _CID_NAMES = (CHECKPOINT_ID, CHECKPOINT_ID.decode())
 _CHECKPOINT = b"CheckpointSaved"
 _RECENT_WALK = 4
 """Last held entries `EntryCache.recent` looks at per checkpoint (a step logs two or so)."""
-
-_LENGTH = struct.Struct(">I").unpack_from
-_DELTA = deltas.MARK.encode()
-
-Entry = dict[bytes, bytes]
-"""A log entry: field -> stored value."""
-
-
-Arg = str | bytes | int | float
-"""An append's argument, as the saver sent it."""
 
 
 class _Held:
@@ -110,25 +103,6 @@ class Claim:
     entries: dict[bytes, Entry]
 
 
-def links_of(entry: Entry) -> tuple[bytes, ...] | None:
-    """The entries the deltas among `entry`'s channel values link to; None when a value cannot
-    be read (such an entry is never named to the server, so a read ships it and the reader
-    names it in its `PayloadDecodeError`)."""
-    links = []
-    try:
-        for name, value in entry.items():
-            if name[:2] == b"c:":
-                # the stored type is the third part of the packing: found without copying the data
-                at = 4 + _LENGTH(value, 0)[0]
-                at += 4 + _LENGTH(value, at)[0]
-                if value.startswith(_DELTA, at + 4):
-                    _, _, type_, data = unpack(value)
-                    links.append(deltas.split(type_.decode(), data).link.encode())
-                elif at + 4 > len(value):
-                    return None
-    except (ValueError, UnicodeDecodeError, struct.error):
-        return None
-    return tuple(links)
 
 
 class EntryCache:
@@ -259,7 +233,7 @@ class EntryCache:
         ``entry id, flat field/value``). Returns the entries the reply's rows name (those the
         claim named, when still of that incarnation, and those shipped)."""
         entries = claim.entries if incarnation == claim.incarnation else {}
-        fresh = [(bytes(shipped[i]), _entry(shipped[i + 1])) for i in range(0, len(shipped), 2)]
+        fresh = [(bytes(shipped[i]), entry_of(shipped[i + 1])) for i in range(0, len(shipped), 2)]
         if fresh:
             entries = {**entries, **dict(fresh)}
         with self._lock:
@@ -277,24 +251,23 @@ class EntryCache:
             self._evict()
         return entries
 
-    def wrote(self, log: str, entry_id: bytes, fields: Sequence[Arg], incarnation: bytes | None) -> None:
+    def wrote(self, log: str, entry_id: bytes, fields: Sequence[Arg], incarnation: bytes) -> None:
         """Hold the entry this saver appended (flat field/value `fields`, as sent: the server
         stores them as `wire_bytes`; kept as they are until a read names them) as `entry_id`, under
-        `incarnation`: the one the cache knew of the thread when the append was sent, and only
-        while it still does (a read between the send and the reply may have learnt a newer
-        incarnation, which the append may not belong to). None: nothing is held.
+        `incarnation`: the one the server named with the entry id (b"": nothing is held). Held
+        entries of another incarnation of the thread are dropped (see the module).
 
         A put pays only for noting it: the entry is taken in (and counted in `size`) by the next
         read, or once `SETTLE_AFTER` appends are noted."""
-        if incarnation is not None:
+        if incarnation:
             self._note((log, entry_id, incarnation, fields))
 
-    def appended(self, command: Sequence[Arg], entry_id: Any, incarnation: bytes | None) -> None:
-        """`wrote` the entry an ``append.lua`` `command` logged as `entry_id` (its reply; None
-        when it logged nothing): its fields are the command's event fields (after the keys, the log
-        first, and the field count)."""
-        if incarnation is not None and type(entry_id) is bytes:
-            self._note((command, entry_id, incarnation, None))
+    def appended(self, command: Sequence[Arg], reply: Any) -> None:
+        """`wrote` the entry an ``append.lua`` `command` logged: `reply` is the script's (entry
+        id, incarnation; None when it logged nothing); the entry's fields are the command's event
+        fields (after the keys, the log first, and the field count)."""
+        if reply and type(reply[0]) is bytes and reply[1]:
+            self._note((command, reply[0], bytes(reply[1]), None))
 
     def _note(self, append: tuple[str | Sequence[Arg], bytes, bytes, Sequence[Arg] | None]) -> None:
         pending = self._pending
@@ -306,7 +279,7 @@ class EntryCache:
                 self._settle()
 
     def _settle(self) -> None:
-        """Take in the appends noted, those still of the incarnation they were sent under."""
+        """Take in the appends noted, each under the incarnation its reply named."""
         # `_add`, inlined: this runs for every entry a saver writes
         pending, self._pending = self._pending, []
         threads, lru, largest = self._threads, self._lru, self.max_bytes // 4
@@ -317,8 +290,11 @@ class EntryCache:
             else:
                 log, fields = str(source), noted
             thread = threads.get(log)
+            if thread is None or thread.incarnation != incarnation:
+                self._drop(log)  # another life of the thread (see the module)
+                thread = threads[log] = _Thread(incarnation)
             key = (log, entry_id)
-            if thread is None or thread.incarnation != incarnation or key in lru:
+            if key in lru:
                 continue
             try:
                 size = _OVERHEAD + len(log) + len(entry_id) + len(b"".join(fields))  # type: ignore[arg-type]
@@ -335,12 +311,17 @@ class EntryCache:
 
     def incarnation(self, log: str) -> bytes | None:
         """The incarnation of thread `log` its held entries belong to; None: none held."""
-        thread = self._threads.get(log)  # one dict read, atomic: no lock on a put
-        return None if thread is None else thread.incarnation
+        with self._lock:
+            if self._pending:
+                self._settle()
+            thread = self._threads.get(log)
+            return None if thread is None else thread.incarnation
 
     def forget(self, log: str) -> None:
-        """Drop every entry of thread `log` (this saver deleted it)."""
+        """Drop every entry of thread `log` (this saver deleted it), its appends noted too."""
         with self._lock:
+            if self._pending:
+                self._settle()
             self._drop(log)
 
     def _add(self, log: str, thread: _Thread, entry_id: bytes, held: _Held) -> None:
@@ -375,25 +356,3 @@ class EntryCache:
         if thread is not None:
             for entry_id in thread.ids:
                 self.size -= self._lru.pop((log, entry_id)).size
-
-
-def id_order(entry_id: bytes) -> tuple[int, int]:
-    """A stream entry id as numbers, in log order (unreadable ids first)."""
-    ms, _, seq = entry_id.partition(b"-")
-    try:
-        return int(ms), int(seq or 0)
-    except ValueError:
-        return -1, -1
-
-
-def wire_bytes(value: Arg) -> bytes:
-    """An argument as the server stores it (as redis-py encodes it)."""
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode("utf-8", "surrogatepass")
-    return repr(value).encode() if isinstance(value, float) else str(value).encode()
-
-
-def _entry(flat: Sequence[bytes]) -> Entry:
-    return dict(zip(flat[::2], flat[1::2], strict=True))

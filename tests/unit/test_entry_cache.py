@@ -29,11 +29,21 @@ def flat(entry: dict[bytes, bytes]) -> list[bytes]:
     return [x for pair in entry.items() for x in pair]
 
 
-def test_nothing_is_held_of_a_thread_whose_incarnation_is_not_known() -> None:
+def test_an_append_is_held_under_the_incarnation_its_reply_named_before_any_read() -> None:
     cache = EntryCache(1 << 20)
     cache.wrote(LOG, b"1-0", [b"body", b"x"], INC)
-    assert cache.claim(LOG) == Claim(LOG, b"", [], {})
-    assert cache.size == 0
+    assert cache.claim(LOG) == Claim(LOG, INC, [b"1-0"], {b"1-0": {b"body": b"x"}})
+    cache.wrote(LOG, b"2-0", [b"body", b"y"], b"")  # the server named none: not held
+    assert cache.claim(LOG).ids == [b"1-0"]
+
+
+def test_an_append_reply_names_the_entry_id_and_the_incarnation() -> None:
+    cache = EntryCache(1 << 20)
+    command = ["EVALSHA", "sha", "2", LOG, "p:pos:{p1}:t", "4", "body", b"x", "cid", "c1"]
+    cache.appended(command, [b"1-0", b"inc-1"])
+    cache.appended(command, None)  # a deletion that logged nothing
+    cache.appended(command, [b"2-0", b""])  # a log erased, or without an incarnation
+    assert cache.claim(LOG) == Claim(LOG, INC, [b"1-0"], {b"1-0": {b"body": b"x", b"cid": b"c1"}})
 
 
 def test_a_read_names_the_entries_held_under_the_incarnation_it_learnt() -> None:
@@ -58,15 +68,14 @@ def test_a_reply_of_another_incarnation_drops_what_was_held_and_holds_what_it_sh
     assert cache.claim(LOG).entries == {b"1-0": {b"body": b"new"}}
 
 
-def test_an_append_is_held_only_under_the_incarnation_known_when_it_was_sent() -> None:
+def test_an_append_of_another_incarnation_drops_what_was_held_of_the_thread() -> None:
     cache = EntryCache(1 << 20)
     known(cache)
-    sent_under = cache.incarnation(LOG)
-    cache.absorb(cache.claim(LOG), b"inc-2", [])  # a read in between learnt a newer incarnation
-    cache.wrote(LOG, b"1-0", [b"body", b"x"], sent_under)
-    assert cache.claim(LOG).ids == []
-    cache.wrote(LOG, b"1-0", [b"body", b"x"], None)
-    assert cache.claim(LOG).ids == []
+    cache.wrote(LOG, b"1-0", [b"body", b"old life"], INC)
+    cache.wrote(LOG, b"1-0", [b"body", b"new life"], b"inc-2")  # the thread was made anew
+    assert cache.claim(LOG) == Claim(LOG, b"inc-2", [b"1-0"], {b"1-0": {b"body": b"new life"}})
+    cache.absorb(cache.claim(LOG), INC, [])  # a read sent before learnt the old one: it wins, empty
+    assert cache.claim(LOG) == Claim(LOG, INC, [], {})
 
 
 def test_an_append_noted_under_an_incarnation_gone_before_it_is_taken_in_is_not_held() -> None:

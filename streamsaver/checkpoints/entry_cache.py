@@ -124,19 +124,22 @@ class EntryCache:
         """This saver's appends not taken in yet: (log, entry id, incarnation, fields) from
         `wrote`, (command, entry id, incarnation, None) from `appended`."""
 
-    def claim(self, log: str, checkpoint_id: bytes = b"") -> Claim:
-        """The entries of thread `log` a read may name: its newest `claim_limit` held ones whose
-        delta links are held too, and those they link to; with `checkpoint_id` (a read by id),
-        also the held entries that name that checkpoint and those they link to."""
+    def claim(self, log: str, checkpoint_id: bytes = b"", limit: int = 0) -> Claim:
+        """The entries of thread `log` a read may name: its newest `limit` (default
+        `claim_limit`) held ones whose delta links are held too, and those they link to; with
+        `checkpoint_id` (a read by id), also the held entries that name that checkpoint and
+        those they link to."""
         with self._lock:
             if self._pending:
                 self._settle()
             thread = self._threads.get(log)
             if thread is None:
                 return Claim(log, b"", [], {})
-            claim = thread.claim
-            if claim is None:
-                claim = thread.claim = self._claimable(log, thread)
+            if limit and limit != self.claim_limit:
+                claim = self._claimable(log, thread, limit)  # a page's: not kept
+            else:
+                claim = thread.claim or self._claimable(log, thread, self.claim_limit)
+                thread.claim = claim
             if checkpoint_id:
                 claim = self._with_checkpoint(log, thread, claim, checkpoint_id)
             touch = self._lru.move_to_end
@@ -144,10 +147,10 @@ class EntryCache:
                 touch((log, entry_id))
             return claim
 
-    def _claimable(self, log: str, thread: _Thread) -> Claim:
+    def _claimable(self, log: str, thread: _Thread, limit: int) -> Claim:
         lru, claimed = self._lru, dict[bytes, Entry]()
         for entry_id in reversed(thread.ids):
-            if len(claimed) >= self.claim_limit:
+            if len(claimed) >= limit:
                 break
             if entry_id not in claimed:
                 held = lru[(log, entry_id)]

@@ -259,10 +259,47 @@ async def test_values_decoded_in_flight_are_used_only_when_the_reply_names_the_s
     await assert_reads_as_the_server_holds(reader, "t", ids)
 
 
-async def listed(reader: Reader, cfg: Any, limit: int) -> list[CheckpointTuple]:
+async def listed(reader: Reader, cfg: Any, limit: int | None) -> list[CheckpointTuple]:
     if isinstance(reader.saver, AsyncStreamSaver):
         return [t async for t in reader.saver.alist(cfg, limit=limit)]
     return list(reader.saver.list(cfg, limit=limit))
+
+
+def seen(t: CheckpointTuple) -> tuple[Any, ...]:
+    return t.config, t.checkpoint, t.metadata, t.parent_config, t.pending_writes
+
+
+async def assert_lists_as_the_server_holds(reader: Reader, thread: str) -> None:
+    """`list` of the thread (a page of 2, and whole) reads as a saver without a cache does."""
+    truth = StreamSaver(sync_client(reader.url), prefix=reader.saver.core.prefix, read_cache_bytes=0)
+    try:
+        for limit in (2, None):
+            got = await listed(reader, config(thread), limit)
+            assert [seen(t) for t in got] == [seen(t) for t in truth.list(config(thread), limit=limit)]
+    finally:
+        truth.redis.close()
+
+
+async def test_a_writer_lists_what_it_wrote_shipped_nothing(reader: Reader) -> None:
+    await written(reader, "t", 6)
+    page = await listed(reader, config("t"), 5)
+    assert [t.checkpoint["channel_values"]["note"] for t in page] == ["v5", "v4", "v3", "v2", "v1"]
+    assert [t.pending_writes for t in page][0] == [("task", "note", "v5")]
+    assert reader.shipped == [[]]
+    await assert_lists_as_the_server_holds(reader, "t")
+
+
+@pytest.mark.parametrize("op", ["rewrite", "prune", "copy"])
+async def test_a_list_after_a_change_elsewhere_reads_as_the_server_holds(reader: Reader, client: Any, op: str) -> None:
+    configs = await written(reader, "t", 4)
+    await written(reader, "src", 3)
+    old = client.xrange(reader.log("t"))
+    ids = json.dumps([c["configurable"]["checkpoint_id"] for c in configs])
+    reader.other("t", op, {"rewrite": "other", "prune": "", "copy": "src"}[op], ids if op == "rewrite" else "")
+    poison(reader, client, "t", old)
+    reader.shipped.clear()
+    await assert_lists_as_the_server_holds(reader, "t")
+    assert reader.shipped[0]  # the claim was of the old incarnation: shipped what the page needs
 
 
 async def test_a_list_after_a_rewrite_elsewhere_uses_no_value_decoded_from_the_old_entries(
@@ -308,6 +345,10 @@ def test_an_expired_thread_written_again_under_the_same_ids_is_read_anew(client:
     StreamSaver(client, prefix=prefix, default_ttl=5).put(config("t"), again, {}, versions)
     for (new_id, _), (_, fields) in zip(client.xrange(log), old, strict=False):
         cache.wrote(log, new_id, [x for pair in fields.items() for x in pair], known)  # same shape, older values
+    [listed_] = saver.list(config("t"))  # a list's claim first, of the incarnation gone
+    assert listed_.checkpoint["channel_values"] == {"note": "second"}
+    for (new_id, _), (_, fields) in zip(client.xrange(log), old, strict=False):
+        cache.wrote(log, new_id, [x for pair in fields.items() for x in pair], known)  # and again for the get
     latest = saver.get_tuple(config("t"))
     assert latest is not None and latest.checkpoint["channel_values"] == {"note": "second"}
     assert cache.incarnation(log) not in (None, known)

@@ -284,7 +284,7 @@ async def test_a_writer_lists_what_it_wrote_shipped_nothing(reader: Reader) -> N
     await written(reader, "t", 6)
     page = await listed(reader, config("t"), 5)
     assert [t.checkpoint["channel_values"]["note"] for t in page] == ["v5", "v4", "v3", "v2", "v1"]
-    assert [t.pending_writes for t in page][0] == [("task", "note", "v5")]
+    assert page[0].pending_writes == [("task", "note", "v5")]
     assert reader.shipped == [[]]
     await assert_lists_as_the_server_holds(reader, "t")
 

@@ -55,6 +55,8 @@ _CID_AT = 9
 _CID_NAMES = (CHECKPOINT_ID, CHECKPOINT_ID.decode())
 
 _CHECKPOINT = b"CheckpointSaved"
+_CHANNEL = (b"c:", "c:")
+"""How a channel value's field starts, as an append sends it (bytes or str) and as replies hold it."""
 _RECENT_WALK = 4
 """Last held entries `EntryCache.recent` looks at per checkpoint (a step logs two or so)."""
 
@@ -90,6 +92,10 @@ class _Thread:
     checkpoints: dict[bytes, list[bytes]] = field(default_factory=dict)
     """Checkpoint id -> the held entries that name it (its own, its writes'): what a read by id
     names beside the newest (some may have been evicted since)."""
+    channels: dict[bytes, bytes] = field(default_factory=dict)
+    """Channel field (``c:...``) -> the newest held entry storing a value of it: a read names
+    these too, for the newest checkpoint points at the last value of each channel, however old
+    (a channel written once, at the first step)."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +166,9 @@ class EntryCache:
                     claimed[entry_id] = held.entry
                 elif held.links is not None:
                     self._claim_closure(log, entry_id, claimed)
+        for entry_id in thread.channels.values():
+            if entry_id not in claimed and (log, entry_id) in lru:
+                self._claim_closure(log, entry_id, claimed)
         return Claim(log, thread.incarnation, list(claimed), claimed)
 
     def recent(self, log: str, ns: bytes, count: int) -> tuple[dict[bytes, Entry], list[bytes]]:
@@ -310,6 +319,9 @@ class EntryCache:
                 self.size += size
                 if len(fields) > _CID_AT and fields[_CID_AT - 1] in _CID_NAMES:
                     thread.checkpoints.setdefault(wire_bytes(fields[_CID_AT]), []).append(entry_id)
+                    for name in fields[_CID_AT + 1 :: 2]:  # an append is the newest entry
+                        if name[:2] in _CHANNEL:  # type: ignore[index]
+                            thread.channels[wire_bytes(name)] = entry_id
         self._evict()
 
     def incarnation(self, log: str) -> bytes | None:
@@ -343,6 +355,10 @@ class EntryCache:
         checkpoint_id = held.entry.get(CHECKPOINT_ID)
         if checkpoint_id is not None:
             thread.checkpoints.setdefault(checkpoint_id, []).append(entry_id)
+        newest, order = thread.channels, id_order(entry_id)
+        for name in held.entry:
+            if name[:2] == b"c:" and (name not in newest or id_order(newest[name]) < order):
+                newest[name] = entry_id
 
     def _evict(self) -> None:
         while self.size > self.max_bytes and self._lru:

@@ -189,6 +189,18 @@ def test_a_read_by_id_names_the_entries_of_that_checkpoint_beyond_the_newest() -
     assert b"5-0" in cache.claim(LOG, b"c5").ids
 
 
+def test_a_read_names_the_newest_entry_of_each_channel_however_old() -> None:
+    cache = EntryCache(1 << 20, claim_limit=2)
+    value = channel(b"x", b"msgpack", b"\x01")
+    cache.wrote(LOG, b"1-0", [*checkpoint_fields("CheckpointSaved", "c1", b"b1"), "c:context", value], INC)
+    for n in range(2, 6):
+        cache.wrote(LOG, b"%d-0" % n, [*checkpoint_fields("CheckpointSaved", f"c{n}", b"b"), "c:turns", value], INC)
+    # shipped by a read: an older value of `turns` than the one held names nothing new
+    cache.absorb(cache.claim(LOG), INC, [b"0-5", [b"type", b"CheckpointSaved", b"c:turns", value]])
+    assert cache.claim(LOG).ids == [b"0-5", b"5-0", b"1-0"]  # the newest two, and context's entry
+    assert cache.claim(LOG, limit=3).ids == [b"0-5", b"5-0", b"4-0", b"1-0"]  # a page's: more of the newest
+
+
 def test_a_first_page_is_guessed_from_the_newest_checkpoint_and_its_held_parents() -> None:
     cache = EntryCache(1 << 20)
     known(cache)

@@ -12,23 +12,31 @@ from typing import Any
 
 import orjson
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.base import CheckpointTuple, DeltaChannelHistory
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from projectors import full
+from streamsaver.checkpoints import history
 from streamsaver.checkpoints.append import namespace_of, thread_id_of
+from streamsaver.checkpoints.entry_bytes import stored_type
 from streamsaver.checkpoints.entry_cache import CLAIM_LIMIT, Claim, Entry, EntryCache, wire_bytes
 from streamsaver.checkpoints.guesses import Guesses, expected, guessable
 from streamsaver.checkpoints.listing import ListPager
 from streamsaver.checkpoints.reads import Decoded, decode_row
 from streamsaver.log.deltas import Expand
+from streamsaver.log.fields import EMPTY_TYPE
 from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.log.routing import Command
+from streamsaver.log.stored import channel_field
 from streamsaver.scripts import READ_CACHED
 
-__all__ = ["CachedGet", "CachedPages", "EntryLinks", "cached_get", "page_claim", "page_guess", "wire_bytes"]
+__all__ = [
+    "CachedGet", "CachedHistory", "CachedPages", "EntryLinks", "cached_get", "cached_history", "page_claim",
+    "page_guess", "wire_bytes",
+]
 
 _BODY = b"body"
+_EMPTY = EMPTY_TYPE.encode()
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,60 @@ class CachedPages:
         entries = self.cache.absorb(self.claim, bytes(reply[0]), reply[1])
         expand = self.cache.expanded.expand
         return [_tuple(serde, entries, row, expand, decoded) for row in reply[2:]]
+
+
+@dataclass(frozen=True)
+class CachedHistory:
+    """One `get_delta_channel_history` through the cache (`cached_history`)."""
+
+    command: Command
+    claim: Claim
+
+    def read(
+        self, cache: EntryCache, serde: SerializerProtocol, reply: Sequence[Any], channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """The per-channel history of `reply` (`history.read_history`); the cache takes in what
+        was shipped.
+
+        Raises:
+            PayloadDecodeError: a seed or write the walk reached cannot be read.
+        """
+        entries = cache.absorb(self.claim, bytes(reply[0]), reply[1])
+        rows = [(row[0], _seeds(entries, row[1]), _writes(entries, row[2])) for row in reply[2:]]
+        return history.read_history(serde, rows, channels, EntryLinks(entries))
+
+
+def cached_history(
+    cache: EntryCache, keyspace: Keyspace, config: RunnableConfig, channels: Sequence[str]
+) -> CachedHistory:
+    """The one ``read_history.lua`` call of a `get_delta_channel_history` (full view) that names
+    the entries `cache` holds of the thread (`claim`), with those of their walked channels'
+    values that are of serde type "empty" (the walk goes past those; it reads no held entry).
+
+    Raises:
+        InvalidInputError: the config names no thread.
+    """
+    claim = cache.claim(keyspace.thread(thread_id_of(config)).log)
+    fields = [channel_field(channel) for channel in dict.fromkeys(channels)]
+    empty = [
+        entry_id + b" " + name
+        for entry_id, entry in claim.entries.items()
+        for name in fields
+        if (value := entry.get(name)) is not None and stored_type(value) == _EMPTY
+    ]
+    args: list[str | bytes | int] = [claim.incarnation, len(claim.ids), *claim.ids, len(empty), *empty]
+    return CachedHistory(history.history_request(keyspace, config, channels, args), claim)
+
+
+def _seeds(entries: Mapping[bytes, Entry], flat: Sequence[Any]) -> list[Any]:
+    """A history row's flat seeds (channel, payload, entry id), payloads taken from `entries`."""
+    out: list[Any] = []
+    for i in range(0, len(flat), 3):
+        name, entry_id = flat[i], flat[i + 2]
+        entry = entries.get(entry_id)
+        field_name = channel_field(name.decode("utf-8", "surrogatepass"))
+        out += (name, None if entry is None else entry.get(field_name), entry_id)
+    return out
 
 
 def page_claim(size: int) -> int:

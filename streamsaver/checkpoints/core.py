@@ -316,16 +316,26 @@ class SaverCore:
             self.window_hints, self.skipped,
         )
 
-    def history_request(self, config: RunnableConfig, channels: Sequence[str]) -> Command | None:
-        """The one script call of a native `get_delta_channel_history`; None when the saver
-        reads the shallow view, which keeps no ancestors to walk (the base class walk runs)."""
+    def history_request(
+        self, config: RunnableConfig, channels: Sequence[str]
+    ) -> tuple[Command, cached_reads.CachedHistory | None] | None:
+        """The one script call of a native `get_delta_channel_history`, through the read cache
+        when the saver has one (`read_history` reads its reply); None when the saver reads the
+        shallow view, which keeps no ancestors to walk (the base class walk runs)."""
         if self.view != "full":
             return None
-        return history.history_request(self.keys, config, channels)
+        if self.entries is None:
+            return history.history_request(self.keys, config, channels), None
+        cached = cached_reads.cached_history(self.entries, self.keys, config, channels)
+        return cached.command, cached
 
-    def read_history(self, reply: Sequence[Any], channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
+    def read_history(
+        self, reply: Sequence[Any], channels: Sequence[str], cached: cached_reads.CachedHistory | None = None
+    ) -> Mapping[str, DeltaChannelHistory]:
         """The per-channel history of a `history_request` reply."""
-        return history.read_history(self.serde, reply, channels)
+        if cached is None or self.entries is None:
+            return history.read_history(self.serde, reply, channels)
+        return cached.read(self.entries, self.serde, reply, channels)
 
     # maintenance (programs the twins drive) -------------------------------------------------
     def copy_program(self, source: str, target: str, until: str | datetime | None) -> Program[None]:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from streamsaver.log import deltas
 from streamsaver.log.codec import unpack
 
-__all__ = ["Arg", "Entry", "entry_of", "id_order", "links_of", "wire_bytes"]
+__all__ = ["Arg", "Entry", "entry_of", "id_order", "links_of", "stored_type", "wire_bytes"]
 
 Entry = dict[bytes, bytes]
 """A log entry: field -> stored value."""
@@ -41,6 +41,18 @@ def links_of(entry: Entry) -> tuple[bytes, ...] | None:
     except (ValueError, UnicodeDecodeError, struct.error):
         return None
     return tuple(links)
+
+
+def stored_type(value: bytes) -> bytes | None:
+    """The serde type of a packed channel value (`streamsaver.log.stored`), found without copying
+    its data; None when it cannot be read."""
+    try:
+        at = 4 + _LENGTH(value, 0)[0]
+        at += 4 + _LENGTH(value, at)[0]
+        size = _LENGTH(value, at)[0]
+    except struct.error:
+        return None
+    return value[at + 4 : at + 4 + size] if at + 4 + size <= len(value) else None
 
 
 def id_order(entry_id: bytes) -> tuple[int, int]:

@@ -309,8 +309,8 @@ def delta_channel_history(
     request = core.history_request(config, channels)
     if request is None:
         return (yield from history.walk(lambda parent: get_tuple(core, parent), config, channels))
-    [reply] = yield Call([request], core.load_scripts)
-    return core.read_history(reply, channels)
+    [reply] = yield Call([request[0]], core.load_scripts)
+    return core.read_history(reply, channels, request[1])
 
 
 def ping(core: SaverCore) -> Program[float]:

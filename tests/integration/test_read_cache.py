@@ -437,3 +437,56 @@ async def test_a_guess_the_serde_refuses_fails_no_read_that_does_not_need_it(
     assert serde.refusals == 1  # the guess tried it
     with pytest.raises(LookupError, match="refuses the value"):
         await reader.get(first)  # a read that needs it fails as it always did
+
+
+async def history(reader: Reader, cfg: Any, channels: list[str]) -> Any:
+    if isinstance(reader.saver, AsyncStreamSaver):
+        return await reader.saver.aget_delta_channel_history(config=cfg, channels=channels)
+    return reader.saver.get_delta_channel_history(config=cfg, channels=channels)
+
+
+async def assert_histories_as_the_server_holds(reader: Reader, configs: list[Any], channels: list[str]) -> None:
+    """`get_delta_channel_history` from each of `configs` reads as a saver without a cache does."""
+    truth = StreamSaver(sync_client(reader.url), prefix=reader.saver.core.prefix, read_cache_bytes=0)
+    try:
+        for cfg in configs:
+            expected = truth.get_delta_channel_history(config=cfg, channels=channels)
+            assert await history(reader, cfg, channels) == expected
+    finally:
+        truth.redis.close()
+
+
+async def test_a_writer_walks_the_history_it_wrote_shipped_nothing(reader: Reader) -> None:
+    configs = await written(reader, "t", 5)
+    walked = await history(reader, configs[-1], ["messages", "note"])
+    assert walked["note"] == {"seed": "v3", "writes": [("task", "note", "v3")]}
+    assert reader.shipped == [[]]
+    await assert_histories_as_the_server_holds(reader, [configs[-1], config("t")], ["messages", "note"])
+
+
+async def test_a_history_walks_past_a_held_value_that_is_empty(reader: Reader) -> None:
+    first, checkpoint = await reader.put(config("t"), {"messages": ["a"], "note": "one"})
+    emptied, versions = new_checkpoint({"note": None}, checkpoint)
+    del emptied["channel_values"]["note"]  # a new version, no value: stored of serde type "empty"
+    if isinstance(reader.saver, AsyncStreamSaver):
+        second = await reader.saver.aput(first, emptied, {}, versions)
+    else:
+        second = reader.saver.put(first, emptied, {}, versions)
+    third, _ = await reader.put(second, {"messages": ["a", "b"], "note": "three"}, emptied)
+    walked = await history(reader, third, ["note"])
+    assert walked["note"]["seed"] == "one"
+    assert reader.shipped == [[]]
+    await assert_histories_as_the_server_holds(reader, [third], ["note", "messages"])
+
+
+@pytest.mark.parametrize("op", ["rewrite", "prune", "copy"])
+async def test_a_history_after_a_change_elsewhere_reads_as_the_server_holds(
+    reader: Reader, client: Any, op: str
+) -> None:
+    configs = await written(reader, "t", 4)
+    await written(reader, "src", 3)
+    old = client.xrange(reader.log("t"))
+    ids = json.dumps([c["configurable"]["checkpoint_id"] for c in configs])
+    reader.other("t", op, {"rewrite": "other", "prune": "", "copy": "src"}[op], ids if op == "rewrite" else "")
+    poison(reader, client, "t", old)
+    await assert_histories_as_the_server_holds(reader, [config("t")], ["messages", "note"])

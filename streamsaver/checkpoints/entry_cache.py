@@ -333,10 +333,11 @@ class EntryCache:
             return None if thread is None else thread.incarnation
 
     def forget(self, log: str) -> None:
-        """Drop every entry of thread `log` (this saver deleted it), its appends noted too."""
+        """Drop every entry of thread `log` (this saver deleted it), its appends noted too (not
+        taken in first: a deletion does not pay for the notes of other threads)."""
         with self._lock:
             if self._pending:
-                self._settle()
+                self._pending = [note for note in self._pending if _noted_log(note) != log]
             self._drop(log)
 
     def _add(self, log: str, thread: _Thread, entry_id: bytes, held: _Held) -> None:
@@ -375,3 +376,8 @@ class EntryCache:
         if thread is not None:
             for entry_id in thread.ids:
                 self.size -= self._lru.pop((log, entry_id)).size
+
+
+def _noted_log(note: tuple[str | Sequence[Arg], bytes, bytes, Sequence[Arg] | None]) -> str:
+    """The thread log of an append noted (`EntryCache._note`)."""
+    return str(note[0][3]) if note[3] is None else str(note[0])

@@ -69,8 +69,6 @@ class PutCall:
     saved: RunnableConfig
     event: CheckpointSaved
     plan: PutPlan | None
-    incarnation: bytes | None = None
-    """The thread's incarnation the read cache knew when the put was built (`SaverCore.sending`)."""
 
 
 @dataclass
@@ -213,11 +211,13 @@ class SaverCore:
             plan = self.memory.plan(append.thread_id_of(config), append.namespace_of(config), self.compress)
         event = append.checkpoint_saved(self.serde, config, checkpoint, metadata, new_versions, self.compress, plan)
         command = append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id))
-        return PutCall(command, _saved_config(event), event, plan, self.sending(command))
+        return PutCall(command, _saved_config(event), event, plan)
 
-    def put_logged(self, call: PutCall, entry_id: Any) -> None:
-        """Remember what the put `call` stored, logged as `entry_id` (its reply)."""
-        self.appended(call.command, entry_id, call.incarnation)
+    def put_logged(self, call: PutCall, reply: Any) -> None:
+        """Remember what the put `call` stored (`reply`: ``append.lua``'s, the entry id and the
+        thread's incarnation)."""
+        self.appended(call.command, reply)
+        entry_id = reply[0]
         if call.plan is not None:
             self.memory.commit(call.plan, entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id))
 
@@ -236,16 +236,11 @@ class SaverCore:
         call.command = append.append_call(event, self.keys, self.projections, self._ttl_block(event.thread_id))
         return call.command
 
-    def sending(self, command: Command) -> bytes | None:
-        """The incarnation the read cache knows of the thread an append `command` is about to
-        write (None: none known, or no cache): `appended` holds the entry under it, if still so."""
-        return None if self.entries is None else self.entries.incarnation(str(command[3]))
-
-    def appended(self, command: Command, entry_id: Any, incarnation: bytes | None) -> None:
-        """Hold the entry the append `command` logged as `entry_id` (its reply) in the read
-        cache, under `incarnation` (`sending`, before it was sent)."""
+    def appended(self, command: Command, reply: Any) -> None:
+        """Hold the entry the append `command` logged in the read cache, under the thread's
+        incarnation its `reply` names (``append.lua``: entry id, incarnation)."""
         if self.entries is not None:
-            self.entries.appended(command, entry_id, incarnation)
+            self.entries.appended(command, reply)
 
     def put_writes_request(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
@@ -321,16 +316,26 @@ class SaverCore:
             self.window_hints, self.skipped,
         )
 
-    def history_request(self, config: RunnableConfig, channels: Sequence[str]) -> Command | None:
-        """The one script call of a native `get_delta_channel_history`; None when the saver
-        reads the shallow view, which keeps no ancestors to walk (the base class walk runs)."""
+    def history_request(
+        self, config: RunnableConfig, channels: Sequence[str]
+    ) -> tuple[Command, cached_reads.CachedHistory | None] | None:
+        """The one script call of a native `get_delta_channel_history`, through the read cache
+        when the saver has one (`read_history` reads its reply); None when the saver reads the
+        shallow view, which keeps no ancestors to walk (the base class walk runs)."""
         if self.view != "full":
             return None
-        return history.history_request(self.keys, config, channels)
+        if self.entries is None:
+            return history.history_request(self.keys, config, channels), None
+        cached = cached_reads.cached_history(self.entries, self.keys, config, channels)
+        return cached.command, cached
 
-    def read_history(self, reply: Sequence[Any], channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
+    def read_history(
+        self, reply: Sequence[Any], channels: Sequence[str], cached: cached_reads.CachedHistory | None = None
+    ) -> Mapping[str, DeltaChannelHistory]:
         """The per-channel history of a `history_request` reply."""
-        return history.read_history(self.serde, reply, channels)
+        if cached is None or self.entries is None:
+            return history.read_history(self.serde, reply, channels)
+        return cached.read(self.entries, self.serde, reply, channels)
 
     # maintenance (programs the twins drive) -------------------------------------------------
     def copy_program(self, source: str, target: str, until: str | datetime | None) -> Program[None]:

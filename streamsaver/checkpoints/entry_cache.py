@@ -9,23 +9,26 @@ the positions hash keeps (``@inc``), which the write scripts make new whenever a
 made anew or rewritten, and which goes with the log (deletion, TTL expiry). A read names the
 incarnation its entries belong to; the server ignores the ids of another one (`read_cached.lua`).
 
-A saver learns a thread's incarnation from its reads. Its own appends are held under the
-incarnation it knows: were the thread made anew since, the next read names the old incarnation,
-is shipped everything, and the thread's entries are dropped. Incarnations are never repeated,
-so an entry can only be served under the incarnation its id was written in.
+A saver learns a thread's incarnation from its reads and from its own appends: ``append.lua``
+replies with the entry id and the incarnation the entry was logged in, so a writer holds its
+entries from its first put. An entry is held under the incarnation the server named with it;
+when that is not the one held of the thread (the thread was made anew, or a read in between
+learnt another), the thread's held entries are dropped and the last named wins: were it not
+the current one, the next read names it, is shipped everything, and holds the current one.
+Incarnations are never repeated, so an entry can only be served under the incarnation its id
+was written in.
 """
 
 from __future__ import annotations
 
-import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from streamsaver.checkpoints.entry_bytes import Arg, Entry, entry_of, id_order, links_of, wire_bytes
 from streamsaver.log import compression, deltas
-from streamsaver.log.codec import unpack
 from streamsaver.log.fields import CHECKPOINT_ID, NAMESPACE, PARENT, TYPE
 
 __all__ = [
@@ -52,18 +55,10 @@ _CID_AT = 9
 _CID_NAMES = (CHECKPOINT_ID, CHECKPOINT_ID.decode())
 
 _CHECKPOINT = b"CheckpointSaved"
+_CHANNEL = (b"c:", "c:")
+"""How a channel value's field starts, as an append sends it (bytes or str) and as replies hold it."""
 _RECENT_WALK = 4
 """Last held entries `EntryCache.recent` looks at per checkpoint (a step logs two or so)."""
-
-_LENGTH = struct.Struct(">I").unpack_from
-_DELTA = deltas.MARK.encode()
-
-Entry = dict[bytes, bytes]
-"""A log entry: field -> stored value."""
-
-
-Arg = str | bytes | int | float
-"""An append's argument, as the saver sent it."""
 
 
 class _Held:
@@ -97,6 +92,10 @@ class _Thread:
     checkpoints: dict[bytes, list[bytes]] = field(default_factory=dict)
     """Checkpoint id -> the held entries that name it (its own, its writes'): what a read by id
     names beside the newest (some may have been evicted since)."""
+    channels: dict[bytes, bytes] = field(default_factory=dict)
+    """Channel field (``c:...``) -> the newest held entry storing a value of it: a read names
+    these too, for the newest checkpoint points at the last value of each channel, however old
+    (a channel written once, at the first step)."""
 
 
 @dataclass(frozen=True)
@@ -110,25 +109,6 @@ class Claim:
     entries: dict[bytes, Entry]
 
 
-def links_of(entry: Entry) -> tuple[bytes, ...] | None:
-    """The entries the deltas among `entry`'s channel values link to; None when a value cannot
-    be read (such an entry is never named to the server, so a read ships it and the reader
-    names it in its `PayloadDecodeError`)."""
-    links = []
-    try:
-        for name, value in entry.items():
-            if name[:2] == b"c:":
-                # the stored type is the third part of the packing: found without copying the data
-                at = 4 + _LENGTH(value, 0)[0]
-                at += 4 + _LENGTH(value, at)[0]
-                if value.startswith(_DELTA, at + 4):
-                    _, _, type_, data = unpack(value)
-                    links.append(deltas.split(type_.decode(), data).link.encode())
-                elif at + 4 > len(value):
-                    return None
-    except (ValueError, UnicodeDecodeError, struct.error):
-        return None
-    return tuple(links)
 
 
 class EntryCache:
@@ -150,19 +130,22 @@ class EntryCache:
         """This saver's appends not taken in yet: (log, entry id, incarnation, fields) from
         `wrote`, (command, entry id, incarnation, None) from `appended`."""
 
-    def claim(self, log: str, checkpoint_id: bytes = b"") -> Claim:
-        """The entries of thread `log` a read may name: its newest `claim_limit` held ones whose
-        delta links are held too, and those they link to; with `checkpoint_id` (a read by id),
-        also the held entries that name that checkpoint and those they link to."""
+    def claim(self, log: str, checkpoint_id: bytes = b"", limit: int = 0) -> Claim:
+        """The entries of thread `log` a read may name: its newest `limit` (default
+        `claim_limit`) held ones whose delta links are held too, and those they link to; with
+        `checkpoint_id` (a read by id), also the held entries that name that checkpoint and
+        those they link to."""
         with self._lock:
             if self._pending:
                 self._settle()
             thread = self._threads.get(log)
             if thread is None:
                 return Claim(log, b"", [], {})
-            claim = thread.claim
-            if claim is None:
-                claim = thread.claim = self._claimable(log, thread)
+            if limit and limit != self.claim_limit:
+                claim = self._claimable(log, thread, limit)  # a page's: not kept
+            else:
+                claim = thread.claim or self._claimable(log, thread, self.claim_limit)
+                thread.claim = claim
             if checkpoint_id:
                 claim = self._with_checkpoint(log, thread, claim, checkpoint_id)
             touch = self._lru.move_to_end
@@ -170,10 +153,10 @@ class EntryCache:
                 touch((log, entry_id))
             return claim
 
-    def _claimable(self, log: str, thread: _Thread) -> Claim:
+    def _claimable(self, log: str, thread: _Thread, limit: int) -> Claim:
         lru, claimed = self._lru, dict[bytes, Entry]()
         for entry_id in reversed(thread.ids):
-            if len(claimed) >= self.claim_limit:
+            if len(claimed) >= limit:
                 break
             if entry_id not in claimed:
                 held = lru[(log, entry_id)]
@@ -183,6 +166,9 @@ class EntryCache:
                     claimed[entry_id] = held.entry
                 elif held.links is not None:
                     self._claim_closure(log, entry_id, claimed)
+        for entry_id in thread.channels.values():
+            if entry_id not in claimed and (log, entry_id) in lru:
+                self._claim_closure(log, entry_id, claimed)
         return Claim(log, thread.incarnation, list(claimed), claimed)
 
     def recent(self, log: str, ns: bytes, count: int) -> tuple[dict[bytes, Entry], list[bytes]]:
@@ -259,7 +245,7 @@ class EntryCache:
         ``entry id, flat field/value``). Returns the entries the reply's rows name (those the
         claim named, when still of that incarnation, and those shipped)."""
         entries = claim.entries if incarnation == claim.incarnation else {}
-        fresh = [(bytes(shipped[i]), _entry(shipped[i + 1])) for i in range(0, len(shipped), 2)]
+        fresh = [(bytes(shipped[i]), entry_of(shipped[i + 1])) for i in range(0, len(shipped), 2)]
         if fresh:
             entries = {**entries, **dict(fresh)}
         with self._lock:
@@ -277,24 +263,23 @@ class EntryCache:
             self._evict()
         return entries
 
-    def wrote(self, log: str, entry_id: bytes, fields: Sequence[Arg], incarnation: bytes | None) -> None:
+    def wrote(self, log: str, entry_id: bytes, fields: Sequence[Arg], incarnation: bytes) -> None:
         """Hold the entry this saver appended (flat field/value `fields`, as sent: the server
         stores them as `wire_bytes`; kept as they are until a read names them) as `entry_id`, under
-        `incarnation`: the one the cache knew of the thread when the append was sent, and only
-        while it still does (a read between the send and the reply may have learnt a newer
-        incarnation, which the append may not belong to). None: nothing is held.
+        `incarnation`: the one the server named with the entry id (b"": nothing is held). Held
+        entries of another incarnation of the thread are dropped (see the module).
 
         A put pays only for noting it: the entry is taken in (and counted in `size`) by the next
         read, or once `SETTLE_AFTER` appends are noted."""
-        if incarnation is not None:
+        if incarnation:
             self._note((log, entry_id, incarnation, fields))
 
-    def appended(self, command: Sequence[Arg], entry_id: Any, incarnation: bytes | None) -> None:
-        """`wrote` the entry an ``append.lua`` `command` logged as `entry_id` (its reply; None
-        when it logged nothing): its fields are the command's event fields (after the keys, the log
-        first, and the field count)."""
-        if incarnation is not None and type(entry_id) is bytes:
-            self._note((command, entry_id, incarnation, None))
+    def appended(self, command: Sequence[Arg], reply: Any) -> None:
+        """`wrote` the entry an ``append.lua`` `command` logged: `reply` is the script's (entry
+        id, incarnation; None when it logged nothing); the entry's fields are the command's event
+        fields (after the keys, the log first, and the field count)."""
+        if reply and type(reply[0]) is bytes and reply[1]:
+            self._note((command, reply[0], bytes(reply[1]), None))
 
     def _note(self, append: tuple[str | Sequence[Arg], bytes, bytes, Sequence[Arg] | None]) -> None:
         pending = self._pending
@@ -306,7 +291,7 @@ class EntryCache:
                 self._settle()
 
     def _settle(self) -> None:
-        """Take in the appends noted, those still of the incarnation they were sent under."""
+        """Take in the appends noted, each under the incarnation its reply named."""
         # `_add`, inlined: this runs for every entry a saver writes
         pending, self._pending = self._pending, []
         threads, lru, largest = self._threads, self._lru, self.max_bytes // 4
@@ -317,8 +302,11 @@ class EntryCache:
             else:
                 log, fields = str(source), noted
             thread = threads.get(log)
+            if thread is None or thread.incarnation != incarnation:
+                self._drop(log)  # another life of the thread (see the module)
+                thread = threads[log] = _Thread(incarnation)
             key = (log, entry_id)
-            if thread is None or thread.incarnation != incarnation or key in lru:
+            if key in lru:
                 continue
             try:
                 size = _OVERHEAD + len(log) + len(entry_id) + len(b"".join(fields))  # type: ignore[arg-type]
@@ -331,16 +319,25 @@ class EntryCache:
                 self.size += size
                 if len(fields) > _CID_AT and fields[_CID_AT - 1] in _CID_NAMES:
                     thread.checkpoints.setdefault(wire_bytes(fields[_CID_AT]), []).append(entry_id)
+                    for name in fields[_CID_AT + 1 :: 2]:  # an append is the newest entry
+                        if name[:2] in _CHANNEL:  # type: ignore[index]
+                            thread.channels[wire_bytes(name)] = entry_id
         self._evict()
 
     def incarnation(self, log: str) -> bytes | None:
         """The incarnation of thread `log` its held entries belong to; None: none held."""
-        thread = self._threads.get(log)  # one dict read, atomic: no lock on a put
-        return None if thread is None else thread.incarnation
+        with self._lock:
+            if self._pending:
+                self._settle()
+            thread = self._threads.get(log)
+            return None if thread is None else thread.incarnation
 
     def forget(self, log: str) -> None:
-        """Drop every entry of thread `log` (this saver deleted it)."""
+        """Drop every entry of thread `log` (this saver deleted it), its appends noted too (not
+        taken in first: a deletion does not pay for the notes of other threads)."""
         with self._lock:
+            if self._pending:
+                self._pending = [note for note in self._pending if _noted_log(note) != log]
             self._drop(log)
 
     def _add(self, log: str, thread: _Thread, entry_id: bytes, held: _Held) -> None:
@@ -359,6 +356,10 @@ class EntryCache:
         checkpoint_id = held.entry.get(CHECKPOINT_ID)
         if checkpoint_id is not None:
             thread.checkpoints.setdefault(checkpoint_id, []).append(entry_id)
+        newest, order = thread.channels, id_order(entry_id)
+        for name in held.entry:
+            if name[:2] == b"c:" and (name not in newest or id_order(newest[name]) < order):
+                newest[name] = entry_id
 
     def _evict(self) -> None:
         while self.size > self.max_bytes and self._lru:
@@ -377,23 +378,6 @@ class EntryCache:
                 self.size -= self._lru.pop((log, entry_id)).size
 
 
-def id_order(entry_id: bytes) -> tuple[int, int]:
-    """A stream entry id as numbers, in log order (unreadable ids first)."""
-    ms, _, seq = entry_id.partition(b"-")
-    try:
-        return int(ms), int(seq or 0)
-    except ValueError:
-        return -1, -1
-
-
-def wire_bytes(value: Arg) -> bytes:
-    """An argument as the server stores it (as redis-py encodes it)."""
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode("utf-8", "surrogatepass")
-    return repr(value).encode() if isinstance(value, float) else str(value).encode()
-
-
-def _entry(flat: Sequence[bytes]) -> Entry:
-    return dict(zip(flat[::2], flat[1::2], strict=True))
+def _noted_log(note: tuple[str | Sequence[Arg], bytes, bytes, Sequence[Arg] | None]) -> str:
+    """The thread log of an append noted (`EntryCache._note`)."""
+    return str(note[0][3]) if note[3] is None else str(note[0])

@@ -74,22 +74,18 @@ class Guesses:
     ) -> None:
         """Decode each packed channel value of `stored` (`stored.encode_channel_value`), its
         delta links found in `links`, compressed payloads expanded by `expand`; once (a driver
-        may run this again on a resend). A value that does not decode is left to the read,
-        which names it in its error."""
+        may run this again on a resend). A value that does not decode, whatever the serde
+        raises, is left to the read: decoded from the reply if the reply names it (raising
+        there, naming its entry, if it really is bad), never a read's failure when it does not."""
         if self.decoded:
             return
         self.decoded = True
         expand = expand or compression.remembering_expand()
         for payload in stored:
-            if payload in self._values:
-                continue
-            recording = _Recording(links)
-            try:
-                channel, _version, type_, data = unpack(payload)
-                value = load_value(serde, channel.decode("utf-8", "surrogatepass"), type_, data, recording, expand)
-            except compression.LOAD_ERRORS:
-                continue
-            self._values[payload] = (recording.seen, value)
+            if payload not in self._values:
+                guessed = _guess(serde, payload, links, expand)
+                if guessed is not None:
+                    self._values[payload] = guessed
 
     def take(self, stored: bytes, links: LinkSource) -> tuple[bool, Any]:
         """``(True, value)`` decoded from `stored` when every link it was joined with holds the
@@ -102,6 +98,20 @@ class Guesses:
             if links.get(key) != linked:
                 return _MISS
         return True, value
+
+
+def _guess(
+    serde: SerializerProtocol, payload: bytes, links: LinkSource, expand: deltas.Expand
+) -> tuple[list[tuple[_LookupKey, bytes | None]], Any] | None:
+    """The value decoded from `payload` with the links it was joined with; None when it does not
+    decode, whatever was raised (the read decodes it again if it needs it, and raises then)."""
+    recording = _Recording(links)
+    try:
+        channel, _version, type_, data = unpack(payload)
+        value = load_value(serde, channel.decode("utf-8", "surrogatepass"), type_, data, recording, expand)
+    except Exception:  # noqa: BLE001 - a guess may be of a value the reply turns out not to need
+        return None
+    return recording.seen, value
 
 
 def expected(

@@ -18,7 +18,7 @@ from langgraph.checkpoint.base import CheckpointTuple, DeltaChannelHistory, Pend
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from streamsaver.checkpoints.append import namespace_of, thread_id_of
-from streamsaver.checkpoints.reads import Reading, links_of, load_value, pending_writes
+from streamsaver.checkpoints.reads import Links, LinkSource, Reading, links_of, load_value, pending_writes
 from streamsaver.log import compression
 from streamsaver.log.keys import Keyspace
 from streamsaver.log.program import Program
@@ -28,8 +28,12 @@ from streamsaver.scripts import READ_HISTORY
 __all__ = ["history_request", "read_history", "walk"]
 
 
-def history_request(keyspace: Keyspace, config: RunnableConfig, channels: Sequence[str]) -> list[str | bytes | int]:
-    """The one script call of a `get_delta_channel_history` on the full view.
+def history_request(
+    keyspace: Keyspace, config: RunnableConfig, channels: Sequence[str], claim: Sequence[str | bytes | int] = ()
+) -> list[str | bytes | int]:
+    """The one script call of a `get_delta_channel_history` on the full view; with `claim`, the
+    arguments that name the log entries the client holds (``read_history.lua``;
+    `streamsaver.checkpoints.cached_reads.cached_history`).
 
     Raises:
         InvalidInputError: the config names no thread.
@@ -38,15 +42,16 @@ def history_request(keyspace: Keyspace, config: RunnableConfig, channels: Sequen
     ns = namespace_of(config)
     checkpoint_id = str(config["configurable"].get("checkpoint_id") or "")
     return READ_HISTORY.evalsha_args(
-        [keys.in_ns("full", "ids", ns), keys.in_ns("full", "ptrs", ns), keys.log],
-        [keys.doc_prefix("full", "cp", ns), keys.doc_prefix("full", "writes", ns), checkpoint_id, *channels],
+        [keys.in_ns("full", "ids", ns), keys.in_ns("full", "ptrs", ns), keys.log, *([keys.positions] if claim else [])],
+        [*claim, keys.doc_prefix("full", "cp", ns), keys.doc_prefix("full", "writes", ns), checkpoint_id, *channels],
     )
 
 
 def read_history(
-    serde: SerializerProtocol, reply: Sequence[Any], channels: Sequence[str]
+    serde: SerializerProtocol, reply: Sequence[Any], channels: Sequence[str], entries: LinkSource | None = None
 ) -> Mapping[str, DeltaChannelHistory]:
-    """The per-channel history from the rows the script returned (parent first).
+    """The per-channel history from the rows the script returned (parent first); delta links are
+    found in the rows, or with `entries` there (a read through the cache).
 
     Raises:
         PayloadDecodeError: a seed or write the walk reached cannot be read; names its log entry.
@@ -54,10 +59,11 @@ def read_history(
     collected: dict[str, list[PendingWrite]] = {c: [] for c in channels}
     seeds: dict[str, Any] = {}
     remaining = set(channels)
-    links = {}  # one thread: a link comes once per call, with the first row that needs it
+    known: Links = {}  # one thread: a link comes once per call, with the first row that needs it
+    links: LinkSource = known if entries is None else entries
     for row in reply:
         raw_doc, flat_seeds, flat_writes = row[:3]
-        links.update(links_of(row[3] if len(row) > 3 else None))
+        known.update(links_of(row[3] if len(row) > 3 else None))
         reading = Reading(orjson.loads(raw_doc))
         for write in reversed(pending_writes(serde, reading, flat_writes)):
             if write[1] in remaining:

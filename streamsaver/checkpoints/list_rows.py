@@ -16,11 +16,11 @@ from typing import Any
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.base.id import uuid6
 
-from streamsaver.errors import ConfigurationError
-from streamsaver.log.codec import canonical_json, escape, order_key, unescape
+from streamsaver.errors import ConfigurationError, InvalidInputError
+from streamsaver.log.codec import canonical_json, escape, metadata_tags, order_key, unescape
 
-__all__ = ["SAFE_ID", "WHOLE", "Row", "after", "identity", "matches", "newest_guess", "search_rows", "tie_order",
-           "window_rows"]
+__all__ = ["SAFE_ID", "WHOLE", "Row", "after", "check_filter", "identity", "matches", "newest_guess", "search_rows",
+           "tie_order", "window_rows"]
 
 Row = tuple[str, str, str]
 
@@ -102,3 +102,23 @@ def after(cursor: Row) -> str:
 
 def text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def check_filter(filter: Mapping[str, Any] | None) -> None:
+    """Refuse a `list` filter that could only match nothing silently: not a mapping, a key that is not a
+    string (metadata keys are), or a value that is not JSON.
+
+    Raises:
+        InvalidInputError: such a filter.
+    """
+    if filter is None:
+        return
+    if not isinstance(filter, Mapping):
+        raise InvalidInputError(f"a filter must be a mapping of metadata keys, not {type(filter).__name__}")
+    for key in filter:
+        if not isinstance(key, str):
+            raise InvalidInputError(f"a filter's keys must be metadata keys (strings), not {key!r}")
+    try:
+        metadata_tags(sorted(filter.items()))
+    except TypeError as exc:
+        raise InvalidInputError(f"a filter must map metadata keys to JSON values: {exc}") from exc

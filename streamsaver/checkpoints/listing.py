@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
@@ -25,6 +25,7 @@ from streamsaver.checkpoints.list_rows import (
     WHOLE,
     Row,
     after,
+    check_filter,
     identity,
     matches,
     newest_guess,
@@ -41,7 +42,7 @@ from streamsaver.log.keys import Keyspace, ViewName
 from streamsaver.log.routing import IndexTarget
 from streamsaver.scripts import LIST_PAGE, LIST_WINDOW
 
-__all__ = ["FIRST_WIDTH", "PAGE", "SORT_ALL_BELOW", "WHOLE", "ListPager"]
+__all__ = ["FIRST_WIDTH", "PAGE", "SORT_ALL_BELOW", "WHOLE", "ListPager", "PageReads"]
 
 Command = list[str | bytes | int]
 PAGE = 100
@@ -53,6 +54,14 @@ SORT_ALL_BELOW = 1024
 about what a first search for a window does (up to ~10 counts of 20-60 us)."""
 
 log = logging.getLogger("streamsaver.listing")
+
+
+class PageReads(Protocol):
+    """Reads the pages of one thread's walk another way (`cached_reads.CachedPages`)."""
+
+    def request(self, thread_id: str, ns: str, before: str, size: int) -> Command: ...
+
+    def read(self, reply: Any, serde: SerializerProtocol, decoded: Decoded | None) -> list[CheckpointTuple]: ...
 
 
 @dataclass
@@ -112,6 +121,7 @@ class ListPager:
     """Where a listing across threads counts the checkpoints it left out (the saver's)."""
     expand: Expand | None = None  # the read cache's, shared by a saver's reads
     decoded: Decoded | None = None  # the first page's values guessed in flight (`cached_reads.page_guess`)
+    cached: PageReads | None = None  # the pages of one thread through the read cache (`cached_reads.CachedPages`)
     _widths: list[int] = field(default_factory=list)
     _fresh: list[bool] = field(default_factory=list)
     _read: dict[Row, Any] = field(default_factory=dict)
@@ -162,7 +172,7 @@ class ListPager:
             raise InvalidInputError(f"limit must be None or an int >= 0, not {limit!r}")
         if before is not None and not isinstance(before, Mapping):
             raise InvalidInputError(f"before must be a config (a mapping), not {type(before).__name__}")
-        _check_filter(filter)
+        check_filter(filter)
         thread_id = thread_id_of(config) if config else None
         has_ns = config is not None and config["configurable"].get("checkpoint_ns") is not None
         ns = namespace_of(config) if config is not None and has_ns else None
@@ -180,12 +190,12 @@ class ListPager:
         return max(left, 0)
 
     @property
-    def _walks_ids(self) -> bool:
+    def walks_ids(self) -> bool:
         return self.view == "full" and not self.filter and self.thread_id is not None and self.checkpoint_ns is not None
 
     def first_page(self) -> tuple[str, str, int] | None:
         """(thread, namespace, size) of the next page if the first of one thread walked newest first."""
-        walks = self._walks_ids and not (self.before or self.cursor or self.only)
+        walks = self.walks_ids and not (self.before or self.cursor or self.only)
         return (str(self.thread_id), str(self.checkpoint_ns), self._want) if walks and self._want else None
 
     def next_request(self) -> Request | None:
@@ -198,8 +208,10 @@ class ListPager:
             # One checkpoint named in full (as `get_tuple` reads it); `_keep` applies filter and before.
             self._done, self._found = True, [(self.thread_id, self.checkpoint_ns, self.only)]
             return [read_one(self.keyspace, self.view, *self._found[0])]
-        if self._walks_ids:
+        if self.walks_ids:
             assert self.thread_id is not None and self.checkpoint_ns is not None
+            if self.cached is not None:
+                return [self.cached.request(self.thread_id, self.checkpoint_ns, self.cursor, self._want)]
             return [read_page(self.keyspace, self.thread_id, self.checkpoint_ns, self.cursor, self._want)]
         self._asked = [n for n, buffer in enumerate(self._buffers) if not buffer and not self._exhausted[n]]
         if self._asked:
@@ -279,10 +291,12 @@ class ListPager:
         if self._found:
             self._found = []
             return self._keep([t for reply in replies for t in self._decoded(reply)])
-        if self._walks_ids:
-            rows = replies[0]
-            self._done = len(rows) < self._want
-            tuples, self.decoded = decode_rows(self.serde, rows, None, self.expand, self.decoded), None
+        if self.walks_ids:
+            if self.cached is not None:
+                tuples = self.cached.read(replies[0], self.serde, self.decoded)
+            else:
+                tuples = decode_rows(self.serde, replies[0], None, self.expand, self.decoded)
+            self._done, self.decoded = len(tuples) < self._want, None
             if tuples:
                 self.cursor = tuples[-1].config["configurable"]["checkpoint_id"]
             return self._keep(tuples)
@@ -377,23 +391,3 @@ class ListPager:
         limit = None if self.limit is None else self.limit - self._emitted
         return ListPager(self.keyspace, self.view, self.serde, self.thread_id, self.checkpoint_ns, self.filter,
                          before, limit, tuple(targets), before, self.top, self.hints, self.only, self.skipped)
-
-
-def _check_filter(filter: Mapping[str, Any] | None) -> None:
-    """Refuse a filter that could only match nothing silently: not a mapping, a key that is not a
-    string (metadata keys are), or a value that is not JSON.
-
-    Raises:
-        InvalidInputError: such a filter.
-    """
-    if filter is None:
-        return
-    if not isinstance(filter, Mapping):
-        raise InvalidInputError(f"a filter must be a mapping of metadata keys, not {type(filter).__name__}")
-    for key in filter:
-        if not isinstance(key, str):
-            raise InvalidInputError(f"a filter's keys must be metadata keys (strings), not {key!r}")
-    try:
-        metadata_tags(sorted(filter.items()))
-    except TypeError as exc:
-        raise InvalidInputError(f"a filter must map metadata keys to JSON values: {exc}") from exc

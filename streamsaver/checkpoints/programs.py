@@ -161,11 +161,11 @@ def put(
     call = core.put_call(config, checkpoint, metadata, new_versions)
     thread_id = call.event.thread_id
     try:
-        entry_id = yield from _append(core, call.command, thread_id, fence)
+        reply = yield from _append(core, call.command, thread_id, fence)
     except Refused as refused:
         log.info("delta refused (%s): another process wrote the thread; appending full values", refused.error)
-        entry_id = yield from _append(core, core.put_refused(call, refused), thread_id, fence)
-    core.put_logged(call, entry_id)
+        reply = yield from _append(core, core.put_refused(call, refused), thread_id, fence)
+    core.put_logged(call, reply)
     return call.saved
 
 
@@ -184,8 +184,7 @@ def put_writes(
     command = core.put_writes_request(config, writes, task_id, task_path)
     if command is None:
         return
-    incarnation = core.sending(command)
-    core.appended(command, (yield from _append(core, command, thread_id_of(config), fence)), incarnation)
+    core.appended(command, (yield from _append(core, command, thread_id_of(config), fence)))
 
 
 def claim_write_ownership(core: SaverCore, thread_id: str) -> Program[WriteFence]:
@@ -319,8 +318,8 @@ def delta_channel_history(
     request = core.history_request(config, channels)
     if request is None:
         return (yield from history.walk(lambda parent: get_tuple(core, parent), config, channels))
-    [reply] = yield Call([request], core.load_scripts)
-    return core.read_history(reply, channels)
+    [reply] = yield Call([request[0]], core.load_scripts)
+    return core.read_history(reply, channels, request[1])
 
 
 def ping(core: SaverCore) -> Program[float]:

@@ -161,7 +161,8 @@ def _claim(pipe: Any, new: ThreadKeys, into: str, domain: Domain) -> None:
 
 
 def _append_all(pipe: Any, calls: list[Command], into: str) -> str:
-    """Send the appends in one transaction (the script loaded first, in it); the last entry id."""
+    """Send the appends in one transaction (the script loaded first, in it); the last entry id
+    (``append.lua`` replies with the entry id and the thread's incarnation)."""
     pipe.multi()
     pipe.execute_command("SCRIPT", "LOAD", APPEND.source)
     enqueue(pipe, calls)
@@ -169,7 +170,7 @@ def _append_all(pipe: Any, calls: list[Command], into: str) -> str:
         replies = pipe.execute()
     except WatchError as exc:
         raise InvalidInputError(f"thread {into!r} was written to during the restore; nothing was copied") from exc
-    return _text(replies[-1])
+    return _text(replies[-1][0])
 
 
 def _deployment(

@@ -14,9 +14,12 @@
 --       id its '@cid' field must hold. When that entry equals the event field for field, the
 --       call is a repeat (a retry after a lost reply): nothing is logged, projected or fed; only
 --       the thread's TTL is refreshed as an append would (a no-op when the first call did it).
--- Returns: the id of the appended (or already logged) log entry (nil: a deletion of a thread that
---          has no key, nothing written); error SSBASE (nothing written)
---          when a delta's link entry does not hold the value it extends (see below).
+-- Returns: {the id of the appended (or already logged) log entry, the thread's incarnation after
+--          the call (positions field '@inc', see read_cached.lua; "" when the call erased the log
+--          or the log has none)}: the writer holds its entry under that incarnation
+--          (streamsaver/checkpoints/entry_cache.py); nil: a deletion of a thread that has no key,
+--          nothing written; error SSBASE (nothing written) when a delta's link entry does not hold
+--          the value it extends (see below).
 -- Validates the type of every key it will write (the view keys too) before the first write; the
 -- #!lua shebang makes Redis refuse the whole script up front when out of memory, so it writes
 -- all or nothing.
@@ -66,7 +69,7 @@ if probe then
     if not erase and ttl_at <= last then
       keep_alive(KEYS[1], KEYS[3], tonumber(ARGV[ttl_at]), ttl_at + 1, {})
     end
-    return held
+    return {held, redis.call('HGET', KEYS[3], '@inc') or ''}
   end
 end
 
@@ -107,7 +110,10 @@ for v = 1, nv do
 end
 if nv > 0 then redis.call('HSET', KEYS[3], unpack(positions, 1, 2 * nv)) end  -- one call for all views
 -- A log made anew gets a new incarnation (read_cached.lua): a feed id is never handed out twice.
-if not erase then redis.call('HSETNX', KEYS[3], '@inc', fed) end
+local incarnation = ''
+if not erase then
+  incarnation = redis.call('HSETNX', KEYS[3], '@inc', fed) == 1 and fed or redis.call('HGET', KEYS[3], '@inc')
+end
 if erase then
   redis.call('DEL', KEYS[1], KEYS[3])
 elseif i <= last then
@@ -124,4 +130,4 @@ else
     for _, key in ipairs(touched) do redis.call('PEXPIREAT', key, deadline) end
   end
 end
-return id
+return {id, incarnation}

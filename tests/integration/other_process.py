@@ -2,7 +2,7 @@
 URL PREFIX THREAD OP [VALUE]``, where OP is one of
 
 - ``rewrite``: delete the thread, then put checkpoints under the ids of its old ones (read from
-  stdin, a JSON list), each holding VALUE;
+  stdin, a JSON list), each holding VALUE, each the parent of the next;
 - ``put``: put one more checkpoint holding VALUE after the latest;
 - ``prune``: keep only the latest checkpoint;
 - ``copy``: delete the thread, then copy thread VALUE onto it.
@@ -31,8 +31,9 @@ def main(url: str, prefix: str, thread: str, op: str, value: str = "") -> None:
     config = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
     if op == "rewrite":
         saver.delete_thread(thread)
+        parent = config
         for n, checkpoint_id in enumerate(json.loads(sys.stdin.read())):
-            put(saver, config, checkpoint_id, value, n)
+            parent = put(saver, parent, checkpoint_id, value, n)
     elif op == "put":
         latest = saver.get_tuple(config)
         assert latest is not None
@@ -45,7 +46,7 @@ def main(url: str, prefix: str, thread: str, op: str, value: str = "") -> None:
     client.close()
 
 
-def put(saver: StreamSaver, config: dict, checkpoint_id: str | None, value: str, n: int) -> None:
+def put(saver: StreamSaver, config: dict, checkpoint_id: str | None, value: str, n: int) -> dict:
     checkpoint = empty_checkpoint()
     if checkpoint_id is not None:
         checkpoint["id"] = checkpoint_id
@@ -53,6 +54,7 @@ def put(saver: StreamSaver, config: dict, checkpoint_id: str | None, value: str,
     checkpoint["channel_versions"] = {"messages": f"{n + 10}", "note": f"{n + 10}"}
     saved = saver.put(config, checkpoint, {"n": n}, dict(checkpoint["channel_versions"]))
     saver.put_writes(saved, [("note", value)], f"task-{n}")
+    return saved
 
 
 if __name__ == "__main__":

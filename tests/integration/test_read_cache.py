@@ -24,6 +24,7 @@ import pytest
 from helpers import async_client, config, new_checkpoint, sync_client
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from streamsaver import AsyncStreamSaver, StreamSaver
 from streamsaver.checkpoints.entry_cache import Claim, EntryCache
@@ -102,14 +103,14 @@ async def reader(request: pytest.FixtureRequest, url: tuple[str, bool], prefix: 
 
 
 async def written(reader: Reader, thread: str, steps: int) -> list[Any]:
-    """`steps` checkpoints of `thread` (a growing list, a note, writes), read once so that the
-    reader knows the thread's incarnation; the configs saved."""
+    """`steps` checkpoints of `thread` (a growing list, a note, writes), never read: the writer
+    holds its entries from its first put (its appends' replies name the incarnation); the
+    configs saved."""
     saved, previous, configs = config(thread), None, []
     for step in range(steps):
         saved, previous = await reader.put(saved, {"messages": ["m"] * (step + 1), "note": f"v{step}"}, previous)
         configs.append(saved)
-        if step == 0:
-            await reader.get(config(thread))
+    assert reader.cache.incarnation(reader.log(thread))
     return configs
 
 
@@ -144,9 +145,9 @@ async def assert_reads_as_the_server_holds(reader: Reader, thread: str, ids: lis
         )
 
 
-async def test_a_writer_reads_what_it_wrote_shipped_nothing(reader: Reader) -> None:
+async def test_a_writer_reads_what_it_wrote_shipped_nothing_from_its_first_read(reader: Reader) -> None:
     configs = await written(reader, "t", 5)
-    reader.shipped.clear()
+    assert reader.shipped == []
     latest = await reader.get(config("t"))
     by_id = await reader.get(configs[2])
     assert latest is not None and latest.checkpoint["channel_values"]["messages"] == ["m"] * 5
@@ -162,11 +163,13 @@ async def test_a_read_by_id_of_an_older_checkpoint_it_wrote_is_shipped_nothing(r
     assert reader.shipped == [[], []]
 
 
+@pytest.mark.parametrize("read_before", [True, False], ids=["read", "only-written"])
 async def test_a_thread_deleted_and_rewritten_elsewhere_under_the_same_ids_is_read_anew(
-    reader: Reader, client: Any
+    reader: Reader, client: Any, read_before: bool
 ) -> None:
     configs = await written(reader, "t", 4)
-    await reader.get(config("t"))
+    if read_before:
+        await reader.get(config("t"))
     known = reader.cache.incarnation(reader.log("t"))
     old = client.xrange(reader.log("t"))
     ids = [c["configurable"]["checkpoint_id"] for c in configs]
@@ -180,9 +183,11 @@ async def test_a_thread_deleted_and_rewritten_elsewhere_under_the_same_ids_is_re
     await assert_reads_as_the_server_holds(reader, "t", ids)
 
 
-async def test_a_prune_elsewhere_is_read_anew(reader: Reader, client: Any) -> None:
+@pytest.mark.parametrize("read_before", [True, False], ids=["read", "only-written"])
+async def test_a_prune_elsewhere_is_read_anew(reader: Reader, client: Any, read_before: bool) -> None:
     configs = await written(reader, "t", 4)
-    await reader.get(config("t"))
+    if read_before:
+        await reader.get(config("t"))
     old = client.xrange(reader.log("t"))
     reader.other("t", "prune")
     poison(reader, client, "t", old)
@@ -254,10 +259,47 @@ async def test_values_decoded_in_flight_are_used_only_when_the_reply_names_the_s
     await assert_reads_as_the_server_holds(reader, "t", ids)
 
 
-async def listed(reader: Reader, cfg: Any, limit: int) -> list[CheckpointTuple]:
+async def listed(reader: Reader, cfg: Any, limit: int | None) -> list[CheckpointTuple]:
     if isinstance(reader.saver, AsyncStreamSaver):
         return [t async for t in reader.saver.alist(cfg, limit=limit)]
     return list(reader.saver.list(cfg, limit=limit))
+
+
+def seen(t: CheckpointTuple) -> tuple[Any, ...]:
+    return t.config, t.checkpoint, t.metadata, t.parent_config, t.pending_writes
+
+
+async def assert_lists_as_the_server_holds(reader: Reader, thread: str) -> None:
+    """`list` of the thread (a page of 2, and whole) reads as a saver without a cache does."""
+    truth = StreamSaver(sync_client(reader.url), prefix=reader.saver.core.prefix, read_cache_bytes=0)
+    try:
+        for limit in (2, None):
+            got = await listed(reader, config(thread), limit)
+            assert [seen(t) for t in got] == [seen(t) for t in truth.list(config(thread), limit=limit)]
+    finally:
+        truth.redis.close()
+
+
+async def test_a_writer_lists_what_it_wrote_shipped_nothing(reader: Reader) -> None:
+    await written(reader, "t", 6)
+    page = await listed(reader, config("t"), 5)
+    assert [t.checkpoint["channel_values"]["note"] for t in page] == ["v5", "v4", "v3", "v2", "v1"]
+    assert page[0].pending_writes == [("task", "note", "v5")]
+    assert reader.shipped == [[]]
+    await assert_lists_as_the_server_holds(reader, "t")
+
+
+@pytest.mark.parametrize("op", ["rewrite", "prune", "copy"])
+async def test_a_list_after_a_change_elsewhere_reads_as_the_server_holds(reader: Reader, client: Any, op: str) -> None:
+    configs = await written(reader, "t", 4)
+    await written(reader, "src", 3)
+    old = client.xrange(reader.log("t"))
+    ids = json.dumps([c["configurable"]["checkpoint_id"] for c in configs])
+    reader.other("t", op, {"rewrite": "other", "prune": "", "copy": "src"}[op], ids if op == "rewrite" else "")
+    poison(reader, client, "t", old)
+    reader.shipped.clear()
+    await assert_lists_as_the_server_holds(reader, "t")
+    assert reader.shipped[0]  # the claim was of the old incarnation: shipped what the page needs
 
 
 async def test_a_list_after_a_rewrite_elsewhere_uses_no_value_decoded_from_the_old_entries(
@@ -287,12 +329,12 @@ def test_an_expired_thread_written_again_under_the_same_ids_is_read_anew(client:
     saver = StreamSaver(client, prefix=prefix, default_ttl=0.005)  # 300 ms
     saver.setup()
     checkpoint, versions = new_checkpoint({"note": "first"})
-    saved = saver.put(config("t"), checkpoint, {}, versions)
-    assert saver.get_tuple(config("t")) is not None
+    saved = saver.put(config("t"), checkpoint, {}, versions)  # held from the put: never read
     cache = saver.core.entries
     assert cache is not None
     log = saver.core.keys.thread("t").log
     known, old = cache.incarnation(log), client.xrange(log)
+    assert known
     deadline = time.monotonic() + 30
     while client.exists(log) and time.monotonic() < deadline:
         time.sleep(0.05)  # polls the condition: the server expires the thread on its own clock
@@ -303,6 +345,10 @@ def test_an_expired_thread_written_again_under_the_same_ids_is_read_anew(client:
     StreamSaver(client, prefix=prefix, default_ttl=5).put(config("t"), again, {}, versions)
     for (new_id, _), (_, fields) in zip(client.xrange(log), old, strict=False):
         cache.wrote(log, new_id, [x for pair in fields.items() for x in pair], known)  # same shape, older values
+    [listed_] = saver.list(config("t"))  # a list's claim first, of the incarnation gone
+    assert listed_.checkpoint["channel_values"] == {"note": "second"}
+    for (new_id, _), (_, fields) in zip(client.xrange(log), old, strict=False):
+        cache.wrote(log, new_id, [x for pair in fields.items() for x in pair], known)  # and again for the get
     latest = saver.get_tuple(config("t"))
     assert latest is not None and latest.checkpoint["channel_values"] == {"note": "second"}
     assert cache.incarnation(log) not in (None, known)
@@ -355,3 +401,92 @@ def test_read_cache_bytes_0_reads_without_a_cache(client: Any, prefix: str) -> N
     assert saver.core.entries is None
     latest = saver.get_tuple(config("t"))
     assert latest is not None and latest.checkpoint["channel_values"] == {"note": "x"}
+
+
+class RefusingSerde(JsonPlusSerializer):
+    """A custom serde that raises an error of its own (not one a bad payload raises) on a value."""
+
+    refusals = 0
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        if b"refused" in data[1]:
+            self.refusals += 1
+            raise LookupError("this serde refuses the value")
+        return super().loads_typed(data)
+
+
+@pytest.mark.parametrize("url", ["server"], indirect=True)
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_a_guess_the_serde_refuses_fails_no_read_that_does_not_need_it(
+    url: tuple[str, bool], prefix: str, kind: str
+) -> None:
+    big, serde = "x" * 1500, RefusingSerde()
+    if kind == "sync":
+        saver: Any = StreamSaver(sync_client(url[0]), prefix=prefix, serde=serde, compression=None)
+        saver.setup()
+    else:
+        saver = AsyncStreamSaver(async_client(url[0]), prefix=prefix, serde=serde, compression=None)
+        await saver.asetup()
+    reader = Reader(saver, *url)
+    first, checkpoint = await reader.put(config("t"), {"messages": ["refused" + big], "note": "a"})
+    other = StreamSaver(sync_client(url[0]), prefix=prefix)  # another writer replaces the value
+    again, versions = new_checkpoint({"messages": ["fine" + big]}, checkpoint)
+    other.put(first, again, {}, versions)
+    latest = await reader.get(config("t"))  # guessed from the refused value this saver holds
+    assert latest is not None and latest.checkpoint["channel_values"]["messages"] == ["fine" + big]
+    assert serde.refusals == 1  # the guess tried it
+    with pytest.raises(LookupError, match="refuses the value"):
+        await reader.get(first)  # a read that needs it fails as it always did
+
+
+async def history(reader: Reader, cfg: Any, channels: list[str]) -> Any:
+    if isinstance(reader.saver, AsyncStreamSaver):
+        return await reader.saver.aget_delta_channel_history(config=cfg, channels=channels)
+    return reader.saver.get_delta_channel_history(config=cfg, channels=channels)
+
+
+async def assert_histories_as_the_server_holds(reader: Reader, configs: list[Any], channels: list[str]) -> None:
+    """`get_delta_channel_history` from each of `configs` reads as a saver without a cache does."""
+    truth = StreamSaver(sync_client(reader.url), prefix=reader.saver.core.prefix, read_cache_bytes=0)
+    try:
+        for cfg in configs:
+            expected = truth.get_delta_channel_history(config=cfg, channels=channels)
+            assert await history(reader, cfg, channels) == expected
+    finally:
+        truth.redis.close()
+
+
+async def test_a_writer_walks_the_history_it_wrote_shipped_nothing(reader: Reader) -> None:
+    configs = await written(reader, "t", 5)
+    walked = await history(reader, configs[-1], ["messages", "note"])
+    assert walked["note"] == {"seed": "v3", "writes": [("task", "note", "v3")]}
+    assert reader.shipped == [[]]
+    await assert_histories_as_the_server_holds(reader, [configs[-1], config("t")], ["messages", "note"])
+
+
+async def test_a_history_walks_past_a_held_value_that_is_empty(reader: Reader) -> None:
+    first, checkpoint = await reader.put(config("t"), {"messages": ["a"], "note": "one"})
+    emptied, versions = new_checkpoint({"note": None}, checkpoint)
+    del emptied["channel_values"]["note"]  # a new version, no value: stored of serde type "empty"
+    if isinstance(reader.saver, AsyncStreamSaver):
+        second = await reader.saver.aput(first, emptied, {}, versions)
+    else:
+        second = reader.saver.put(first, emptied, {}, versions)
+    third, _ = await reader.put(second, {"messages": ["a", "b"], "note": "three"}, emptied)
+    walked = await history(reader, third, ["note"])
+    assert walked["note"]["seed"] == "one"
+    assert reader.shipped == [[]]
+    await assert_histories_as_the_server_holds(reader, [third], ["note", "messages"])
+
+
+@pytest.mark.parametrize("op", ["rewrite", "prune", "copy"])
+async def test_a_history_after_a_change_elsewhere_reads_as_the_server_holds(
+    reader: Reader, client: Any, op: str
+) -> None:
+    configs = await written(reader, "t", 4)
+    await written(reader, "src", 3)
+    old = client.xrange(reader.log("t"))
+    ids = json.dumps([c["configurable"]["checkpoint_id"] for c in configs])
+    reader.other("t", op, {"rewrite": "other", "prune": "", "copy": "src"}[op], ids if op == "rewrite" else "")
+    poison(reader, client, "t", old)
+    await assert_histories_as_the_server_holds(reader, [config("t")], ["messages", "note"])

@@ -29,11 +29,21 @@ def flat(entry: dict[bytes, bytes]) -> list[bytes]:
     return [x for pair in entry.items() for x in pair]
 
 
-def test_nothing_is_held_of_a_thread_whose_incarnation_is_not_known() -> None:
+def test_an_append_is_held_under_the_incarnation_its_reply_named_before_any_read() -> None:
     cache = EntryCache(1 << 20)
     cache.wrote(LOG, b"1-0", [b"body", b"x"], INC)
-    assert cache.claim(LOG) == Claim(LOG, b"", [], {})
-    assert cache.size == 0
+    assert cache.claim(LOG) == Claim(LOG, INC, [b"1-0"], {b"1-0": {b"body": b"x"}})
+    cache.wrote(LOG, b"2-0", [b"body", b"y"], b"")  # the server named none: not held
+    assert cache.claim(LOG).ids == [b"1-0"]
+
+
+def test_an_append_reply_names_the_entry_id_and_the_incarnation() -> None:
+    cache = EntryCache(1 << 20)
+    command = ["EVALSHA", "sha", "2", LOG, "p:pos:{p1}:t", "4", "body", b"x", "cid", "c1"]
+    cache.appended(command, [b"1-0", b"inc-1"])
+    cache.appended(command, None)  # a deletion that logged nothing
+    cache.appended(command, [b"2-0", b""])  # a log erased, or without an incarnation
+    assert cache.claim(LOG) == Claim(LOG, INC, [b"1-0"], {b"1-0": {b"body": b"x", b"cid": b"c1"}})
 
 
 def test_a_read_names_the_entries_held_under_the_incarnation_it_learnt() -> None:
@@ -58,15 +68,14 @@ def test_a_reply_of_another_incarnation_drops_what_was_held_and_holds_what_it_sh
     assert cache.claim(LOG).entries == {b"1-0": {b"body": b"new"}}
 
 
-def test_an_append_is_held_only_under_the_incarnation_known_when_it_was_sent() -> None:
+def test_an_append_of_another_incarnation_drops_what_was_held_of_the_thread() -> None:
     cache = EntryCache(1 << 20)
     known(cache)
-    sent_under = cache.incarnation(LOG)
-    cache.absorb(cache.claim(LOG), b"inc-2", [])  # a read in between learnt a newer incarnation
-    cache.wrote(LOG, b"1-0", [b"body", b"x"], sent_under)
-    assert cache.claim(LOG).ids == []
-    cache.wrote(LOG, b"1-0", [b"body", b"x"], None)
-    assert cache.claim(LOG).ids == []
+    cache.wrote(LOG, b"1-0", [b"body", b"old life"], INC)
+    cache.wrote(LOG, b"1-0", [b"body", b"new life"], b"inc-2")  # the thread was made anew
+    assert cache.claim(LOG) == Claim(LOG, b"inc-2", [b"1-0"], {b"1-0": {b"body": b"new life"}})
+    cache.absorb(cache.claim(LOG), INC, [])  # a read sent before learnt the old one: it wins, empty
+    assert cache.claim(LOG) == Claim(LOG, INC, [], {})
 
 
 def test_an_append_noted_under_an_incarnation_gone_before_it_is_taken_in_is_not_held() -> None:
@@ -178,6 +187,18 @@ def test_a_read_by_id_names_the_entries_of_that_checkpoint_beyond_the_newest() -
     cache.wrote(LOG, b"6-1", checkpoint_fields("WritesSaved", "c6", b"w6"), INC)
     assert b"5-0" not in cache.claim(LOG).ids
     assert b"5-0" in cache.claim(LOG, b"c5").ids
+
+
+def test_a_read_names_the_newest_entry_of_each_channel_however_old() -> None:
+    cache = EntryCache(1 << 20, claim_limit=2)
+    value = channel(b"x", b"msgpack", b"\x01")
+    cache.wrote(LOG, b"1-0", [*checkpoint_fields("CheckpointSaved", "c1", b"b1"), "c:context", value], INC)
+    for n in range(2, 6):
+        cache.wrote(LOG, b"%d-0" % n, [*checkpoint_fields("CheckpointSaved", f"c{n}", b"b"), "c:turns", value], INC)
+    # shipped by a read: an older value of `turns` than the one held names nothing new
+    cache.absorb(cache.claim(LOG), INC, [b"0-5", [b"type", b"CheckpointSaved", b"c:turns", value]])
+    assert cache.claim(LOG).ids == [b"0-5", b"5-0", b"1-0"]  # the newest two, and context's entry
+    assert cache.claim(LOG, limit=3).ids == [b"0-5", b"5-0", b"4-0", b"1-0"]  # a page's: more of the newest
 
 
 def test_a_first_page_is_guessed_from_the_newest_checkpoint_and_its_held_parents() -> None:

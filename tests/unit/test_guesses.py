@@ -57,6 +57,23 @@ def test_a_value_that_does_not_decode_is_left_to_the_read() -> None:
     assert guesses.take(broken, {}) == (False, None)
 
 
+class Refusing(JsonPlusSerializer):
+    """A custom serde that raises its own error (none of `compression.LOAD_ERRORS`) on a value."""
+
+    def loads_typed(self, data: tuple[str, bytes]) -> object:
+        if b"refused" in data[1]:
+            raise LookupError("this serde refuses the value")
+        return super().loads_typed(data)
+
+
+def test_a_value_the_serde_raises_anything_on_is_left_to_the_read() -> None:
+    refused, fine = packed(["refused"]), packed(["fine"])
+    guesses = Guesses()
+    guesses.decode(Refusing(), [refused, fine], {})
+    assert guesses.take(refused, {}) == (False, None)
+    assert guesses.take(fine, {}) == (True, ["fine"])
+
+
 def test_decoding_runs_once_per_read() -> None:
     stored = packed(["a"])
     guesses = Guesses()

@@ -9,7 +9,7 @@ Tables (Markdown, to stdout and `--out`):
 1. put (an upsert of an existing item), get, a filtered search (``filter={"bucket": b}``,
    10% of the items, limit 10), a vector search (``query=``, limit 10) and ``list_namespaces``
    (under ``("users",)``, 100 namespaces): medians in microseconds, each sample one call on
-   every store back to back (rotating order), so load on the machine hits every store alike,
+   every store back to back (order shuffled each sample), so load on the machine hits every store alike,
    each result checked (a page of 10 of the right bucket, 100 namespaces); the ratio to
    StreamStore.
 2. StreamStore's get against one bare ``JSON.GET`` round trip of the same item (the floor of a
@@ -118,19 +118,23 @@ def _timed(call: Callable[[], Any]) -> tuple[float, bool]:
 def measure_ops(stores: dict[str, BaseStore], n: int, samples: int, rounds: int = 5) -> dict[str, dict[str, Any]]:
     """Median microseconds of each op per store, and whether every result passed its check, in
     `rounds` rounds; each sample of an op is one call on every store, back to back, in an order
-    that rotates from sample to sample, so a burst of load on the machine hits every store alike
+    shuffled from sample to sample, so a burst of load on the machine hits every store alike
     (until 2026-11-27 a round ran all of one store's samples, then the next store's: on a shared
-    machine a burst could fall on one store's samples only, and the put ratio swung 0.8x-5.8x)."""
+    machine a burst could fall on one store's samples only, and the put ratio swung 0.8x-5.8x).
+    Shuffled, not rotated: in a rotation each store always follows the same one, and the store
+    after RedisStore paid for it (its garbage, the server's work it leaves behind): two
+    StreamStores running the same put measured ~5% apart, the one after the peer slower."""
     times: dict[str, dict[str, list[float]]] = {name: {op: [] for op in OPS} for name in stores}
     failed: dict[str, set[str]] = {name: set() for name in stores}
     rng = random.Random(7)
+    order = random.Random(13)
     names = list(stores)
-    for r in range(rounds):
+    for _ in range(rounds):
         for op in OPS:
             reps = samples // rounds if op in ("put", "get") else max(samples // (rounds * 4), 5)
-            for k in range(reps):
-                turn = (r + k) % len(names)
-                for name in names[turn:] + names[:turn]:
+            for _ in range(reps):
+                order.shuffle(names)
+                for name in names:
                     took, ok = _timed(_calls(stores[name], n, rng)[op])
                     times[name][op].append(took)
                     if not ok:
@@ -155,7 +159,7 @@ def get_floor(client: redis.Redis, store: StreamStore, n: int, samples: int) -> 
 def reread(stores: dict[str, BaseStore], client: redis.Redis, cached: StreamStore, n: int, samples: int,
            working_set: int) -> str:
     """The reread table: median get of items of a working set already read once, per store and
-    for a bare ``JSON.GET``, interleaved (the order rotates each sample); the cache's hit ratio."""
+    for a bare ``JSON.GET``, interleaved (the order shuffled each sample, see `measure_ops`); the cache's hit ratio."""
     cache = cached.core.cache
     assert cache is not None
     rng = random.Random(13)
@@ -165,11 +169,13 @@ def reread(stores: dict[str, BaseStore], client: redis.Redis, cached: StreamStor
     hits, lookups = cache.hits, cache.hits + cache.misses
     names = [*stores, "bare JSON.GET"]
     times: dict[str, list[float]] = {name: [] for name in names}
-    for s in range(samples):
+    order = random.Random(17)
+    for _ in range(samples):
         i = rng.choice(chosen)
         namespace, key = data.namespace(i), data.key(i)
         doc = cached.core.document_key(namespace, key)
-        for name in names[s % len(names):] + names[: s % len(names)]:
+        order.shuffle(names)
+        for name in names:
             if name == "bare JSON.GET":
                 times[name].append(_timed(lambda d=doc: client.execute_command("JSON.GET", d))[0])
             else:

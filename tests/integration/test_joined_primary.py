@@ -66,15 +66,22 @@ async def _listed(saver: Any, **options: Any) -> list[Any]:
     return list(saver.list(None, **options))
 
 
+async def _writer_and_saver(cluster: EmbeddedCluster, kind: str) -> tuple[StreamSaver, Any]:
+    """The sync saver that wrote `THREADS` (`_written`), and the saver of `kind` to call: that
+    one, or an async saver on the same deployment."""
+    writer = _written(cluster)
+    if kind == "sync":
+        return writer, writer
+    saver = AsyncStreamSaver(AsyncRedisCluster.from_url(cluster.url), prefix="grow")  # type: ignore[arg-type]
+    await saver.setup()
+    return writer, saver
+
+
 @pytest.mark.parametrize("kind", ["sync", "async"])
 async def test_a_listing_across_threads_lists_the_checkpoints_of_a_joined_primary(
         grown: tuple[EmbeddedCluster, EmbeddedRedis], kind: str, caplog: pytest.LogCaptureFixture) -> None:
     cluster, extra = grown
-    writer = _written(cluster)
-    saver: Any = writer
-    if kind == "async":
-        saver = AsyncStreamSaver(AsyncRedisCluster.from_url(cluster.url), prefix="grow")  # type: ignore[arg-type]
-        await saver.setup()
+    writer, saver = await _writer_and_saver(cluster, kind)
     whole = _ids(await _listed(saver))
     filtered = _ids(await _listed(saver, filter={"source": "input"}, limit=25))
     assert len(whole) == len(THREADS) and filtered == whole[:25]
@@ -112,11 +119,7 @@ def test_delete_for_runs_finds_the_threads_of_a_joined_primary(grown: tuple[Embe
 async def test_the_calls_on_a_thread_that_moved_to_a_joined_primary_go_on_without_setup(
         grown: tuple[EmbeddedCluster, EmbeddedRedis], kind: str) -> None:
     cluster, extra = grown
-    writer = _written(cluster)
-    saver: Any = writer
-    if kind == "async":
-        saver = AsyncStreamSaver(AsyncRedisCluster.from_url(cluster.url), prefix="grow")  # type: ignore[arg-type]
-        await saver.setup()
+    writer, saver = await _writer_and_saver(cluster, kind)
     first, second, *_ = _moved(writer, cluster, extra)
 
     async def call(name: str, *args: Any, **options: Any) -> Any:

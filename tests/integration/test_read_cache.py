@@ -289,14 +289,20 @@ async def test_a_writer_lists_what_it_wrote_shipped_nothing(reader: Reader) -> N
     await assert_lists_as_the_server_holds(reader, "t")
 
 
-@pytest.mark.parametrize("op", ["rewrite", "prune", "copy"])
-async def test_a_list_after_a_change_elsewhere_reads_as_the_server_holds(reader: Reader, client: Any, op: str) -> None:
+async def changed_elsewhere(reader: Reader, client: Any, op: str) -> None:
+    """Thread "t" (4 checkpoints, held) changed by another process (`op`: rewrite, prune, or a
+    copy of "src" over it), and its old entries planted back into the reader's cache."""
     configs = await written(reader, "t", 4)
     await written(reader, "src", 3)
     old = client.xrange(reader.log("t"))
     ids = json.dumps([c["configurable"]["checkpoint_id"] for c in configs])
     reader.other("t", op, {"rewrite": "other", "prune": "", "copy": "src"}[op], ids if op == "rewrite" else "")
     poison(reader, client, "t", old)
+
+
+@pytest.mark.parametrize("op", ["rewrite", "prune", "copy"])
+async def test_a_list_after_a_change_elsewhere_reads_as_the_server_holds(reader: Reader, client: Any, op: str) -> None:
+    await changed_elsewhere(reader, client, op)
     reader.shipped.clear()
     await assert_lists_as_the_server_holds(reader, "t")
     assert reader.shipped[0]  # the claim was of the old incarnation: shipped what the page needs
@@ -483,10 +489,5 @@ async def test_a_history_walks_past_a_held_value_that_is_empty(reader: Reader) -
 async def test_a_history_after_a_change_elsewhere_reads_as_the_server_holds(
     reader: Reader, client: Any, op: str
 ) -> None:
-    configs = await written(reader, "t", 4)
-    await written(reader, "src", 3)
-    old = client.xrange(reader.log("t"))
-    ids = json.dumps([c["configurable"]["checkpoint_id"] for c in configs])
-    reader.other("t", op, {"rewrite": "other", "prune": "", "copy": "src"}[op], ids if op == "rewrite" else "")
-    poison(reader, client, "t", old)
+    await changed_elsewhere(reader, client, op)
     await assert_histories_as_the_server_holds(reader, [config("t")], ["messages", "note"])

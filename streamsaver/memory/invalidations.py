@@ -24,7 +24,7 @@ import logging
 import socket
 import threading
 import time
-from typing import Any
+from typing import Any, Protocol
 
 import redis
 import redis.asyncio
@@ -35,7 +35,8 @@ from redis.exceptions import RedisError
 from streamsaver.errors import ConfigurationError
 from streamsaver.store.item_cache import ItemCache
 
-__all__ = ["InvalidationListener", "connection_factory"]
+__all__ = ["CacheSink", "InvalidationListener", "Outage", "connection_class", "connection_factory",
+           "connection_settings"]
 
 log = logging.getLogger("streamsaver.store")
 
@@ -58,6 +59,23 @@ def _accepted(kind: Any) -> set[str]:
             for name in inspect.signature(cls.__init__).parameters}
 
 
+def connection_class(pool_class: Any) -> Any:
+    """The sync connection class matching a pool's (sync or asyncio) `pool_class`."""
+    if issubclass(pool_class, (redis.SSLConnection, redis.asyncio.SSLConnection)):
+        return redis.SSLConnection
+    if issubclass(pool_class, (redis.UnixDomainSocketConnection, redis.asyncio.UnixDomainSocketConnection)):
+        return redis.UnixDomainSocketConnection
+    return redis.Connection
+
+
+def connection_settings(kind: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The address, credential and TLS settings among a client's connection `kwargs` that the
+    connection class `kind` takes."""
+    accepted = _accepted(kind)
+    return {name: value for name, value in kwargs.items()
+            if (name in _SETTINGS or name.startswith("ssl_")) and name in accepted}
+
+
 def connection_factory(client: Any) -> Any:
     """A function making a new sync RESP2 connection to the server of `client` (a ``redis.Redis``
     or a ``redis.asyncio.Redis``) with its address, credentials and TLS settings, and a timeout of
@@ -74,40 +92,51 @@ def connection_factory(client: Any) -> Any:
                                           redis.asyncio.sentinel.SentinelManagedConnection)):
         raise ConfigurationError("local_cache is not supported on a Sentinel-managed client: its invalidation "
                                  "connection must reach the very server the client reads")
-    kind: Any
-    if issubclass(pool.connection_class, (redis.SSLConnection, redis.asyncio.SSLConnection)):
-        kind = redis.SSLConnection
-    elif issubclass(pool.connection_class, (redis.UnixDomainSocketConnection,
-                                            redis.asyncio.UnixDomainSocketConnection)):
-        kind = redis.UnixDomainSocketConnection
-    else:
-        kind = redis.Connection
-    accepted = _accepted(kind)
-    settings = {name: value for name, value in pool.connection_kwargs.items()
-                if (name in _SETTINGS or name.startswith("ssl_")) and name in accepted}
+    kind = connection_class(pool.connection_class)
+    settings = connection_settings(kind, pool.connection_kwargs)
     if "path" not in settings and "host" not in settings:
         raise ConfigurationError("local_cache needs a client whose pool names its server (host or unix path): "
                                  f"{pool.connection_class.__name__} does not")
     return lambda: kind(**settings, protocol=2, socket_timeout=5 * HEARTBEAT_S)
 
 
+class CacheSink(Protocol):
+    """What a listener feeds: an `ItemCache`, or one primary's view of it on a cluster
+    (`streamsaver.store.tracked_nodes.NodeSink`)."""
+
+    def go_live(self) -> None: ...
+    def go_dark(self) -> None: ...
+    def flush(self) -> None: ...
+    def invalidate(self, keys: Any) -> None: ...
+
+
+class Outage:
+    """Whether the listeners of one cache warned of the current outage: one warning for all of
+    them (a cluster's runtime ACL user is refused by every primary alike)."""
+
+    warned = False
+
+
 class InvalidationListener:
     """Feeds `cache` the invalidations of every key under `prefix`, from a daemon thread started
-    by `start` and ended by `stop`.
+    by `start` and ended by `stop`. With `node` (a cluster primary's id), each connection first
+    checks that its server is that primary (``CLUSTER MYID``): an address now serving another
+    node is a lost connection.
 
     Attributes:
         client_id: the server's id of the listener's current connection (None while it has none).
         lost_after: seconds a heartbeat may go unanswered (`LOST_AFTER_S`).
     """
 
-    def __init__(self, connect: Any, cache: ItemCache, prefix: bytes) -> None:
+    def __init__(self, connect: Any, cache: CacheSink | ItemCache, prefix: bytes, node: bytes | None = None,
+                 outage: Outage | None = None) -> None:
         self.client_id: int | None = None
         self.lost_after = LOST_AFTER_S
-        self._connect, self._cache, self._prefix = connect, cache, prefix
+        self._connect, self._cache, self._prefix, self._node = connect, cache, prefix, node
         self._stopping = threading.Event()
         self._guard = threading.Lock()
         self._connection: Any = None
-        self._warned = False
+        self._outage = outage or Outage()
         self._thread = threading.Thread(target=self._run, name="streamsaver-invalidations", daemon=True)
 
     def start(self) -> None:
@@ -137,9 +166,9 @@ class InvalidationListener:
             except (RedisError, OSError) as error:
                 if not self._stopping.is_set():
                     # once per outage: a server that refuses tracking would repeat it every backoff
-                    log.log(logging.DEBUG if self._warned else logging.WARNING,
+                    log.log(logging.DEBUG if self._outage.warned else logging.WARNING,
                             "the store's local cache is off until its invalidation connection is back: %s", error)
-                    self._warned = True
+                    self._outage.warned = True
             finally:
                 self._cache.go_dark()
                 self._close()
@@ -153,6 +182,10 @@ class InvalidationListener:
                 return
             self._connection = connection
         connection.connect()
+        if self._node is not None:
+            connection.send_command("CLUSTER", "MYID")
+            if (found := connection.read_response()) != self._node:
+                raise redis.ConnectionError(f"{found!r} answers at the address of primary {self._node!r}")
         connection.send_command("CLIENT", "ID")
         self.client_id = int(connection.read_response())
         connection.send_command("CLIENT", "TRACKING", "ON", "REDIRECT", self.client_id, "BCAST",
@@ -161,7 +194,7 @@ class InvalidationListener:
         connection.read_response()
         connection.read_response()
         self._cache.go_live()
-        self._warned = False
+        self._outage.warned = False
         pinged: float | None = None
         while not self._stopping.is_set():
             if not connection.can_read(timeout=HEARTBEAT_S):

@@ -6,6 +6,7 @@ import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import redis
 from langchain_core.embeddings import Embeddings
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.store.base import IndexConfig, TTLConfig
@@ -15,7 +16,14 @@ from projectors.store import VIEW
 from streamsaver.drivers.cluster import is_cluster
 from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.log.keys import DEFAULT_PREFIX
-from streamsaver.memory.invalidations import InvalidationListener, connection_factory
+from streamsaver.memory.cluster_invalidations import ClusterInvalidations
+from streamsaver.memory.invalidations import (
+    HEARTBEAT_S,
+    InvalidationListener,
+    connection_class,
+    connection_factory,
+    connection_settings,
+)
 from streamsaver.store.core import StoreCore
 from streamsaver.store.item_cache import ItemCache
 from streamsaver.store.vectors import Embed, VectorIndex
@@ -78,29 +86,53 @@ def async_embedder(index: IndexConfig | None) -> Callable[[Any], Coroutine[Any, 
     return answer
 
 
-def local_cache(owner: object, client: Any, core: StoreCore, capacity: int) -> InvalidationListener | None:
+CacheListener = InvalidationListener | ClusterInvalidations
+
+
+def cluster_connections(client: Any) -> tuple[Any, list[tuple[str, int]]]:
+    """For a cluster `client` (sync or asyncio): a function making a new sync RESP2 connection
+    to a node's address with the client's credentials and TLS settings (as `connection_factory`
+    does for one server), and the client's startup nodes' addresses."""
+    kwargs = dict(client.connection_kwargs if hasattr(client, "connection_kwargs")
+                  else client.nodes_manager.connection_kwargs)
+    kind = connection_class(kwargs.get("connection_class") or redis.Connection)
+    settings = connection_settings(kind, kwargs)
+    for address in ("host", "port", "path"):
+        settings.pop(address, None)
+    seeds = [(node.host, int(node.port)) for node in client.nodes_manager.startup_nodes.values()]
+    seeds += [(node.host, int(node.port)) for node in client.get_primaries()]
+
+    def connect(host: str, port: int) -> Any:
+        return kind(**settings, host=host, port=port, protocol=2, socket_timeout=5 * HEARTBEAT_S)
+
+    return connect, list(dict.fromkeys(seeds))
+
+
+def local_cache(owner: object, client: Any, core: StoreCore, capacity: int) -> CacheListener | None:
     """Give `core` an item cache of `capacity` documents kept coherent by an invalidation
-    listener on `client`'s server (`streamsaver.memory.invalidations`), started now and stopped
-    by its `stop` or when `owner` (the store) is garbage-collected; `capacity` 0: None, no cache.
+    listener on `client`'s server (`streamsaver.memory.invalidations`; on a cluster, one on
+    each primary: `streamsaver.memory.cluster_invalidations`), started now and stopped by its
+    `stop` or when `owner` (the store) is garbage-collected; `capacity` 0: None, no cache.
 
     Raises:
         InvalidInputError: `capacity` is not a non-negative int.
-        ConfigurationError: `client` is a Redis Cluster (tracking is per node; not supported), or
-            Sentinel-managed (`streamsaver.memory.invalidations.connection_factory`).
+        ConfigurationError: `client` is Sentinel-managed
+            (`streamsaver.memory.invalidations.connection_factory`).
     """
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
         raise InvalidInputError(f"local_cache is a number of item documents (an int >= 0), not {capacity!r}")
     if capacity == 0:
         return None
-    if core.cluster:
-        raise ConfigurationError(
-            "local_cache is not supported on Redis Cluster: its invalidations come from each primary for "
-            "its own keys (a listener per primary, followed across resharding); use local_cache=0 there"
-        )
-    connect = connection_factory(client)
-    core.cache = ItemCache(capacity)
     prefix = core.keyspace.document_prefix(VIEW, "doc").encode()
-    listener = InvalidationListener(connect, core.cache, prefix)
+    listener: CacheListener
+    if core.cluster:
+        connect, seeds = cluster_connections(client)
+        core.cache = ItemCache(capacity, per_node=True)
+        listener = ClusterInvalidations(connect, seeds, core.cache, prefix)
+    else:
+        connect = connection_factory(client)
+        core.cache = ItemCache(capacity)
+        listener = InvalidationListener(connect, core.cache, prefix)
     listener.start()
     weakref.finalize(owner, listener.stop)
     return listener

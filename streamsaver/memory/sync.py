@@ -52,7 +52,8 @@ class StreamStore(BaseStore):
             An ``EncryptedSerializer`` encrypts those parts at rest.
         local_cache: hold up to this many item documents in this object's memory, kept coherent
             by Redis's invalidations (`streamsaver.store.item_cache`): a get of one held costs no
-            round trip. 0 (default): off. Not on Redis Cluster. `close` stops its listener.
+            round trip. 0 (default): off. On Redis Cluster, a listener per primary. `close` stops
+            its listeners.
         writer: who this store writes as: the name every put and delete logs with it (a
             service or agent name, printable, 1 to 128 characters; default: this process's
             ``host-pid``). A write made inside a LangGraph run also logs the run's

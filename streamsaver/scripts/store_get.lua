@@ -3,7 +3,9 @@
 -- store_get: the item documents of KEYS (nil for a missing one); with ARGV[1] == '1', each
 -- found item that expires gets its own TTL again (its document's '$.i.t', ms): a refreshing read.
 -- With ARGV[2] == '1' (a store with a local cache), each key's PTTL too, after any renewal.
--- Returns: one JSON text (or nil) per key, in order; then, with ARGV[2] == '1', one PTTL per key.
+-- With ARGV[3] == '1' (the local cache on Redis Cluster), then the id of the primary running it.
+-- Returns: one JSON text (or nil) per key, in order; then, with ARGV[2] == '1', one PTTL per key;
+-- then, with ARGV[3] == '1', this node's CLUSTER MYID.
 local out = {}
 for k, key in ipairs(KEYS) do
   local doc = redis.call('JSON.GET', key)
@@ -15,4 +17,5 @@ for k, key in ipairs(KEYS) do
   end
   if ARGV[2] == '1' then out[#KEYS + k] = redis.call('PTTL', key) end
 end
+if ARGV[3] == '1' then out[2 * #KEYS + 1] = redis.call('CLUSTER', 'MYID') end
 return out

@@ -243,7 +243,8 @@ class StoreCore:
     def _get(self, op: GetOp) -> list[str | bytes | int]:
         refresh = "1" if op.refresh_ttl else "0"  # BaseStore resolved it from refresh_on_read
         # With a cache, the PTTL too: the deadline a held document is served until.
-        argv = [refresh] if self.cache is None else [refresh, "1"]
+        # On a cluster, the id of the primary that ran it too (`ItemCache.offer`).
+        argv = [refresh] if self.cache is None else [refresh, "1", "1"] if self.cache.asks_node else [refresh, "1"]
         return STORE_GET.evalsha_args([self.document_key(tuple(op.namespace), op.key)], argv)
 
     def replies_by_op(self, ops: Sequence[Op], replies: Sequence[Any], reads: Sequence[Sequence[Command]]) -> list[

@@ -22,6 +22,12 @@ lost connection, going live again or forgetting old invalidations (`_FORGET_AFTE
 an invalidation of every key. While the listener is not live (not yet subscribed, or its
 connection failed) nothing is served and nothing enters.
 
+On Redis Cluster (`per_node`) each primary sends the invalidations of its own keys, so a reply
+is held only if the primary that ran the read is one whose invalidations are received (the read
+names it: ``CLUSTER MYID``; `go_live` names the tracked primaries), and a missing item is not held
+at all: a key that does not exist leaves nothing on its primary to invalidate when its slot
+moves to another (`streamsaver.memory.cluster_invalidations` argues the rest).
+
 Expiry: Redis invalidates a key when it actually deletes it, and active expiry may lag the
 key's deadline; so each document is held with a deadline computed from the ``PTTL`` its read
 returned, counted from when the `Reading` was taken (before the request was sent, so never
@@ -69,8 +75,12 @@ class ItemCache:
         hits: lookups answered; misses: lookups not answered (counted while live).
     """
 
-    def __init__(self, capacity: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, capacity: int, clock: Callable[[], float] = time.monotonic, per_node: bool = False) -> None:
         self.capacity = capacity
+        self.per_node = per_node
+        self.on_untracked: Callable[[], None] | None = None
+        """Called (outside the lock) when a reply came from a primary whose invalidations are not
+        received (`per_node`): the cluster's listener then reads the slot map at once."""
         self.hits = 0
         self.misses = 0
         self._clock = clock
@@ -80,11 +90,18 @@ class ItemCache:
         self._flushed_at = 0
         self._invalidated: dict[bytes, int] = {}
         self._live = False
+        self._nodes: frozenset[bytes] = frozenset()
 
     @property
     def live(self) -> bool:
         """Whether invalidations are being received (only then is anything served or held)."""
         return self._live
+
+    @property
+    def asks_node(self) -> bool:
+        """Whether a get should name the primary that ran it (`per_node`, and live: only then
+        may its reply be held; a runtime ACL user, whose listener is refused, never asks)."""
+        return self.per_node and self._live
 
     @property
     def sequence(self) -> int:
@@ -124,13 +141,19 @@ class ItemCache:
         with self._changed:
             return Reading(self._sequence, self._clock()) if self._live else None
 
-    def offer(self, key: bytes, document: bytes | None, pttl_ms: int, reading: Reading | None) -> bool:
+    def offer(self, key: bytes, document: bytes | None, pttl_ms: int, reading: Reading | None,
+              node: bytes | None = None) -> bool:
         """Hold the `document` a get read for `key` (`pttl_ms`: the key's ``PTTL`` then, -1 for
         no TTL, -2 for no key) unless anything invalidated `key` since `reading` (see the
-        module docstring), or it expires within a millisecond; whether it was held."""
+        module docstring), or it expires within a millisecond; with `per_node`, also unless the
+        read ran on a primary (`node`, its id) that is not tracked, or found no item; whether it
+        was held."""
         with self._changed:
             if reading is None or not self._live or self.changed_since(key, reading.sequence) or 0 <= pttl_ms <= 1:
                 return False
+            untracked = self.per_node and node not in self._nodes
+            if self.per_node and (untracked or document is None):
+                return self._refused(untracked)
             # PTTL counts whole milliseconds down: one less keeps the deadline no later than the server's.
             deadline = reading.started + (pttl_ms - 1) / 1000 if pttl_ms > 0 else None
             self._entries[key] = Cached(document, deadline)
@@ -138,6 +161,11 @@ class ItemCache:
             while len(self._entries) > self.capacity:
                 self._entries.popitem(last=False)
             return True
+
+    def _refused(self, untracked: bool) -> bool:
+        if untracked and self.on_untracked is not None:
+            self.on_untracked()  # only sets an event: safe under the lock
+        return False
 
     def invalidate(self, keys: Iterable[bytes]) -> None:
         """Forget the documents of `keys` (the server said they changed, or this store writes
@@ -164,17 +192,20 @@ class ItemCache:
         self._invalidated.clear()
         self._changed.notify_all()
 
-    def go_live(self) -> None:
-        """Invalidations are received from now on: serve and hold again (starting empty; reads
-        sent before now are refused, they may predate the subscription)."""
+    def go_live(self, nodes: frozenset[bytes] = frozenset()) -> None:
+        """Invalidations are received from now on (with `per_node`: from each primary of
+        `nodes`, by id): serve and hold again (starting empty; reads sent before now are refused,
+        they may predate the subscription)."""
         with self._changed:
             self._flush()
+            self._nodes = nodes
             self._live = True
 
     def go_dark(self) -> None:
         """Invalidations may be missed from now on: forget everything, serve and hold nothing."""
         with self._changed:
             self._live = False
+            self._nodes = frozenset()
             self._flush()
 
     def wait_for(self, condition: Callable[[], bool], timeout: float) -> bool:

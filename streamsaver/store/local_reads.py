@@ -75,13 +75,13 @@ class LocalReads:
             self.cache.invalidate(self.written)
 
     def remember(self, replies: Sequence[Sequence[Any]]) -> None:
-        """Offer the cache each miss's reply (``store_get.lua``'s document, then its PTTL), by
-        op position in `replies`."""
+        """Offer the cache each miss's reply (``store_get.lua``'s document, then its PTTL, then
+        on a cluster the id of the primary that ran it), by op position in `replies`."""
         if self.cache is None:
             return
         for n, key in self.misses.items():
-            document, pttl = replies[n][0]
-            self.cache.offer(key, document, int(pttl), self.reading)
+            reply = replies[n][0]
+            self.cache.offer(key, reply[0], int(reply[1]), self.reading, reply[2] if len(reply) > 2 else None)
 
 
 NOT_HELD: Any = object()

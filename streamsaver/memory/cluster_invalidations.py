@@ -62,11 +62,13 @@ class ClusterInvalidations:
     Attributes:
         listeners: the current listener of each primary, by id.
         slot_map: the slot map they were started for (None: not read yet, or unreadable).
+        checks: how many times the slot map was read (or failed to be).
     """
 
     def __init__(self, connect: Connect, seeds: list[tuple[str, int]], cache: ItemCache, prefix: bytes) -> None:
         self.listeners: dict[bytes, InvalidationListener] = {}
         self.slot_map: SlotMap | None = None
+        self.checks = 0
         self._connect, self._seeds, self._cache, self._prefix = connect, seeds, cache, prefix
         self._nodes = TrackedNodes(cache)
         self._outage = Outage()
@@ -99,6 +101,7 @@ class ClusterInvalidations:
         while not self._stopping.is_set():
             self._recheck.clear()
             current = self._read_slot_map()
+            self.checks += 1
             if current != self.slot_map and not self._stopping.is_set():
                 self._retrack(current)
             self._recheck.wait(HEARTBEAT_S)

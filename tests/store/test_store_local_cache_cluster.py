@@ -7,6 +7,7 @@ yet is never held. Waits are conditions on the cache (with a deadline), never sl
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -258,3 +259,28 @@ async def test_moved_slots_and_a_joined_primary_empty_the_cache_which_stays_cohe
         made.wait(lambda: not made.cache.holds(made.key(namespace)))
         assert await made.get(namespace) == {"n": 7}
         await _close(made)
+
+
+def test_the_runtime_acl_user_is_refused_once_and_the_cache_stays_off(
+        own_cluster: EmbeddedCluster, prefix: str, caplog: pytest.LogCaptureFixture) -> None:
+    """It may not track nor subscribe (docs/security.md): every primary refuses it, one warning."""
+    import uuid
+
+    from streamsaver.log.acl import runtime_rules
+
+    caplog.set_level(logging.DEBUG, logger="streamsaver.store")
+    StreamStore(RedisCluster.from_url(own_cluster.url), prefix=prefix).setup()
+    name, password = f"ss-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    for node in own_cluster.nodes:
+        with redis.Redis(port=node.port) as admin:
+            admin.execute_command("ACL", "SETUSER", name, "on", f">{password}", *runtime_rules(prefix))
+    url = own_cluster.url.replace("redis://", f"redis://{name}:{password}@", 1)
+    with StreamStore(RedisCluster.from_url(url), prefix=prefix, local_cache=10) as store:
+        def refused() -> list[logging.LogRecord]:
+            return [record for record in caplog.records if "local cache is off" in record.getMessage()]
+
+        assert _until(lambda: len(refused()) >= 3)  # each primary's listener refused at least once
+        assert [record.levelno for record in refused()].count(logging.WARNING) == 1
+        store.put(("alice", "facts"), "k", {"n": 1})
+        assert store.get(("alice", "facts"), "k").value == {"n": 1}  # type: ignore[union-attr]
+        assert store.core.cache is not None and not store.core.cache.live and len(store.core.cache) == 0

@@ -29,3 +29,16 @@ def test_a_unix_socket_client() -> None:
     client = redis.Redis(unix_socket_path="/run/redis.sock")
     connection = connection_factory(client)()
     assert type(connection) is redis.UnixDomainSocketConnection and connection.path == "/run/redis.sock"
+
+
+def test_an_asyncio_cluster_client_with_tls_and_credentials() -> None:
+    from streamsaver.memory.options import cluster_connections
+
+    client = redis.asyncio.RedisCluster(host="10.0.0.8", port=7000, username="app", password="secret",
+                                        ssl=True, ssl_cert_reqs="none")
+    connect, seeds = cluster_connections(client)
+    connection = connect("10.0.0.9", 7001)
+    assert type(connection) is redis.SSLConnection
+    assert (connection.host, connection.port, connection.protocol) == ("10.0.0.9", 7001, 2)
+    assert (connection.username, connection.password) == ("app", "secret")
+    assert seeds == [("10.0.0.8", 7000)]

@@ -91,8 +91,9 @@ CacheListener = InvalidationListener | ClusterInvalidations
 
 def cluster_connections(client: Any) -> tuple[Any, list[tuple[str, int]]]:
     """For a cluster `client` (sync or asyncio): a function making a new sync RESP2 connection
-    to a node's address with the client's credentials and TLS settings (as `connection_factory`
-    does for one server), and the client's startup nodes' addresses."""
+    to a node's address (as ``CLUSTER SLOTS`` names it, remapped as the client remaps it) with
+    the client's credentials and TLS settings (as `connection_factory` does for one server), and
+    the client's startup nodes' addresses."""
     kwargs = dict(client.connection_kwargs if hasattr(client, "connection_kwargs")
                   else client.nodes_manager.connection_kwargs)
     kind = connection_class(kwargs.get("connection_class") or redis.Connection)
@@ -102,7 +103,10 @@ def cluster_connections(client: Any) -> tuple[Any, list[tuple[str, int]]]:
     seeds = [(node.host, int(node.port)) for node in client.nodes_manager.startup_nodes.values()]
     seeds += [(node.host, int(node.port)) for node in client.get_primaries()]
 
+    remap = client.nodes_manager.remap_host_port
+
     def connect(host: str, port: int) -> Any:
+        host, port = remap(host, port)
         return kind(**settings, host=host, port=port, protocol=2, socket_timeout=5 * HEARTBEAT_S)
 
     return connect, list(dict.fromkeys(seeds))

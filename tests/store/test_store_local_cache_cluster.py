@@ -7,7 +7,11 @@ yet is never held. Waits are conditions on the cache (with a deadline), never sl
 
 from __future__ import annotations
 
+import gc
 import logging
+import threading
+import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +25,7 @@ from redis.cluster import RedisCluster
 from store_adapter import StoreAdapter, TripCounter
 
 from streamsaver import AsyncStreamStore, StreamStore
+from streamsaver.log.acl import runtime_rules
 from streamsaver.log.routing import key_slot
 from streamsaver.memory.cluster_invalidations import ClusterInvalidations
 from streamsaver.server.cluster import EmbeddedCluster
@@ -157,8 +162,6 @@ async def test_a_killed_listener_connection_on_one_primary_empties_and_recovers(
 
 
 def _listener_threads() -> list[str]:
-    import threading
-
     return [thread.name for thread in threading.enumerate() if thread.name.startswith("streamsaver-invalidations")]
 
 
@@ -173,6 +176,13 @@ async def test_close_stops_every_listener(cluster_url: str, prefix: str) -> None
     for port, client_id in ids.items():  # client ids are per node
         with redis.Redis(port=port) as client:
             assert str(client_id) not in {entry["id"] for entry in client.client_list()}
+    client = RedisCluster.from_url(cluster_url)
+    dropped = StreamStore(client, prefix=prefix, local_cache=10)
+    assert _until(lambda: len(_listener_threads()) == before + 4)
+    del dropped
+    gc.collect()
+    assert len(_listener_threads()) == before
+    client.close()
 
 
 @pytest.fixture(scope="module")
@@ -209,9 +219,6 @@ def _freeze(listeners: ClusterInvalidations) -> None:
 
 
 def _until(condition: Any) -> bool:
-    import threading
-    import time
-
     deadline = time.monotonic() + WAIT_S
     while not condition():
         if time.monotonic() > deadline:
@@ -264,10 +271,6 @@ async def test_moved_slots_and_a_joined_primary_empty_the_cache_which_stays_cohe
 def test_the_runtime_acl_user_is_refused_once_and_the_cache_stays_off(
         own_cluster: EmbeddedCluster, prefix: str, caplog: pytest.LogCaptureFixture) -> None:
     """It may not track nor subscribe (docs/security.md): every primary refuses it, one warning."""
-    import uuid
-
-    from streamsaver.log.acl import runtime_rules
-
     caplog.set_level(logging.DEBUG, logger="streamsaver.store")
     StreamStore(RedisCluster.from_url(own_cluster.url), prefix=prefix).setup()
     name, password = f"ss-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex

@@ -42,3 +42,13 @@ def test_an_asyncio_cluster_client_with_tls_and_credentials() -> None:
     assert (connection.host, connection.port, connection.protocol) == ("10.0.0.9", 7001, 2)
     assert (connection.username, connection.password) == ("app", "secret")
     assert seeds == [("10.0.0.8", 7000)]
+
+
+def test_a_cluster_client_remapping_addresses_is_followed() -> None:
+    from streamsaver.memory.options import cluster_connections
+
+    client = redis.asyncio.RedisCluster(host="10.0.0.8", port=7000,
+                                        address_remap=lambda address: ("gateway", address[1] + 10000))
+    connect, _ = cluster_connections(client)
+    connection = connect("10.0.0.9", 7001)
+    assert (connection.host, connection.port) == ("gateway", 17001)

@@ -52,3 +52,15 @@ def test_a_port_held_by_a_silent_listener_is_refused_with_a_clear_error() -> Non
 
         with pytest.raises(EmbeddedServerError, match="held by another process"):
             EmbeddedRedis(port=port, modules=False, startup_timeout=10).start()
+
+
+@pytest.mark.parametrize("extra_args", [[], ["--requirepass", "s3cret"]], ids=["open", "password"])
+def test_stop_shuts_the_server_down_cleanly(extra_args: list[str]) -> None:
+    """`stop` ends the server with SHUTDOWN (exit code 0), never by SIGKILL after its wait: a
+    killed server may leave its append-only file torn. A password-protected one included: its
+    NOAUTH answer is a ConnectionError to redis-py, which used to pass for a shutdown."""
+    server = EmbeddedRedis(extra_args=extra_args).start()
+    process = server.process
+    assert process is not None
+    server.stop()
+    assert process.returncode == 0

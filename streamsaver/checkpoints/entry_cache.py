@@ -109,8 +109,6 @@ class Claim:
     entries: dict[bytes, Entry]
 
 
-
-
 class EntryCache:
     """Stored log entries by (thread log key, incarnation, entry id), at most `max_bytes` of
     them (least recently used go first). The log key carries the deployment's prefix. Safe to
@@ -370,12 +368,28 @@ class EntryCache:
             thread.claim = None
             if not thread.ids:
                 del self._threads[log]
+            else:  # the index by checkpoint id would otherwise grow with every checkpoint ever held
+                _unindex(thread, entry_id, held)
 
     def _drop(self, log: str) -> None:
         thread = self._threads.pop(log, None)
         if thread is not None:
             for entry_id in thread.ids:
                 self.size -= self._lru.pop((log, entry_id)).size
+
+
+def _unindex(thread: _Thread, entry_id: bytes, held: _Held) -> None:
+    """Take `entry_id` (`held`, evicted) out of `thread`'s index by checkpoint id."""
+    flat = held.flat
+    if flat is None:
+        named = held.entry.get(CHECKPOINT_ID)
+    else:
+        named = wire_bytes(flat[_CID_AT]) if len(flat) > _CID_AT and flat[_CID_AT - 1] in _CID_NAMES else None
+    if named is None or entry_id not in (ids := thread.checkpoints.get(named, [])):
+        return
+    ids.remove(entry_id)
+    if not ids:
+        del thread.checkpoints[named]
 
 
 def _noted_log(note: tuple[str | Sequence[Arg], bytes, bytes, Sequence[Arg] | None]) -> str:

@@ -45,13 +45,19 @@ def encoded(value: Mapping[str, Any], serde: SerializerProtocol) -> dict[str, An
     """`value` as plain JSON: itself when it is, else with each part that is not encoded by `serde`.
 
     Raises:
-        InvalidInputError: a part the serde cannot encode either.
+        InvalidInputError: a part the serde cannot encode either, or a plain part JSON cannot
+            hold (an int beyond 64 bits, a string with a lone surrogate).
     """
     try:
         strict_json(value)
         return dict(value)
     except TypeError:
-        return dict(_wrap(dict(value), serde))
+        wrapped = dict(_wrap(dict(value), serde))
+    try:
+        strict_json(wrapped)  # the plain parts stay as they are: one JSON cannot hold fails here
+    except TypeError as exc:
+        raise InvalidInputError(f"an item's value holds a part JSON cannot store: {exc}") from exc
+    return wrapped
 
 
 def holds_encoded(document: bytes | str) -> bool:

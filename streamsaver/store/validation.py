@@ -82,6 +82,10 @@ def _check_put(op: PutOp) -> None:
     if op.ttl is not None and (isinstance(op.ttl, bool) or not isinstance(op.ttl, (int, float))
                                or not 0 < op.ttl <= MAX_TTL_MINUTES):  # NaN fails the comparison too
         raise InvalidInputError(f"ttl is a positive number of minutes (at most {MAX_TTL_MINUTES:.3g}), not {op.ttl!r}")
+    index = op.index
+    if index is not None and index is not False and (
+            not isinstance(index, (list, tuple)) or not all(isinstance(path, str) for path in index)):
+        raise InvalidInputError(f"index is False, None or a list of JSON paths (strings), not {index!r}")
 
 
 def _check_op(op: Op) -> None:

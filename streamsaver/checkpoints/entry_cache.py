@@ -61,6 +61,11 @@ _RECENT_WALK = 4
 """Last held entries `EntryCache.recent` looks at per checkpoint (a step logs two or so)."""
 
 
+_Note = tuple[str, bytes, bytes, Sequence[Arg] | None, int]
+"""An append noted (`EntryCache._note`): log, entry id, incarnation, fields (None: too large to
+hold), size."""
+
+
 class _Held:
     """One entry held: its size, and either its fields (read from a reply) or, until a read first
     names it, the flat field/value arguments of this saver's append that logged it (`flat`;
@@ -109,8 +114,6 @@ class Claim:
     entries: dict[bytes, Entry]
 
 
-
-
 class EntryCache:
     """Stored log entries by (thread log key, incarnation, entry id), at most `max_bytes` of
     them (least recently used go first). The log key carries the deployment's prefix. Safe to
@@ -126,9 +129,11 @@ class EntryCache:
         self._lru: OrderedDict[tuple[str, bytes], _Held] = OrderedDict()
         self._threads: dict[str, _Thread] = {}
         self._lock = threading.Lock()
-        self._pending: list[tuple[str | Sequence[Arg], bytes, bytes, Sequence[Arg] | None]] = []
-        """This saver's appends not taken in yet: (log, entry id, incarnation, fields) from
-        `wrote`, (command, entry id, incarnation, None) from `appended`."""
+        self._pending: list[_Note] = []
+        """This saver's appends not taken in yet: (log, entry id, incarnation, fields, size);
+        fields None: too large to hold (its incarnation is still taken in)."""
+        self._noted = 0
+        """The size of the fields noted in `_pending`: they count against the bound too."""
 
     def claim(self, log: str, checkpoint_id: bytes = b"", limit: int = 0) -> Claim:
         """The entries of thread `log` a read may name: its newest `limit` (default
@@ -270,37 +275,40 @@ class EntryCache:
         entries of another incarnation of the thread are dropped (see the module).
 
         A put pays only for noting it: the entry is taken in (and counted in `size`) by the next
-        read, or once `SETTLE_AFTER` appends are noted."""
+        read, or once `SETTLE_AFTER` appends are noted or what is noted and held would pass the
+        bound."""
         if incarnation:
-            self._note((log, entry_id, incarnation, fields))
+            self._note(log, entry_id, incarnation, fields)
 
     def appended(self, command: Sequence[Arg], reply: Any) -> None:
         """`wrote` the entry an ``append.lua`` `command` logged: `reply` is the script's (entry
         id, incarnation; None when it logged nothing); the entry's fields are the command's event
         fields (after the keys, the log first, and the field count)."""
         if reply and type(reply[0]) is bytes and reply[1]:
-            self._note((command, reply[0], bytes(reply[1]), None))
+            at = 4 + int(command[2])
+            self._note(str(command[3]), reply[0], bytes(reply[1]), command[at : at + int(command[at - 1])])
 
-    def _note(self, append: tuple[str | Sequence[Arg], bytes, bytes, Sequence[Arg] | None]) -> None:
+    def _note(self, log: str, entry_id: bytes, incarnation: bytes, fields: Sequence[Arg]) -> None:
+        try:
+            size = _OVERHEAD + len(log) + len(entry_id) + len(b"".join(fields))  # type: ignore[arg-type]
+        except TypeError:  # a str or a number among them
+            size = _OVERHEAD + len(log) + len(entry_id) + sum(len(wire_bytes(value)) for value in fields)
+        held = size <= self.max_bytes // 4  # else it would push out much of what is held, for one entry
         pending = self._pending
         # atomic under the GIL, no lock on a put; a note racing a `_settle` may land in the list
-        # it already read and be lost, which only means the entry is not held
-        pending.append(append)
-        if len(pending) >= SETTLE_AFTER:
+        # it already read and be lost (or its size in `_noted`), which only means it is not held
+        pending.append((log, entry_id, incarnation, fields if held else None, size))
+        self._noted += size if held else 0
+        if len(pending) >= SETTLE_AFTER or self.size + self._noted > self.max_bytes:
             with self._lock:
                 self._settle()
 
     def _settle(self) -> None:
         """Take in the appends noted, each under the incarnation its reply named."""
         # `_add`, inlined: this runs for every entry a saver writes
-        pending, self._pending = self._pending, []
-        threads, lru, largest = self._threads, self._lru, self.max_bytes // 4
-        for source, entry_id, incarnation, noted in pending:
-            if noted is None:  # an append's event fields (`appended`)
-                at = 4 + int(source[2])
-                log, fields = str(source[3]), source[at : at + int(source[at - 1])]
-            else:
-                log, fields = str(source), noted
+        pending, self._pending, self._noted = self._pending, [], 0
+        threads, lru = self._threads, self._lru
+        for log, entry_id, incarnation, fields, size in pending:
             thread = threads.get(log)
             if thread is None or thread.incarnation != incarnation:
                 self._drop(log)  # another life of the thread (see the module)
@@ -308,11 +316,7 @@ class EntryCache:
             key = (log, entry_id)
             if key in lru:
                 continue
-            try:
-                size = _OVERHEAD + len(log) + len(entry_id) + len(b"".join(fields))  # type: ignore[arg-type]
-            except TypeError:  # a str or a number among them
-                size = _OVERHEAD + len(log) + len(entry_id) + sum(len(wire_bytes(value)) for value in fields)
-            if size <= largest:  # else it would push out much of what is held, for one entry
+            if fields is not None:
                 lru[key] = _Held(size, None, fields)
                 thread.ids[entry_id] = None
                 thread.claim = None
@@ -337,7 +341,7 @@ class EntryCache:
         taken in first: a deletion does not pay for the notes of other threads)."""
         with self._lock:
             if self._pending:
-                self._pending = [note for note in self._pending if _noted_log(note) != log]
+                self._pending = [note for note in self._pending if note[0] != log]
             self._drop(log)
 
     def _add(self, log: str, thread: _Thread, entry_id: bytes, held: _Held) -> None:
@@ -370,6 +374,8 @@ class EntryCache:
             thread.claim = None
             if not thread.ids:
                 del self._threads[log]
+            else:  # the index by checkpoint id would otherwise grow with every checkpoint ever held
+                _unindex(thread, entry_id, held)
 
     def _drop(self, log: str) -> None:
         thread = self._threads.pop(log, None)
@@ -378,6 +384,15 @@ class EntryCache:
                 self.size -= self._lru.pop((log, entry_id)).size
 
 
-def _noted_log(note: tuple[str | Sequence[Arg], bytes, bytes, Sequence[Arg] | None]) -> str:
-    """The thread log of an append noted (`EntryCache._note`)."""
-    return str(note[0][3]) if note[3] is None else str(note[0])
+def _unindex(thread: _Thread, entry_id: bytes, held: _Held) -> None:
+    """Take `entry_id` (`held`, evicted) out of `thread`'s index by checkpoint id."""
+    flat = held.flat
+    if flat is None:
+        named = held.entry.get(CHECKPOINT_ID)
+    else:
+        named = wire_bytes(flat[_CID_AT]) if len(flat) > _CID_AT and flat[_CID_AT - 1] in _CID_NAMES else None
+    if named is None or entry_id not in (ids := thread.checkpoints.get(named, [])):
+        return
+    ids.remove(entry_id)
+    if not ids:
+        del thread.checkpoints[named]

@@ -23,8 +23,10 @@ def ttl_ms(default_ttl: float | None) -> int:
     """
     if default_ttl is None:
         return 0
-    if isinstance(default_ttl, bool) or not isinstance(default_ttl, (int, float)) or not default_ttl > 0:
-        raise InvalidInputError(f"default_ttl must be a positive number of minutes, not {default_ttl!r}")
+    if isinstance(default_ttl, bool) or not isinstance(default_ttl, (int, float)) or not (
+            0 < default_ttl <= log_ttl.MAX_TTL_MINUTES):
+        raise InvalidInputError(f"default_ttl must be a positive number of minutes (at most "
+                                f"{log_ttl.MAX_TTL_MINUTES:.3g}), not {default_ttl!r}")
     return max(1, round(default_ttl * 60_000))
 
 

@@ -14,9 +14,14 @@ from __future__ import annotations
 from streamsaver.log.domain import Domain
 from streamsaver.log.keys import Keyspace
 
-__all__ = ["ttl_block", "ttl_call"]
+__all__ = ["MAX_TTL_MINUTES", "ttl_block", "ttl_call"]
 
 Arg = str | bytes | int
+
+MAX_TTL_MINUTES = 2**52 / 60_000
+"""The longest TTL (minutes, LangGraph's unit; ~142,000 years): the scripts add it to the clock
+as Lua numbers, which hold integers exactly to 2**53 only and pass larger ones to Redis as
+``9e+18``, which ``PEXPIRE`` refuses after the write it follows."""
 
 
 def ttl_block(domain: Domain, keyspace: Keyspace, thread_id: str, ttl: int) -> list[Arg]:

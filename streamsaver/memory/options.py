@@ -16,6 +16,7 @@ from projectors.store import VIEW
 from streamsaver.drivers.cluster import is_cluster
 from streamsaver.errors import ConfigurationError, InvalidInputError
 from streamsaver.log.keys import DEFAULT_PREFIX
+from streamsaver.log.ttl import MAX_TTL_MINUTES
 from streamsaver.memory.cluster_invalidations import ClusterInvalidations
 from streamsaver.memory.invalidations import (
     HEARTBEAT_S,
@@ -33,8 +34,10 @@ __all__ = ["async_embedder", "embedder", "local_cache", "store_core", "ttl_confi
 
 def ttl_config(default_ttl: float | None, refresh_on_read: bool) -> TTLConfig:
     """LangGraph's TTL settings of a store: `default_ttl` minutes (None: items never expire)."""
-    if default_ttl is not None and (isinstance(default_ttl, bool) or default_ttl <= 0):
-        raise ConfigurationError(f"default_ttl is a positive number of minutes, not {default_ttl!r}")
+    if default_ttl is not None and (isinstance(default_ttl, bool) or not isinstance(default_ttl, (int, float))
+                                    or not 0 < default_ttl <= MAX_TTL_MINUTES):  # NaN fails the comparison too
+        raise ConfigurationError(f"default_ttl is a positive number of minutes (at most {MAX_TTL_MINUTES:.3g}), "
+                                 f"not {default_ttl!r}")
     config: TTLConfig = {"refresh_on_read": refresh_on_read}
     if default_ttl is not None:
         config["default_ttl"] = default_ttl

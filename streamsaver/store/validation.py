@@ -10,6 +10,7 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp,
 
 from streamsaver.errors import InvalidInputError
 from streamsaver.log.keys import checked_id
+from streamsaver.log.ttl import MAX_TTL_MINUTES
 
 __all__ = ["FILTER_OPERATORS", "RANGE_OPERATORS", "check_labels", "check_ops", "checked_namespace"]
 
@@ -78,8 +79,13 @@ def _check_filter(filter: Mapping[str, Any] | None) -> None:
 def _check_put(op: PutOp) -> None:
     if op.value is not None and not isinstance(op.value, Mapping):
         raise InvalidInputError(f"an item's value is a dict, not {type(op.value).__name__}")
-    if op.ttl is not None and (isinstance(op.ttl, bool) or not isinstance(op.ttl, (int, float)) or op.ttl <= 0):
-        raise InvalidInputError(f"ttl is a positive number of minutes, not {op.ttl!r}")
+    if op.ttl is not None and (isinstance(op.ttl, bool) or not isinstance(op.ttl, (int, float))
+                               or not 0 < op.ttl <= MAX_TTL_MINUTES):  # NaN fails the comparison too
+        raise InvalidInputError(f"ttl is a positive number of minutes (at most {MAX_TTL_MINUTES:.3g}), not {op.ttl!r}")
+    index = op.index
+    if index is not None and index is not False and (
+            not isinstance(index, (list, tuple)) or not all(isinstance(path, str) for path in index)):
+        raise InvalidInputError(f"index is False, None or a list of JSON paths (strings), not {index!r}")
 
 
 def _check_op(op: Op) -> None:

@@ -12,6 +12,7 @@ is reserved: a dict holding it is read as an encoded part.
 from __future__ import annotations
 
 import base64
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,11 +21,14 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from streamsaver.errors import InvalidInputError
 from streamsaver.log.codec import strict_json
 
-__all__ = ["MARKER", "decoded", "encoded", "holds_encoded"]
+__all__ = ["MARKER", "MAX_VALUE_DEPTH", "decoded", "encoded", "holds_encoded"]
 
 MARKER = "\x00serde"
 _MARKER_JSON = b'"\\u0000serde"'
 _PLAIN = (str, int, float, bool)
+MAX_VALUE_DEPTH = 100
+"""How deep an item's value may nest (its document adds two levels; RedisJSON refuses a document
+nested past 128, after the put's log entry was appended)."""
 
 
 def _wrap(value: Any, serde: SerializerProtocol) -> Any:
@@ -45,13 +49,42 @@ def encoded(value: Mapping[str, Any], serde: SerializerProtocol) -> dict[str, An
     """`value` as plain JSON: itself when it is, else with each part that is not encoded by `serde`.
 
     Raises:
-        InvalidInputError: a part the serde cannot encode either.
+        InvalidInputError: a part the serde cannot encode either, a plain part JSON cannot hold
+            (an int beyond 64 bits, a string with a lone surrogate, a NaN or infinite float), or
+            nesting deeper than `MAX_VALUE_DEPTH` (the item's document could not hold it).
     """
     try:
-        strict_json(value)
-        return dict(value)
+        text = strict_json(value)
+        plain = dict(value)
     except TypeError:
-        return dict(_wrap(dict(value), serde))
+        plain = dict(_wrap(dict(value), serde))
+        try:
+            text = strict_json(plain)  # the plain parts stay as they are: one JSON cannot hold fails here
+        except TypeError as exc:
+            raise InvalidInputError(f"an item's value holds a part JSON cannot store: {exc}") from exc
+    # JSON nests a level per '{' or '[' at most, and orjson writes a NaN or infinite float as null:
+    # a value without that many brackets nor a null needs no walk.
+    if b"null" in text or text.count(b"{") + text.count(b"[") > MAX_VALUE_DEPTH:
+        _check_storable(plain)
+    return plain
+
+
+def _check_storable(value: Any) -> None:
+    """Refuse a value nested deeper than `MAX_VALUE_DEPTH` or holding a NaN or infinite float
+    (iteratively: no recursion limit).
+
+    Raises:
+        InvalidInputError: such a value.
+    """
+    todo = [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, (dict, list, tuple)):
+            if level > MAX_VALUE_DEPTH:
+                raise InvalidInputError(f"an item's value nests deeper than {MAX_VALUE_DEPTH} levels")
+            todo.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise InvalidInputError(f"an item's value holds {item!r}, which JSON has no form for (it reads as None)")
 
 
 def holds_encoded(document: bytes | str) -> bool:

@@ -31,7 +31,16 @@ if current ~= ARGV[1] and not refold then
 end
 
 local replace = ARGV[2] == 'replace'
-if replace then redis.call('DEL', KEYS[1]) end
+if replace then
+  redis.call('DEL', KEYS[1])
+  -- The records of full values append.lua checks deltas against name entries of the old log:
+  -- entries come back under their ids without what was dropped, so none may vouch for them.
+  local records = {}
+  for _, field in ipairs(redis.call('HKEYS', KEYS[3])) do
+    if string.sub(field, 1, 6) == '@base:' then records[#records + 1] = field end
+  end
+  if records[1] then redis.call('HDEL', KEYS[3], spread(records, 1, #records)) end
+end
 replace = replace or refold
 local nv = tonumber(ARGV[3])
 local views = {}

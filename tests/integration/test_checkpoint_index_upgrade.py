@@ -102,6 +102,10 @@ def test_an_older_deployment_keeps_working_is_upgraded_without_a_rebuild_and_dro
     _fill(upgraded, threads=1, steps=2, start=10)
     assert _count(client, older[0], "@step:[10 11]") == 2
 
+    main(["--url", own_url, "--prefix", prefix, "doctor", "--json"])
+    findings = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["check"] == "indexes"]
+    warned = [f["detail"] for f in findings if f["severity"] == "warning"]
+    assert [d for d in warned if older[0] in d and "--superseded" in d]
     found = superseded_indexes(client, prefix)
     assert sorted(s.name for s in found) == sorted(older) and all(s.ready and s.version == 4 for s in found)
     assert main(["--url", own_url, "--prefix", prefix, "drop-stale-indexes", "--superseded", "--dry-run"]) == 0

@@ -143,7 +143,7 @@ for j = 1, #bases, 2 do
   positions[n + 1], positions[n + 2] = bases[j], id .. ' ' .. bases[j + 1]
   n = n + 2
 end
-if n > 0 then redis.call('HSET', KEYS[3], unpack(positions, 1, n)) end  -- one call for all views and bases
+if n > 0 then redis.call('HSET', KEYS[3], spread(positions, 1, n)) end  -- one call for all views and bases
 -- A log made anew gets a new incarnation (read_cached.lua): a feed id is never handed out twice.
 local incarnation = ''
 if not erase then

@@ -17,8 +17,6 @@ FIELDS: list[dict[str, Any]] = [
         "name": "checkpoint_id", "type": "tag", "path": "$.checkpoint_id",
         "attrs": {"sortable": True, "case_sensitive": True, "no_index": True},
     },
-    {"name": "source", "type": "tag", "path": "$.source"},
-    {"name": "step", "type": "numeric", "path": "$.step"},
     {"name": "rh", "type": "tag", "path": "$.rh"},
     {"name": "mt", "type": "tag", "path": "$.mt[*]"},
     {"name": "tk", "type": "text", "path": "$.tk", "attrs": {"sortable": True, "no_index": True, "unf": True}},
@@ -30,7 +28,11 @@ FIELDS: list[dict[str, Any]] = [
 v4): a value unique to each document costs the index a tag entry of its own (~400 bytes a
 checkpoint; ~600 with the parent digest ``ph``, which the documents still carry and no query
 used);
-``mt``: one digest per metadata ``(key, value)`` pair (see `projectors.documents`);
+``mt``: one digest per metadata ``(key, value)`` pair (see `projectors.documents`): every
+metadata filter of a listing, ``{"source": ...}`` and ``{"step": ...}`` included, is a TAG query
+on it (then checked on the rows, `streamsaver.checkpoints.list_rows.matches`), so the documents'
+``source`` and ``step`` are no longer indexed (schema v5; each cost a put ~8K server
+instructions, a JSONPath lookup and an index update per document);
 ``tk``/``nk``: thread id and namespace as keys spell them (`streamsaver.log.codec.escape`: ASCII, no
 NUL, which a sorting vector would cut at), not searchable, kept verbatim (UNF) in the sorting
 vector, so a query returns which checkpoint each row is from its own index without loading the

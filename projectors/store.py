@@ -57,7 +57,7 @@ FIELDS: list[dict[str, Any]] = [
 """``p``: namespace prefix digests; ``f``: value equality digests; ``u``: updated (microseconds,
 the sort of a search without a query); ``n``: the escaped namespace (grouped on by
 ``list_namespaces``), ``id``: the item's stem (a tie-break in the sort), kept verbatim in the
-sorting vector, not searchable. Schema v5 (`streamsaver.log.keys.VIEW_SCHEMA_VERSIONS`): v4
+sorting vector, not searchable. Schema v5 (`streamsaver.log.keys.INDEX_SCHEMA_VERSION`): v4
 also indexed ``c`` (created) and ``d`` (namespace depth), which no query reads; each cost every
 put a JSONPath lookup and a numeric index update in RediSearch. The documents keep both."""
 

@@ -259,10 +259,13 @@ def stream_lengths(client: redis.Redis, prefix: str) -> dict[bytes, int]:
 
 
 def sans_incarnation(value: Any) -> Any:
-    """A `snapshot` value without the positions field ``@inc``: a thread's incarnation belongs to
-    the deployment, not to its log (an imported or restored log gets one at its next append)."""
+    """A `snapshot` value without the positions fields that belong to the deployment, not to
+    its log: the incarnation ``@inc`` and the records of full values deltas are checked
+    against (``@base:...``); an imported or restored log gets them at its next appends."""
     kind, content = value
-    return (kind, {k: v for k, v in content.items() if k != b"@inc"}) if kind == "hash" else value
+    if kind != "hash":
+        return value
+    return (kind, {k: v for k, v in content.items() if k != b"@inc" and not k.startswith(b"@base:")})
 
 
 def snapshot(client: redis.Redis, prefix: str) -> dict[bytes, Any]:

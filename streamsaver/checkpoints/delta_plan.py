@@ -27,9 +27,12 @@ same delta against the same base, or whole when the first was whole, so that ``a
 recognises the repeat of the logged event.
 
 What the saver remembers can be stale (another process wrote the thread, it was deleted,
-pruned, copied over, restored, trimmed by retention): ``append.lua`` checks that the linked
-entry holds that version at that size before its first write and refuses with ``SSBASE``
-otherwise; the saver then forgets the thread and sends the full values (`PutPlan.fallback`).
+pruned, copied over, restored, trimmed by retention, expired): ``append.lua`` checks that the
+link (entry, version, size) is the record the thread's positions hash keeps of the last full
+value of that namespace and channel (written with that value's entry, dropped by every write
+that removes or rewrites entries; docs/architecture.md) before its first write and refuses
+with ``SSBASE`` otherwise; the saver then forgets the thread and sends the full values
+(`PutPlan.fallback`).
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ checks each literal they use against the constant here, so the two cannot drift.
 from __future__ import annotations
 
 __all__ = [
-    "BODY", "BODY_POINTER", "CHANNEL_PREFIX", "CHECKPOINT_ID", "CURRENT_CHECKPOINT", "EMPTY_TYPE", "ENTRY_ID",
-    "INCARNATION", "ITEM_EMBEDDING", "ITEM_EXPIRES", "ITEM_KEY", "ITEM_TTL", "ITEM_VALUE", "ITEM_VECTORS", "KEPT",
+    "BASE_RECORD", "BODY", "BODY_POINTER", "CHANNEL_PREFIX", "CHECKPOINT_ID", "CURRENT_CHECKPOINT", "EMPTY_TYPE",
+    "ENTRY_ID", "INCARNATION", "ITEM_EMBEDDING", "ITEM_EXPIRES", "ITEM_KEY", "ITEM_TTL", "ITEM_VALUE", "ITEM_VECTORS",
+    "KEPT",
     "LABELS", "METADATA", "NAMESPACE", "OWNER", "PARENT", "PINNED",
     "REQUEUED_FOR", "RUN", "RUNS", "SOURCE", "STRATEGY", "TASK", "TASK_PATH", "THREAD", "TYPE", "UNTIL", "VERSION",
     "VERSIONS", "WRITER", "WRITE_PREFIX", "WRITTEN_AT",
@@ -81,6 +82,11 @@ PINNED = "@pinned"
 INCARNATION = "@inc"
 """Positions-hash field naming the log's incarnation: new whenever the log is made anew or
 rewritten, so that a reader's held entries are of this log (`streamsaver.checkpoints.entry_cache`)."""
+BASE_RECORD = "@base:"
+"""Positions-hash field prefix of the record ``append.lua`` keeps of the last full value of a
+namespace and channel, which a delta must link to (``@base:<length of ns>:<ns>c:<channel>``:
+``<entry id> <field size> <version>``); dropped with every write that removes or rewrites log
+entries (`streamsaver.checkpoints.delta_plan`)."""
 OWNER = "@owner"
 """Positions-hash field holding the token of the thread's current write-ownership claim
 (`streamsaver.checkpoints.ownership`)."""

@@ -58,7 +58,7 @@ __all__ = [
 
 DEFAULT_PREFIX = "streamsaver"
 DEFAULT_PARTITIONS = 16
-INDEX_SCHEMA_VERSION = 4
+INDEX_SCHEMA_VERSION = 5
 
 ViewName = str
 """A view's name: one of its domain's views (`streamsaver.log.domain.Domain.views`), also the
@@ -137,8 +137,8 @@ class ThreadKeys:
 
 STORE_VIEW: ViewName = "items"
 """The store's view: its key family (``P:items:...``) and its field in the positions hash."""
-VIEW_SCHEMA_VERSIONS: dict[ViewName, int] = {STORE_VIEW: 5}
-"""Views whose index schema version is not `INDEX_SCHEMA_VERSION` (projectors/store.py FIELDS)."""
+VIEW_SCHEMA_VERSIONS: dict[ViewName, int] = {}
+"""Views whose index schema version is not `INDEX_SCHEMA_VERSION` (none: every view's is v5)."""
 
 
 @dataclass(frozen=True)

@@ -257,8 +257,8 @@ def program(
         # Both schemas' indexes are kept current until an operator drops the older: the
         # server pays for both (docs/operations.md, upgrading the index schema).
         log.warning(
-            "indexes of an older schema remain: %s; drop them (FT.DROPINDEX, without DD) once no "
-            "process of an older release uses them (docs/operations.md)", ", ".join(older),
+            "indexes of an older schema remain: %s; once no process of an older release uses them, drop "
+            "them: `streamsaver drop-stale-indexes --superseded` (docs/operations.md)", ", ".join(older),
         )
     return keyspace, topology
 

@@ -114,7 +114,8 @@ def _indexes(r: Any, prefix: str) -> Iterator[Finding]:
         indexing, docs = int(info.get("indexing", 0)), _text(info.get("num_docs", "?"))
         state = f"{name} (view {view}, schema v{version}): {docs} documents"
         if version < INDEX_SCHEMA_VERSION:
-            yield Finding("indexes", "warning", f"{state}, older schema: see the upgrade runbook")
+            yield Finding("indexes", "warning", f"{state}, older schema: see the upgrade runbook "
+                          "(`streamsaver drop-stale-indexes --superseded` drops it)")
         elif indexing:
             yield Finding("indexes", "warning", f"{state}, still indexing "
                           f"({float(_text(info.get('percent_indexed', 0))):.0%})")

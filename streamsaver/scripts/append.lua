@@ -18,8 +18,8 @@
 --          the call (positions field '@inc', see read_cached.lua; "" when the call erased the log
 --          or the log has none)}: the writer holds its entry under that incarnation
 --          (streamsaver/checkpoints/entry_cache.py); nil: a deletion of a thread that has no key,
---          nothing written; error SSBASE (nothing written) when a delta's link entry does not hold
---          the value it extends (see below).
+--          nothing written; error SSBASE (nothing written) when a delta's link is not the
+--          positions' record of its channel's last full value (see below).
 -- Validates the type of every key it will write (the view keys too) before the first write; the
 -- #!lua shebang makes Redis refuse the whole script up front when out of memory, so it writes
 -- all or nothing.
@@ -73,26 +73,56 @@ if probe then
   end
 end
 
--- A delta must extend a value this log holds (streamsaver/log/deltas.py): refuse before the first
--- write when its link entry does not hold that version at that size (what the saver remembered
--- is stale: another writer, a deletion, a prune, a copy or restore, retention), so the saver
--- sends the full value instead and no delta ever points at nothing.
+-- The positions field recording the last full value of channel field `name` in namespace `ns`
+-- (the length first: no two namespace and channel pairs share a field).
+local function base_field(ns, name)
+  return '@base:' .. #ns .. ':' .. ns .. name
+end
+
+-- "<field size> <version>" of a stored channel value a delta may later extend: a msgpack array
+-- (the only values stored as deltas), or a compressed msgpack value (whose kind is not seen);
+-- nil for any other value. The record adds its entry id in front once the entry is logged.
+local function base_record(payload)
+  local kind, at = packed_part(payload, 1, 2)
+  if kind == 'msgpack' then
+    local first = string.byte(payload, at + 4) or 0  -- the data's first byte
+    if not (first >= 0x90 and first <= 0x9f or first == 0xdc or first == 0xdd) then return nil end
+  elseif kind ~= 'zstd:msgpack' then
+    return nil
+  end
+  return #payload .. ' ' .. stored_version(payload)
+end
+
+-- A delta must extend a value this log holds (streamsaver/log/deltas.py). The positions hash keeps
+-- a record of the last full msgpack array this script logged for each namespace and channel
+-- (base_field: "<entry id> <field size> <version>"), written in the same atomic call as its
+-- entry and dropped by every write that removes or rewrites entries (the erase below, with the
+-- positions; rewrite.lua; expiry, the positions expiring with the log). A delta whose link is
+-- not its channel's record is refused before the first write: what the saver remembered is
+-- stale (another writer, a deletion, a prune, a copy or restore, expiry), so it sends the full
+-- value instead and no delta ever points at nothing. One HGET, where reading the linked entry
+-- (XRANGE) turned a whole entry, its base value included, into Lua strings.
+local ns, channels, bases = '', {}, {}
 for k = 2, 1 + nf, 2 do
   local name = ARGV[k]
-  if string.byte(name, 1) == 99 and string.byte(name, 2) == 58 then  -- 'c:'
-    local link, version, size = delta_link(ARGV[k + 1])
-    if link then
-      local found = redis.call('XRANGE', KEYS[1], link, link)
-      local held = false
-      if found[1] then
-        local kv = found[1][2]
-        for j = 1, #kv, 2 do
-          if kv[j] == name then held = kv[j + 1] end
-        end
-      end
-      if not held or tostring(#held) ~= size or stored_version(held) ~= version then
-        return redis.error_reply('SSBASE the log entry ' .. link .. ' does not hold the value a delta of ' .. name .. ' extends')
-      end
+  if name == 'ns' then
+    ns = ARGV[k + 1]
+  elseif string.byte(name, 1) == 99 and string.byte(name, 2) == 58 then  -- 'c:'
+    channels[#channels + 1] = k
+  end
+end
+for _, k in ipairs(channels) do
+  local field = base_field(ns, ARGV[k])
+  local link, version, size = delta_link(ARGV[k + 1])
+  if link then
+    if redis.call('HGET', KEYS[3], field) ~= link .. ' ' .. size .. ' ' .. version then
+      return redis.error_reply('SSBASE the log entry ' .. link .. ' does not hold the value a delta of ' .. ARGV[k] .. ' extends')
+    end
+  else
+    local record = base_record(ARGV[k + 1])
+    if record then
+      bases[#bases + 1] = field
+      bases[#bases + 1] = record
     end
   end
 end
@@ -103,12 +133,17 @@ if err then return err end
 local id = redis.call('XADD', KEYS[1], '*', spread(ARGV, 2, 1 + nf))
 local fed = redis.call('XADD', KEYS[2], '*', 'id', id, unpack(ARGV, pointer + 1, pointer + np))
 local i = blocks
-local positions = {false, false, false, false}  -- sized for two views: no rehash as it fills
+local positions = {false, false, false, false, false, false}  -- sized for two views and a base: no rehash
 for v = 1, nv do
   positions[2 * v - 1], positions[2 * v] = ARGV[i], id
   i = apply_ops(i + 2, counts[ARGV[i + 1]] or count_of(ARGV[i + 1]), id)
 end
-if nv > 0 then redis.call('HSET', KEYS[3], unpack(positions, 1, 2 * nv)) end  -- one call for all views
+local n = 2 * nv
+for j = 1, #bases, 2 do
+  positions[n + 1], positions[n + 2] = bases[j], id .. ' ' .. bases[j + 1]
+  n = n + 2
+end
+if n > 0 then redis.call('HSET', KEYS[3], spread(positions, 1, n)) end  -- one call for all views and bases
 -- A log made anew gets a new incarnation (read_cached.lua): a feed id is never handed out twice.
 local incarnation = ''
 if not erase then

@@ -31,7 +31,17 @@ if current ~= ARGV[1] and not refold then
 end
 
 local replace = ARGV[2] == 'replace'
-if replace then redis.call('DEL', KEYS[1]) end
+if replace then
+  redis.call('DEL', KEYS[1])
+  -- The records of full values append.lua checks deltas against name entries of the old log:
+  -- entries come back under their ids without what was dropped, so none may vouch for them.
+  -- HGETALL, not HKEYS: the deployment's documented ACL allows the one (docs/security.md).
+  local records, held = {}, redis.call('HGETALL', KEYS[3])
+  for k = 1, #held, 2 do
+    if string.sub(held[k], 1, 6) == '@base:' then records[#records + 1] = held[k] end
+  end
+  if records[1] then redis.call('HDEL', KEYS[3], spread(records, 1, #records)) end
+end
 replace = replace or refold
 local nv = tonumber(ARGV[3])
 local views = {}

@@ -11,6 +11,7 @@ saver whose memory is stale (another writer, a deleted, pruned, copied or restor
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -21,9 +22,12 @@ from langgraph.checkpoint.base import Checkpoint
 
 from streamsaver import StreamSaver
 from streamsaver.checkpoints import reads
+from streamsaver.checkpoints.compaction import rewrite_call
+from streamsaver.drivers.sync import round_trip
 from streamsaver.log import compression, deltas
 from streamsaver.log.codec import pack, unpack
-from streamsaver.log.events import Blob
+from streamsaver.log.events import Blob, ChannelValue, CheckpointSaved
+from streamsaver.log.rewrite import decode_log
 from streamsaver.log.stored import channel_field
 
 TEXT = " ".join(["agent", "tool", "call", "result", "graph", "node", "message", "redis"] * 12)
@@ -103,20 +107,25 @@ def test_a_stale_link_is_refused_and_the_full_value_sent_instead(client: redis.R
     assert _whole_history(writer, "t") == [_messages(5), _messages(4)]
 
 
-def test_a_delta_is_refused_when_its_link_holds_another_value(client: redis.Redis, prefix: str) -> None:
-    writer, other = StreamSaver(client, prefix=prefix), StreamSaver(client, prefix=prefix)
+def test_a_delta_is_refused_when_its_link_was_rewritten_to_hold_another_value(client: redis.Redis, prefix: str) -> None:
+    writer = StreamSaver(client, prefix=prefix)
     writer.setup()
-    _, last, _ = _grow(writer, "t", 2)
+    _, last, _ = _grow(writer, "t", 2)  # a base, then a delta linked to it: the writer links the next one there too
     log = writer.core.keys.thread("t").log
-    [(last_id, fields)] = client.xrevrange(log, count=1)
-    # The remembered entry now holds another version of the channel (a damaged or foreign log):
-    # a delta linked to it would join into the wrong list.
-    channel, _, type_, data = unpack(fields[channel_field("messages")])
-    from streamsaver.log.codec import pack
-
-    client.delete(log)
-    client.xadd(log, {**fields, channel_field("messages"): pack([channel, b'"other"', type_, data])}, id=last_id)
-    _grow(other, "u", 1)
+    entries = decode_log(client.xrange(log))
+    base_id, base = entries[0]
+    assert isinstance(base, CheckpointSaved)
+    # A log rewritten under its own ids (as a prune keeps a removed checkpoint's entry) whose
+    # remembered entry now holds another version of the channel: a delta linked to it would
+    # join into the wrong list.
+    other = tuple(
+        ChannelValue(v.channel, "other", v.blob) if v.channel == "messages" else v for v in base.values
+    )
+    rewritten = [(base_id, dataclasses.replace(base, values=other)), *entries[1:]]
+    round_trip(client, [rewrite_call(
+        writer.core.keys, writer.core.projections, "t", guard=entries[-1][0], replace_log=True, entries=rewritten,
+        pointers=False,
+    )])
     _, _, ids = _grow(writer, "t", 1, last, 2)
     assert not _stored_types(client, writer, "t")[-1].startswith("delta:")
     got = writer.get_tuple(config("t", "", ids[0]))

@@ -114,7 +114,7 @@ def test_a_new_saver_recreating_a_lost_index_waits_for_it_and_lists_every_match(
     client = redis.Redis.from_url(own_url)
     _fill(StreamSaver(client, prefix=prefix))
     index = Keyspace(prefix).index("full")
-    assert client.hget(Keyspace(prefix).meta, "index:full:idx:v4") == b"1"  # the deployment's record
+    assert client.hget(Keyspace(prefix).meta, "index:full:idx:v5") == b"1"  # the deployment's record
     client.execute_command("FT.DROPINDEX", index)
     fresh = StreamSaver(client, prefix=prefix)
     assert len(list(fresh.list(None, filter={"batch": "b"}))) == THREADS

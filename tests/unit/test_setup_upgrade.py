@@ -30,12 +30,14 @@ def test_current_indexes_other_views_and_other_deployments_are_not() -> None:
 
 
 def test_each_view_has_its_own_schema_version() -> None:
-    """The store's items index is at v5 while the checkpoint views stay at v4: a store v4 index
-    is an upgrade under way, a checkpoint v4 index is current."""
+    """A view's version is its entry in `VIEW_SCHEMA_VERSIONS`, else the default: the store's
+    items index moved to v5 first, the checkpoint views followed (schema v5: no ``source``,
+    ``step``); a v4 index of either is an upgrade under way, a v5 one is current."""
     keyspace = Keyspace("app", 16)
     assert index_schema_version(STORE_VIEW) == 5 and index_schema_version("full") == CURRENT
     assert keyspace.index(STORE_VIEW) == "app:items:idx:v5"
     assert keyspace.index("full") == f"app:full:idx:v{CURRENT}"
     assert upgrading(keyspace, [STORE_VIEW], [{"app:items:idx:v4"}])
+    assert CURRENT == 5 and upgrading(keyspace, ["full"], [{"app:full:idx:v4"}])
     assert not upgrading(keyspace, [STORE_VIEW], [{"app:items:idx:v5", f"app:full:idx:v{CURRENT}"}])
     assert not upgrading(keyspace, ["full", STORE_VIEW], [{f"app:full:idx:v{CURRENT}", "app:items:idx:v5"}])

@@ -63,10 +63,10 @@ def test_indexes_are_one_per_primary_on_a_cluster_and_one_on_a_server() -> None:
     keyspace = Keyspace("p")
     topology = Topology.from_slots(SLOTS_OF_THREE)
 
-    assert index_targets(keyspace, "full", None) == (IndexTarget("p:full:idx:v4"),)
+    assert index_targets(keyspace, "full", None) == (IndexTarget("p:full:idx:v5"),)
     targets = index_targets(keyspace, "full", topology)
     # the node's id in the name: a tag that moves to another node names no index there
-    assert [t.name for t in targets] == [f"p:full:idx:v4:{s.tag}:{s.node_id}" for s in topology.shards]
+    assert [t.name for t in targets] == [f"p:full:idx:v5:{s.tag}:{s.node_id}" for s in topology.shards]
     assert [s.node_id for s in topology.shards] == ["a", "b", "c"]
     assert targets[0].query(["FT._LIST"]) == Routed(topology.shards[0].tag, ["FT._LIST"])
 

@@ -23,23 +23,41 @@ while a slot is migrating on that primary. Needs a user allowed CLUSTER SETSLOT 
 FT.DROPINDEX: the operator who reshards the cluster (the deployment's admin user has no
 CLUSTER SETSLOT, docs/security.md). Run setup first (the indexes of the current slot map must
 exist). --dry-run lists them only. On one server there is nothing to drop.
+
+With --superseded (one server or a cluster), also the indexes of an older schema version of
+each view (P:<view>:idx:v4 after an upgrade to v5): each is dropped once the index of the
+current schema on the same server or primary has finished its scan (FT.INFO: indexing 0), and
+kept, listed as such, while it has not. Drop them once no process of the older release is
+left: those query the old index (docs/operations.md, "upgrading the index schema").
 """
 
 
 def _run(args: argparse.Namespace) -> int:
     from streamsaver.ops.stale_indexes import drop_stale_indexes, stale_indexes
+    from streamsaver.ops.superseded_indexes import drop_superseded_indexes, superseded_indexes
 
     with open_client(args) as client:
         stale = stale_indexes(client, args.prefix)
         dropped = [] if args.dry_run else drop_stale_indexes(client, stale)
+        older = superseded_indexes(client, args.prefix) if args.superseded else []
+        dropped += [] if args.dry_run else drop_superseded_indexes(client, older)
     if args.json:
         emit_json({"stale": [{"node": s.node, "name": s.name, "slot": s.slot, "owner": s.owner} for s in stale],
+                   "superseded": [{"node": s.node, "name": s.name, "view": s.view, "version": s.version,
+                                   "current": s.current, "ready": s.ready} for s in older],
                    "dropped": dropped})
         return 0
     for index in stale:
         done = "dropped" if index.name in dropped else "would drop" if args.dry_run else "gone meanwhile"
         print(f"{done}: {index.name} on {index.node}")
-    if not stale:
+    for old in older:
+        where = f" on {old.node}" if old.node else ""
+        if not old.ready:
+            print(f"kept: {old.name}{where} ({old.current} is missing or still indexing)")
+            continue
+        done = "dropped" if old.name in dropped else "would drop" if args.dry_run else "gone meanwhile"
+        print(f"{done}: {old.name}{where} (schema v{old.version}, superseded by {old.current})")
+    if not stale and not older:
         print(f"no stale index under the prefix {args.prefix!r}")
     return 0
 
@@ -54,4 +72,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], comm
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--dry-run", action="store_true", help="list the stale indexes, drop nothing")
+    parser.add_argument("--superseded", action="store_true",
+                        help="also drop indexes of an older schema version once the current one has finished its scan")
     parser.set_defaults(handler=_run)

@@ -29,7 +29,7 @@ from streamsaver.drivers.cluster import is_cluster
 from streamsaver.errors import ConcurrentChangeError
 from streamsaver.log.indexes import index_schema_version
 from streamsaver.log.keys import Keyspace
-from streamsaver.log.routing import Topology, index_targets, key_slot
+from streamsaver.log.routing import Shard, Topology, index_targets, key_slot
 
 __all__ = ["StaleIndex", "drop_stale_indexes", "stale_indexes"]
 
@@ -91,6 +91,7 @@ def stale_indexes(client: Any, prefix: str) -> list[StaleIndex]:
     (none on one server; older schema versions are the upgrade's, docs/operations.md).
 
     Raises:
+        ConcurrentChangeError: a found index's slot has no primary (see `slot_owner`).
         RedisError: a primary refused ``CLUSTER SLOTS`` or ``FT._LIST``.
     """
     if not is_cluster(client):
@@ -98,7 +99,6 @@ def stale_indexes(client: Any, prefix: str) -> list[StaleIndex]:
     keyspace = Keyspace(prefix)
     topology = Topology.from_slots(client.execute_command("CLUSTER", "SLOTS", target_nodes=client.get_random_node()))
     expected = _expected(keyspace, topology)
-    owners = {shard.node: shard for shard in topology.shards}
     stems = tuple(f"{keyspace.index_stem(view)}v{index_schema_version(view)}:"
                   for view in (*CHECKPOINTS.view_names, *STORE.view_names))
     found = []
@@ -109,9 +109,23 @@ def stale_indexes(client: Any, prefix: str) -> list[StaleIndex]:
             slot = None if stem is None else _tag_slot(name, stem)
             if slot is None or name in expected.get(node.name, set()):
                 continue
-            owner = next(s for s in owners.values() if any(a <= slot <= b for a, b in s.ranges))
+            owner = slot_owner(topology, slot, name)
             found.append(StaleIndex(node.name, name, slot, owner.node, owner.node_id))
     return found
+
+
+def slot_owner(topology: Topology, slot: int, index: str) -> Shard:
+    """The primary serving `slot` on `topology` (that of the index named `index`).
+
+    Raises:
+        ConcurrentChangeError: no primary serves the slot (one failed, or the slot is being
+            reassigned): run it again once every slot is served.
+    """
+    owner = next((s for s in topology.shards if any(a <= slot <= b for a, b in s.ranges)), None)
+    if owner is None:
+        raise ConcurrentChangeError(f"slot {slot} of index {index} has no primary on the cluster's slot map (a primary "
+                                    "failed or the slot is being reassigned): run it again once every slot is served")
+    return owner
 
 
 def _moving(connection: Any) -> bool:

@@ -25,6 +25,12 @@ UNSTORABLE = {"an int beyond 64 bits": {"n": 2**64}, "a negative one": {"deep": 
 def test_a_value_json_cannot_hold_is_refused_by_name_and_writes_nothing(
     redis_url: str, prefix: str, value: dict[str, object]
 ) -> None:
+    _refused_writing_nothing(redis_url, prefix, value, ("other",))
+
+
+def _refused_writing_nothing(redis_url: str, prefix: str, value: dict[str, object], beside: tuple[str, ...]) -> None:
+    """A put of `value` alone, and in a batch after a valid put of ``("facts",)`` while `value`
+    goes under `beside` (another partition or the same), is refused by name; nothing is written."""
     client = redis.Redis.from_url(redis_url)
     store = StreamStore(client, prefix=prefix)
     store.setup()
@@ -32,7 +38,7 @@ def test_a_value_json_cannot_hold_is_refused_by_name_and_writes_nothing(
     with pytest.raises(InvalidInputError, match="value"):
         store.put(("facts",), "lone", value)
     with pytest.raises(InvalidInputError, match="value"):
-        store.batch([PutOp(("facts",), "one", {"ok": 1}), PutOp(("other",), "two", value)])
+        store.batch([PutOp(("facts",), "one", {"ok": 1}), PutOp(beside, "two", value)])
     assert sorted(client.scan_iter(match=f"{prefix}:*")) == before
 
 
@@ -51,15 +57,7 @@ def test_a_value_the_item_document_cannot_hold_is_refused_before_the_log_entry(
     """RedisJSON refuses a document nested past 128 levels after the log entry was appended (the
     put was torn: an ItemPut logged, no item); orjson writes a NaN or infinite float as null (the
     value would read back otherwise)."""
-    client = redis.Redis.from_url(redis_url)
-    store = StreamStore(client, prefix=prefix)
-    store.setup()
-    before = sorted(client.scan_iter(match=f"{prefix}:*"))
-    with pytest.raises(InvalidInputError, match="value"):
-        store.put(("facts",), "lone", value)
-    with pytest.raises(InvalidInputError, match="value"):
-        store.batch([PutOp(("facts",), "one", {"ok": 1}), PutOp(("facts",), "two", value)])
-    assert sorted(client.scan_iter(match=f"{prefix}:*")) == before
+    _refused_writing_nothing(redis_url, prefix, value, ("facts",))
 
 
 async def test_an_async_put_of_such_a_value_fails_alone(redis_url: str, prefix: str) -> None:

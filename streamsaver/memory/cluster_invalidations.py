@@ -122,9 +122,8 @@ class ClusterInvalidations:
             except (RedisError, OSError) as error:
                 self._close_control()
                 log.debug("the slot map could not be read from %s: %s", address or "the last node", error)
-        if not self._outage.warned:
+        if self._outage.claim_warning():
             log.warning("the store's local cache is off until a node of the cluster answers CLUSTER SLOTS")
-            self._outage.warned = True
         return None
 
     def _close_control(self) -> None:

@@ -112,9 +112,23 @@ class CacheSink(Protocol):
 
 class Outage:
     """Whether the listeners of one cache warned of the current outage: one warning for all of
-    them (a cluster's runtime ACL user is refused by every primary alike)."""
+    them (a cluster's runtime ACL user is refused by every primary alike). Shared by the
+    listeners' threads, so claiming the warning is atomic."""
 
-    warned = False
+    def __init__(self) -> None:
+        self._warned = False
+        self._guard = threading.Lock()
+
+    def claim_warning(self) -> bool:
+        """True for the first caller of this outage only (it logs the warning)."""
+        with self._guard:
+            first, self._warned = not self._warned, True
+            return first
+
+    def end(self) -> None:
+        """The outage is over: the next one warns again."""
+        with self._guard:
+            self._warned = False
 
 
 class InvalidationListener:
@@ -166,9 +180,8 @@ class InvalidationListener:
             except (RedisError, OSError) as error:
                 if not self._stopping.is_set():
                     # once per outage: a server that refuses tracking would repeat it every backoff
-                    log.log(logging.DEBUG if self._outage.warned else logging.WARNING,
+                    log.log(logging.WARNING if self._outage.claim_warning() else logging.DEBUG,
                             "the store's local cache is off until its invalidation connection is back: %s", error)
-                    self._outage.warned = True
             finally:
                 self._cache.go_dark()
                 self._close()
@@ -194,7 +207,7 @@ class InvalidationListener:
         connection.read_response()
         connection.read_response()
         self._cache.go_live()
-        self._outage.warned = False
+        self._outage.end()
         pinged: float | None = None
         while not self._stopping.is_set():
             if not connection.can_read(timeout=HEARTBEAT_S):

@@ -27,8 +27,9 @@ The tree::
     ├── ReplayJobError               a process of a parallel replay failed or died
     └── TargetNotEmptyError          an import was refused: the target prefix already holds keys
 
-`ServerUnavailableError` and `ServerTimeoutError` are what a saver's call raises for redis-py's
-connection and timeout errors (the original is the ``__cause__``); they subclass the builtin
+`ServerUnavailableError` and `ServerTimeoutError` are what a saver's or a store's call raises
+for redis-py's connection and timeout errors, and for a server still loading its data after the
+driver's waits (the original is the ``__cause__``); they subclass the builtin
 ``ConnectionError`` and ``TimeoutError``. A call failed so was applied whole or not at all.
 
 `PayloadDecodeError` subclasses `ValueError` as the serde's own decoding errors do.

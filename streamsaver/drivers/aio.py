@@ -20,6 +20,7 @@ from streamsaver.drivers.cluster import (
     execute,
     initialize,
     is_cluster,
+    loading_refused,
     node_name,
     refused,
 )
@@ -29,8 +30,10 @@ from streamsaver.drivers.wire import (
     SERVER_ERRORS,
     check_client,
     failed_reply,
+    final_error,
     named_server_error,
     not_run,
+    still_loading,
 )
 from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused, Wait
 from streamsaver.log.routing import Routed, Step
@@ -184,7 +187,7 @@ class AsyncDriver:
 
     async def _call(self, call: Call) -> list[Any]:
         # One coroutine on the hot path: the first attempt is sent here, and only a rare end
-        # (NOSCRIPT, LOADING, a refusal) goes on in `_again`.
+        # (NOSCRIPT, LOADING, a refusal) goes on in `_settled`.
         slots = self._slots
         if slots is not None:
             await slots.acquire()
@@ -207,24 +210,10 @@ class AsyncDriver:
                     raise error
                 return replies
             except (BusyLoadingError, ResponseError) as error:
-                return await self._again(call, error, replies or [error] * len(steps))
+                return await self._settled(call, replies or [error] * len(steps))
         finally:
             if slots is not None:
                 slots.release()
-
-    async def _again(self, call: Call, error: BusyLoadingError | ResponseError, replies: list[Any]) -> list[Any]:
-        """After a first attempt failed with `error` (`replies`: its replies, error replies in
-        place): send again once the scripts are reloaded (NOSCRIPT: the steps that did not run)
-        or the server has loaded its data (LOADING, `LOADING_RETRIES` times at most); any other
-        refusal is the program's to handle."""
-        if not isinstance(error, BusyLoadingError):
-            if not isinstance(error, NoScriptError):
-                raise refused(error) from None
-            try:
-                return await self._reloaded(call, replies)
-            except BusyLoadingError:  # a restarting server reading its data: it ran nothing
-                pass
-        return await self._after_loading(lambda: self._sent(call))
 
     @staticmethod
     async def _after_loading(send: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -239,51 +228,56 @@ class AsyncDriver:
         await asyncio.sleep(LOADING_PAUSE_S)
         return await send()
 
-    async def _sent(self, call: Call) -> list[Any]:
-        replies = await self._once(call.steps)
-        error = failed_reply(replies)
-        if isinstance(error, NoScriptError):  # a flushed or restarted server: those scripts ran nothing
-            return await self._reloaded(call, replies)
-        return self._checked(replies)
+    async def _settled(self, call: Call, replies: list[Any]) -> list[Any]:
+        """`replies` (to `call`, an error among them) once the steps that did not run are sent
+        again, as `streamsaver.drivers.sync.SyncDriver._settled` says (NOSCRIPT: the scripts
+        loaded again; LOADING: the server done loading, `LOADING_RETRIES` times at most).
 
-    async def _reloaded(self, call: Call, replies: list[Any]) -> list[Any]:
-        """`replies` (to `call`, a NOSCRIPT among them) once the scripts are loaded again and
-        the steps that did not run (`not_run`) are sent again."""
-        log.info("NOSCRIPT (a server was flushed or restarted, or joined the cluster): reloading the scripts and "
-                 "sending again what did not run")
-        pipe = self.redis.pipeline(transaction=False)
-        enqueue_everywhere(pipe, self.redis, call.reload())  # every primary the client knows now
-        await pipe.execute(raise_on_error=False)
-        again = not_run(call.steps, replies)
-        for n, reply in zip(again, await self._once([call.steps[n] for n in again]), strict=True):
-            replies[n] = reply
-        return self._checked(replies)
-
-    @staticmethod
-    def _checked(replies: list[Any]) -> list[Any]:
-        """`replies`, or the first error among them raised (a refusal as `Refused`)."""
-        error = failed_reply(replies)
+        Raises:
+            BusyLoadingError: a server still loading after the last wait.
+            Refused: a refusal (NOSCRIPT again included), for the program.
+        """
+        waits, reloaded = 0, False
+        while True:
+            loading_refused(self.redis, call.steps, replies)
+            if isinstance(failed_reply(replies), NoScriptError) and not reloaded:
+                log.info("NOSCRIPT (a server was flushed or restarted, or joined the cluster): reloading the scripts "
+                         "and sending again what did not run")
+                pipe = self.redis.pipeline(transaction=False)
+                enqueue_everywhere(pipe, self.redis, call.reload())  # every primary the client knows now
+                try:
+                    await pipe.execute(raise_on_error=False)
+                    reloaded = True
+                except BusyLoadingError:  # the resend meets LOADING too, and waits
+                    waits += 1
+                again = not_run(call.steps, replies)
+            elif still_loading(replies) is not None and waits < LOADING_RETRIES:
+                waits, reloaded = waits + 1, False  # a server done loading may have lost its scripts
+                await asyncio.sleep(LOADING_PAUSE_S)
+                again = not_run(call.steps, replies, BusyLoadingError)
+            else:
+                break
+            for n, reply in zip(again, await self._once([call.steps[n] for n in again]), strict=True):
+                replies[n] = reply
+        error = final_error(replies)
         if error is None:
             return replies
-        if isinstance(error, ResponseError):  # NOSCRIPT again, or a refusal
+        if isinstance(error, ResponseError):
             raise refused(error) from None
         raise error
 
     async def _once(self, steps: Sequence[Step]) -> list[Any]:
         """The replies to `steps`, sent in one round trip; error replies in place."""
         lane = self.lane
-        if lane is not None and lane.open():
-            return await lane.send([step.command if isinstance(step, Routed) else step for step in steps])
-        if lane is not None:
-            await lane.release_idle()
-        if len(steps) == 1:
-            try:
-                return [await execute(self.redis, steps[0])]
-            except ResponseError as error:
-                return [error]
         try:
+            if lane is not None and lane.open():
+                return await lane.send([step.command if isinstance(step, Routed) else step for step in steps])
+            if lane is not None:
+                await lane.release_idle()
+            if len(steps) == 1:
+                return [await execute(self.redis, steps[0])]
             return await self._send_raw(steps)
-        except ResponseError as error:  # refused as a whole: nothing of it ran
+        except (ResponseError, BusyLoadingError) as error:  # refused as a whole (see SyncDriver._once)
             return [error] * len(steps)
 
     def blocking_stream(self, program: Program[Any]) -> Iterator[Any]:

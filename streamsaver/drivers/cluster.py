@@ -42,7 +42,8 @@ import redis.asyncio
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.cluster import RedisCluster
-from redis.exceptions import MovedError, NoScriptError, ResponseError
+from redis.exceptions import BusyLoadingError, MovedError, NoScriptError, ResponseError
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from streamsaver.drivers.wire import client_options
 from streamsaver.log.program import Refused
@@ -60,6 +61,7 @@ __all__ = [
     "index_moved",
     "initialize",
     "is_cluster",
+    "loading_refused",
     "node_name",
     "primaries",
     "refused",
@@ -198,6 +200,27 @@ async def aconnect(url: str, *, cluster: bool | None = None, **options: Any) -> 
     if cluster if cluster is not None else await acluster_enabled(url, options):
         return AsyncRedisCluster.from_url(url, **options)
     return redis.asyncio.Redis.from_url(url, **options)
+
+
+def loading_refused(client: Any, steps: Sequence[Step], replies: list[Any]) -> None:
+    """Mark as refused with ``LOADING`` (in place) the steps of one round trip that an asyncio
+    cluster pipeline left unread: redis-py closes a primary's connection on the first
+    ``LOADING`` reply it reads there and gives the steps after it a ``ConnectionError``. They
+    were written with the refused one, to a primary that was loading its data, which answers
+    every command it reads then with ``LOADING`` (the sync cluster pipeline marks them so
+    itself). Nothing for a plain client, or a call with no ``LOADING`` reply."""
+    if not is_cluster(client):
+        return
+    loading: set[str] = set()
+    for n, (step, reply) in enumerate(zip(steps, replies, strict=True)):
+        command = step.command if isinstance(step, Routed) else step
+        if len(command) < 2 and not isinstance(step, Routed):
+            continue
+        node = client.get_node_from_key(step.key if isinstance(step, Routed) else command_key(command)).name
+        if isinstance(reply, BusyLoadingError):
+            loading.add(node)
+        elif type(reply) is RedisConnectionError and node in loading:
+            replies[n] = BusyLoadingError(f"unread after LOADING on {node}")
 
 
 def refused(error: ResponseError) -> Refused:

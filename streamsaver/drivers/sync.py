@@ -23,8 +23,10 @@ from streamsaver.drivers.wire import (
     SERVER_ERRORS,
     check_client,
     failed_reply,
+    final_error,
     named_server_error,
     not_run,
+    still_loading,
 )
 from streamsaver.log.program import Alone, Call, Emit, Owner, Program, Refused, Wait
 from streamsaver.log.routing import Routed, Step
@@ -71,9 +73,11 @@ def send_loads(client: Any, loads: Sequence[Step]) -> list[Any]:
 
 class SyncDriver:
     """Runs programs with a sync client; `lane`, when given, carries every `Call` while open.
-    A `Call` or a pipeline step (a setup's probe) the server refuses with ``LOADING`` is sent
-    again, `LOADING_RETRIES` times at most: only commands a loading server runs (``INFO``,
-    ``CONFIG GET``, ...) can have run before the refusal, which ends the pipeline.
+    The steps of a `Call` a server refused with ``LOADING`` are sent again once it has loaded
+    its data (`_settled`), `LOADING_RETRIES` times at most; the steps that ran (on a cluster, on
+    the other primaries) are not. A pipeline step (a setup's probe) refused so is sent again
+    whole: only commands a loading server runs (``INFO``, ``CONFIG GET``, ...) can have run
+    before the refusal, which ends the pipeline.
     With `name_errors` (the savers'), redis-py's connection and timeout errors that end a
     program are raised as `ServerUnavailableError` and `ServerTimeoutError`.
 
@@ -166,10 +170,10 @@ class SyncDriver:
         return self._other(step)
 
     def _call(self, call: Call) -> list[Any]:
-        try:
-            return self._sent(call)
-        except BusyLoadingError:  # a restarting server reading its data: the call ran nothing
-            return self._after_loading(lambda: self._sent(call))
+        replies = self._once(call.steps, call.meanwhile)
+        if failed_reply(replies) is None:
+            return replies
+        return self._settled(call, replies)
 
     @staticmethod
     def _after_loading(send: Callable[[], T]) -> T:
@@ -184,17 +188,38 @@ class SyncDriver:
         time.sleep(LOADING_PAUSE_S)
         return send()
 
-    def _sent(self, call: Call) -> list[Any]:
-        replies = self._once(call.steps, call.meanwhile)
-        error = failed_reply(replies)
-        if isinstance(error, NoScriptError):  # a flushed or restarted server: those scripts ran nothing
-            log.info("NOSCRIPT (a server was flushed or restarted, or joined the cluster): reloading the scripts and "
-                     "sending again what did not run")
-            send_loads(self.redis, call.reload())
-            again = not_run(call.steps, replies)
+    def _settled(self, call: Call, replies: list[Any]) -> list[Any]:
+        """`replies` (to `call`, an error among them) once the steps that did not run are sent
+        again (`not_run`), until none is refused for a passing reason: after ``NOSCRIPT``, once
+        the scripts are loaded again (once, and again after each wait); after ``LOADING``, once
+        the server has loaded its data, `LOADING_PAUSE_S` apart, `LOADING_RETRIES` times at
+        most. A step that ran (on a cluster, on a primary that was not refusing) is not sent
+        twice.
+
+        Raises:
+            BusyLoadingError: a server still loading after the last wait.
+            Refused: a refusal (NOSCRIPT again included), for the program.
+        """
+        waits, reloaded = 0, False
+        while True:
+            if isinstance(failed_reply(replies), NoScriptError) and not reloaded:
+                log.info("NOSCRIPT (a server was flushed or restarted, or joined the cluster): reloading the scripts "
+                         "and sending again what did not run")
+                try:
+                    send_loads(self.redis, call.reload())
+                    reloaded = True
+                except BusyLoadingError:  # the resend meets LOADING too, and waits
+                    waits += 1
+                again = not_run(call.steps, replies)
+            elif still_loading(replies) is not None and waits < LOADING_RETRIES:
+                waits, reloaded = waits + 1, False  # a server done loading may have lost its scripts
+                time.sleep(LOADING_PAUSE_S)
+                again = not_run(call.steps, replies, BusyLoadingError)
+            else:
+                break
             for n, reply in zip(again, self._once([call.steps[n] for n in again], call.meanwhile), strict=True):
                 replies[n] = reply
-            error = failed_reply(replies)
+        error = final_error(replies)
         if error is None:
             return replies
         if isinstance(error, ResponseError):
@@ -204,17 +229,16 @@ class SyncDriver:
     def _once(self, steps: Sequence[Step], meanwhile: Callable[[], object] | None = None) -> list[Any]:
         """The replies to `steps`, sent in one round trip; error replies in place."""
         lane = self.lane
-        if lane is not None and lane.open():
-            # A plain client's steps need no routing: a `Routed` step is its command.
-            return lane.send([step.command if isinstance(step, Routed) else step for step in steps], meanwhile)
-        if len(steps) == 1:
-            try:
-                return [execute(self.redis, steps[0])]
-            except ResponseError as error:
-                return [error]
         try:
+            if lane is not None and lane.open():
+                # A plain client's steps need no routing: a `Routed` step is its command.
+                return lane.send([step.command if isinstance(step, Routed) else step for step in steps], meanwhile)
+            if len(steps) == 1:
+                return [execute(self.redis, steps[0])]
             return send_raw(self.redis, steps)
-        except ResponseError as error:  # refused as a whole: nothing of it ran
+        except (ResponseError, BusyLoadingError) as error:
+            # Refused as a whole: nothing of it ran (one step; or one server, that refuses a
+            # request from its first refused command on while it loads: see `_settled`).
             return [error] * len(steps)
 
 

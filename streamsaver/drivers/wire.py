@@ -29,9 +29,11 @@ __all__ = [
     "client_options",
     "enqueue",
     "failed_reply",
+    "final_error",
     "named_server_error",
     "not_run",
     "retry_backoff",
+    "still_loading",
 ]
 
 Command = list[str | bytes | int]
@@ -56,21 +58,34 @@ def failed_reply(replies: Sequence[Any]) -> Exception | None:
 _SCRIPT_CALLS = frozenset({"EVALSHA", "EVALSHA_RO", "EVAL", "EVAL_RO", "FCALL", "FCALL_RO"})
 
 
-def not_run(steps: Sequence[Step], replies: Sequence[Any]) -> list[int]:
-    """The positions of `steps` to send again once the scripts are loaded again after a
-    ``NOSCRIPT`` (`streamsaver.log.program.Call`): the script calls refused with ``NOSCRIPT``
-    (they ran nothing), and every command that is not a script call (a read, a durability
-    wait, ``TIME``: harmless to repeat, and sent again they see the writes sent again). A script
-    call with any other reply ran (on a cluster, on a primary that had its scripts; on one
-    server, a script the server still held) and is not sent again: an append would be logged
-    twice."""
+def not_run(steps: Sequence[Step], replies: Sequence[Any], refusal: type[Exception] = NoScriptError) -> list[int]:
+    """The positions of `steps` to send again once what the server refused them for is over (a
+    ``NOSCRIPT``: once the scripts are loaded again; a ``LOADING``, `refusal`
+    ``BusyLoadingError``: once the server has loaded its data; `streamsaver.log.program.Call`):
+    the script calls refused with `refusal` (they ran nothing), and every command that is not a
+    script call (a read, a durability wait, ``TIME``: harmless to repeat, and sent again they
+    see the writes sent again). A script call with any other reply ran (on a cluster, on a
+    primary that was not refusing; on one server, a script the server still held or ran before
+    it began loading) and is not sent again: an append would be logged twice."""
     again = []
     for n, (step, reply) in enumerate(zip(steps, replies, strict=True)):
         head = (step.command if isinstance(step, Routed) else step)[0]
         name = head.decode() if isinstance(head, bytes) else str(head)
-        if isinstance(reply, NoScriptError) or name.upper() not in _SCRIPT_CALLS:
+        if isinstance(reply, refusal) or name.upper() not in _SCRIPT_CALLS:
             again.append(n)
     return again
+
+
+def still_loading(replies: Sequence[Any]) -> BusyLoadingError | None:
+    """The first ``LOADING`` refusal among `replies` (a server still reading its data: the step
+    ran nothing there), if any."""
+    return next((reply for reply in replies if isinstance(reply, BusyLoadingError)), None)
+
+
+def final_error(replies: Sequence[Any]) -> Exception | None:
+    """The error a call whose resends are over ends with: a ``LOADING`` first (the call is not
+    whole: the server is unavailable, whatever else it refused), then as `failed_reply`."""
+    return still_loading(replies) or failed_reply(replies)
 
 
 def enqueue(pipe: Any, commands: Sequence[Command]) -> None:
@@ -98,8 +113,9 @@ SOCKET_TIMEOUT_S = 10.0
 after this long (a timeout is not resent: the caller decides), where redis-py waits forever."""
 
 LOADING_RETRIES = 20
-"""How often a driver resends a call the server refused with ``LOADING`` (a restarting server
-reading its data), `LOADING_PAUSE_S` apart, before it gives up with `ServerUnavailableError`."""
+"""How often a driver sends again the steps of a call a server refused with ``LOADING`` (a
+restarting server reading its data; on a cluster, only the steps of the primaries that refused:
+`not_run`), `LOADING_PAUSE_S` apart, before it gives up with `ServerUnavailableError`."""
 
 LOADING_PAUSE_S = 0.25
 

@@ -67,7 +67,8 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
         self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction, serde,
                                writer_name(writer))
         self.index_config = index
-        self._driver = AsyncDriver(redis_client, other=async_embedder(index), lane=AsyncLane.of(redis_client))
+        self._driver = AsyncDriver(redis_client, other=async_embedder(index), lane=AsyncLane.of(redis_client),
+                                   name_errors=True)
         self.cache_listener = cache_of(self, redis_client, self.core, local_cache)
 
     def close(self) -> None:

@@ -76,7 +76,7 @@ class StreamStore(BaseStore):
         self.core = store_core(redis_client, prefix, partitions, refresh_on_read, index, allow_eviction, serde,
                                writer_name(writer))
         self.index_config = index
-        self._driver = SyncDriver(redis_client, lane=Lane.of(redis_client), other=embedder(index))
+        self._driver = SyncDriver(redis_client, lane=Lane.of(redis_client), other=embedder(index), name_errors=True)
         self.cache_listener = cache_of(self, redis_client, self.core, local_cache)
 
     def close(self) -> None:

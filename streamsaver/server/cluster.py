@@ -14,7 +14,7 @@ suite starts one per session.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -43,9 +43,12 @@ class EmbeddedCluster:
     Args:
         primaries: how many primaries (each gets an equal share of the slots).
         startup_timeout: seconds to wait for the cluster to form.
+        extra_args: more ``redis-server`` arguments for every node (as `EmbeddedRedis`'s).
     """
 
-    def __init__(self, primaries: int = 3, *, startup_timeout: float = 30.0) -> None:
+    def __init__(
+        self, primaries: int = 3, *, startup_timeout: float = 30.0, extra_args: Sequence[str] = ()
+    ) -> None:
         if primaries < 1:
             raise EmbeddedServerError(f"a cluster needs at least one primary, not {primaries}")
         self.startup_timeout = startup_timeout
@@ -53,7 +56,7 @@ class EmbeddedCluster:
         self.bus_ports = [free_port() for _ in range(primaries)]
         self.nodes = [
             EmbeddedRedis(extra_args=["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                                      "--cluster-node-timeout", "2000", "--cluster-port", str(bus)])
+                                      "--cluster-node-timeout", "2000", "--cluster-port", str(bus), *extra_args])
             for bus in self.bus_ports
         ]
 

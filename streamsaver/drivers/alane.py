@@ -30,7 +30,7 @@ from typing import Any
 
 import redis.asyncio
 import redis.asyncio.client
-from redis.exceptions import ResponseError
+from redis.exceptions import BusyLoadingError, ResponseError
 
 from streamsaver.drivers.lane import IDLE_MAX, STALE_S, metrics_enabled, pack
 
@@ -86,7 +86,8 @@ class AsyncLane:
         self, commands: Sequence[Sequence[str | bytes | int]], meanwhile: Callable[[], object] | None = None
     ) -> list[Any]:
         """The replies to `commands`, sent together in one write; an error reply is returned as
-        its exception (like a pipeline's ``raise_on_error=False``). `meanwhile` runs once they
+        its exception (like a pipeline's ``raise_on_error=False``); from a ``LOADING`` reply on,
+        every reply is that ``BusyLoadingError``. `meanwhile` runs once they
         are written, before the replies are awaited (`streamsaver.log.program.Call`).
 
         Raises:
@@ -166,4 +167,12 @@ async def _exchange(
             replies.append(await connection.read_response())
         except ResponseError as error:  # an error reply, read whole: the next reply follows
             replies.append(error)
+        except BusyLoadingError as error:
+            # The server is loading its data. It refused this command, and the ones after it
+            # reached it while it loaded (unread: redis-py closed the connection on this reply);
+            # a script call among them ran nothing. Not raised: the connection's ``Retry``
+            # would send the whole request again, commands that ran before it began loading
+            # included; the driver sends again what was refused once it has loaded.
+            replies.extend([error] * (count - len(replies)))
+            break
     return replies

@@ -49,7 +49,7 @@ from typing import Any
 import hiredis
 import redis
 import redis.client
-from redis.exceptions import DataError, ResponseError
+from redis.exceptions import BusyLoadingError, DataError, ResponseError
 
 try:
     from redis.observability.providers import get_observability_instance
@@ -131,7 +131,8 @@ class Lane:
         self, commands: Sequence[Sequence[str | bytes | int]], meanwhile: Callable[[], object] | None = None
     ) -> list[Any]:
         """The replies to `commands`, sent together in one write; an error reply is returned as
-        its exception (like a pipeline's ``raise_on_error=False``). `meanwhile` runs once they
+        its exception (like a pipeline's ``raise_on_error=False``); from a ``LOADING`` reply on,
+        every reply is that ``BusyLoadingError``. `meanwhile` runs once they
         are written, before the replies are read (`streamsaver.log.program.Call`).
 
         Raises:
@@ -221,4 +222,12 @@ def _exchange(connection: Any, packed: list[bytes], count: int, meanwhile: Calla
             replies.append(connection.read_response())
         except ResponseError as error:  # an error reply, read whole: the next reply follows
             replies.append(error)
+        except BusyLoadingError as error:
+            # The server is loading its data. It refused this command, and the ones after it
+            # reached it while it loaded (unread: redis-py closed the connection on this reply);
+            # a script call among them ran nothing. Not raised: the connection's ``Retry``
+            # would send the whole request again, commands that ran before it began loading
+            # included; the driver sends again what was refused once it has loaded.
+            replies.extend([error] * (count - len(replies)))
+            break
     return replies

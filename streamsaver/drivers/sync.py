@@ -212,6 +212,9 @@ class SyncDriver:
                     waits += 1
                 again = not_run(call.steps, replies)
             elif still_loading(replies) is not None and waits < LOADING_RETRIES:
+                if not waits:
+                    log.info("LOADING (a server is reading its data): sending again what it refused once it has "
+                             "loaded")
                 waits, reloaded = waits + 1, False  # a server done loading may have lost its scripts
                 time.sleep(LOADING_PAUSE_S)
                 again = not_run(call.steps, replies, BusyLoadingError)

@@ -4,10 +4,12 @@ steps, the loading one refuses its own (they ran nothing there). The driver wait
 loaded and sends again only what it refused, so every event is logged once (a store batch has no
 repeat probe: a write sent twice would be logged twice); when it stays loading longer than the
 driver waits, the call fails with `ServerUnavailableError`, each partition's events logged once
-or not at all."""
+or not at all. A primary that also lost its scripts (as a restarted one has) answers ``NOSCRIPT``
+once loaded: the driver loads them and sends its steps again, still once."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -130,3 +132,19 @@ async def test_a_saver_put_and_put_writes_on_a_loading_primary_wait_it_out_each_
     assert client.xlen(saver.core.keys.thread(thread).log) == 2  # CheckpointSaved, WritesSaved: once each
     got = saver.get_tuple(config(thread)) if kind == "sync" else await saver.aget_tuple(config(thread))
     assert got is not None and got.pending_writes == [("task", "ch", 1)]
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_a_primary_that_loads_and_lost_its_scripts_like_a_restarted_one_gets_them_and_logs_each_event_once(
+        cluster: EmbeddedCluster, client: RedisCluster, prefix: str, kind: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "streamsaver.drivers")
+    store = await _store(kind, cluster.url, prefix)
+    url, _ = _loading_primary(client, store.core.keyspace)
+    with redis.Redis.from_url(url) as node:
+        node.script_flush()  # once it has loaded, it answers NOSCRIPT
+    with reloading(url):
+        await _batch(store, _ops("b"))
+    assert len(_logged(client, store.core.keyspace, USERS)) == len(_ops("b"))
+    said = [record.getMessage().split(" ")[0] for record in caplog.records]
+    assert said.index("LOADING") < said.index("NOSCRIPT")  # waited, then reloaded the scripts

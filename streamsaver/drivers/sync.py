@@ -240,8 +240,9 @@ class SyncDriver:
                 return [execute(self.redis, steps[0])]
             return send_raw(self.redis, steps)
         except (ResponseError, BusyLoadingError) as error:
-            # Refused as a whole: nothing of it ran (one step; or one server, that refuses a
-            # request from its first refused command on while it loads: see `_settled`).
+            # Refused as a whole: one step refused ran nothing; a plain client's pipeline raises
+            # on its first LOADING reply, reading no other (a loading server refuses every
+            # command it reads but TIME, INFO, CONFIG, ...; never a script call).
             return [error] * len(steps)
 
 

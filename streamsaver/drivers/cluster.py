@@ -45,7 +45,7 @@ from redis.cluster import RedisCluster
 from redis.exceptions import BusyLoadingError, MovedError, NoScriptError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from streamsaver.drivers.wire import client_options
+from streamsaver.drivers.wire import client_options, still_loading
 from streamsaver.log.program import Refused
 from streamsaver.log.routing import Command, Routed, Step, command_key, script_key
 
@@ -209,7 +209,7 @@ def loading_refused(client: Any, steps: Sequence[Step], replies: list[Any]) -> N
     were written with the refused one, to a primary that was loading its data, which answers
     every command it reads then with ``LOADING`` (the sync cluster pipeline marks them so
     itself). Nothing for a plain client, or a call with no ``LOADING`` reply."""
-    if not is_cluster(client):
+    if not is_cluster(client) or still_loading(replies) is None:
         return
     loading: set[str] = set()
     for n, (step, reply) in enumerate(zip(steps, replies, strict=True)):

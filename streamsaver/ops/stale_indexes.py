@@ -14,7 +14,8 @@ it, ``FT.DROPINDEX`` included. It is dropped on one connection to that primary b
 ``CLUSTER SETSLOT <slot> IMPORTING <owner>`` and ``CLUSTER SETSLOT <slot> STABLE``, after
 ``ASKING`` (a primary importing a slot serves a command for it after ``ASKING``): the slot's owner
 does not change, and only a client that ``ASKING`` itself could be served there meanwhile (no
-primary is migrating that slot: `drop_stale_indexes` refuses while any slot moves).
+primary is migrating that slot: `drop_stale_indexes` refuses while any slot moves). The slot is
+made stable again whatever fails, on a new connection if need be (`streamsaver.ops.slot_window`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from streamsaver.errors import ConcurrentChangeError
 from streamsaver.log.indexes import index_schema_version
 from streamsaver.log.keys import Keyspace
 from streamsaver.log.routing import Shard, Topology, index_targets, key_slot
+from streamsaver.ops.slot_window import drop_in_importing_window
 
 __all__ = ["StaleIndex", "drop_stale_indexes", "stale_indexes"]
 
@@ -128,12 +130,6 @@ def slot_owner(topology: Topology, slot: int, index: str) -> Shard:
     return owner
 
 
-def _moving(connection: Any) -> bool:
-    """Whether the node of `connection` sees a slot migrating or importing (``CLUSTER NODES``)."""
-    nodes = _text(connection.execute_command("CLUSTER", "NODES"))
-    return "->-" in nodes or "-<-" in nodes
-
-
 def drop_stale_indexes(client: Any, stale: Sequence[StaleIndex]) -> list[str]:
     """Drop the `stale` indexes (`FT.DROPINDEX` without ``DD``: the documents stay); the names
     dropped. An index gone meanwhile is skipped.
@@ -141,7 +137,10 @@ def drop_stale_indexes(client: Any, stale: Sequence[StaleIndex]) -> list[str]:
     Raises:
         ConcurrentChangeError: a slot is migrating or importing on the index's primary (run it
             again once the move is over).
-        RedisError: a primary refused a command (the slot's state is made stable again first).
+        SlotLeftImportingError: a drop of one named elsewhere failed and the slot it made
+            ``IMPORTING`` could not be made stable again (the message names the command).
+        RedisError: a primary refused a command, or its connection was lost (the slot's state
+            is made stable again first, on a new connection if need be).
     """
     dropped = []
     for index in stale:
@@ -151,15 +150,6 @@ def drop_stale_indexes(client: Any, stale: Sequence[StaleIndex]) -> list[str]:
         if not index.named_elsewhere:
             node.execute_command("FT.DROPINDEX", index.name)
         else:
-            if _moving(node):
-                raise ConcurrentChangeError(f"slots are moving on {index.node}: drop {index.name} once they are not")
-            pipe = node.pipeline(transaction=False)  # one connection: ASKING holds for its next command
-            pipe.execute_command("CLUSTER", "SETSLOT", index.slot, "IMPORTING", index.owner_id)
-            pipe.execute_command("ASKING")
-            pipe.execute_command("FT.DROPINDEX", index.name)
-            pipe.execute_command("CLUSTER", "SETSLOT", index.slot, "STABLE")
-            replies = pipe.execute(raise_on_error=False)
-            if errors := [reply for reply in replies if isinstance(reply, Exception)]:
-                raise errors[0]
+            drop_in_importing_window(node, index)
         dropped.append(index.name)
     return dropped

@@ -18,8 +18,10 @@ This drops them (FT.DROPINDEX without DD: the documents stay; no process on the 
 map asks them, and one on the old map sets up again). The giving primary's old index is named
 for a slot it no longer owns, and RediSearch answers MOVED to any command naming it: it is
 dropped on one connection to that primary between CLUSTER SETSLOT <slot> IMPORTING <owner> and
-CLUSTER SETSLOT <slot> STABLE, after ASKING (the slot's owner does not change). Refused (exit 1)
-while a slot is migrating on that primary. Needs a user allowed CLUSTER SETSLOT and
+CLUSTER SETSLOT <slot> STABLE, after ASKING (the slot's owner does not change); the slot is
+made STABLE again whatever fails (on a new connection if its connection was lost), and if even
+that fails it exits 1 naming the command to run on that primary. Refused (exit 1) while a slot
+is migrating on that primary. Needs a user allowed CLUSTER SETSLOT and
 FT.DROPINDEX: the operator who reshards the cluster (the deployment's admin user has no
 CLUSTER SETSLOT, docs/security.md). Run setup first (the indexes of the current slot map must
 exist). --dry-run lists them only. On one server there is nothing to drop.

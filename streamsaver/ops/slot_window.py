@@ -16,6 +16,7 @@ of its own; if both fail, `SlotLeftImportingError` names the command to run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from redis.exceptions import RedisError
@@ -48,10 +49,11 @@ def _moving(connection: Any) -> bool:
     return "->-" in nodes or "-<-" in nodes
 
 
-def drop_in_importing_window(node: Any, index: NamedElsewhere) -> None:
-    """``FT.DROPINDEX`` `index` (named for a slot `node` does not own) on `node`, a primary's
-    client, between ``SETSLOT IMPORTING`` and ``SETSLOT STABLE``; the slot is made stable again
-    whatever fails.
+def drop_in_importing_window(node: Any, index: NamedElsewhere, command: Sequence[Any]) -> Any:
+    """The reply of `command` (``FT.DROPINDEX`` of `index`, or a script naming it as its key),
+    sent on `node` (a primary's client, which does not own the slot of `index`'s name) after
+    ``ASKING``, between ``SETSLOT IMPORTING`` and ``SETSLOT STABLE``; the slot is made stable
+    again whatever fails.
 
     Raises:
         ConcurrentChangeError: a slot is migrating or importing on `node` (nothing was sent).
@@ -65,12 +67,13 @@ def drop_in_importing_window(node: Any, index: NamedElsewhere) -> None:
         _set_importing(node, index)
         pipe = node.pipeline(transaction=False)  # one connection: ASKING holds for its next command
         pipe.execute_command("ASKING")
-        pipe.execute_command("FT.DROPINDEX", index.name)
-        pipe.execute()
+        pipe.execute_command(*command)
+        reply = pipe.execute()[1]
     except RedisError:
         make_stable(node, index)
         raise
     make_stable(node, index)
+    return reply
 
 
 def _set_importing(node: Any, index: NamedElsewhere) -> None:

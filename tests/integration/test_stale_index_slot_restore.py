@@ -1,8 +1,8 @@
 """`drop_stale_indexes` makes the slot it sets ``IMPORTING`` (to drop an index named for a slot
 its primary gave away) stable again whatever happens: its connection killed while the drop waits
-(``CLIENT PAUSE WRITE`` holds the ``FT.DROPINDEX``; the node client has no retries), the slot is
-made ``STABLE`` on a new connection; when even that is refused, `SlotLeftImportingError` names
-the command, and that command restores it."""
+(``CLIENT PAUSE WRITE``, from the moment the slot is ``IMPORTING``, holds the drop; a node's client
+has no retries, so they are spent at once), the slot is made ``STABLE`` on a new connection; when
+even that is refused, `SlotLeftImportingError` names the command, and that command restores it."""
 
 from __future__ import annotations
 
@@ -50,17 +50,23 @@ def _indexes(admin: redis.Redis) -> set[str]:
     return {name.decode() for name in admin.execute_command("FT._LIST")}
 
 
+def _held_drops(killer: redis.Redis) -> list[str]:
+    """The ids of the connections whose drop (``FT.DROPINDEX`` or the script) the pause holds."""
+    clients = [dict(f.split("=", 1) for f in line.split(" ") if "=" in f)
+               for line in killer.execute_command("CLIENT", "LIST").decode().splitlines()]
+    return [c["id"] for c in clients if c.get("cmd", "").lower() in ("ft.dropindex", "eval")]
+
+
 def _kill_the_waiting_drop(port: int, before_kill: Callable[[], object]) -> None:
-    """Kill the connection whose ``FT.DROPINDEX`` the pause holds, then lift the pause."""
+    """Kill the connection whose drop the pause holds, then lift the pause."""
     with redis.Redis(port=port) as killer:
         try:
             deadline = time.monotonic() + 30
-            while not (waiting := [line for line in killer.execute_command("CLIENT", "LIST").decode().splitlines()
-                                   if " cmd=FT.DROPINDEX " in line.replace("cmd=ft.dropindex", "cmd=FT.DROPINDEX")]):
-                assert time.monotonic() < deadline, "the drop never reached FT.DROPINDEX"
+            while not (held := _held_drops(killer)):
+                assert time.monotonic() < deadline, "the drop never reached the server"
                 time.sleep(0.01)  # polling the server's client list, not waiting a guessed time
             before_kill()
-            killer.execute_command("CLIENT", "KILL", "ID", waiting[0].split(" ", 1)[0].removeprefix("id="))
+            killer.execute_command("CLIENT", "KILL", "ID", held[0])
         finally:
             killer.execute_command("CLIENT", "UNPAUSE")
 

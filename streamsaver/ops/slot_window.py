@@ -58,7 +58,7 @@ def drop_in_importing_window(node: Any, index: NamedElsewhere, command: Sequence
     Raises:
         ConcurrentChangeError: a slot is migrating or importing on `node` (nothing was sent).
         SlotLeftImportingError: a step failed and so did making the slot stable again (the
-            step's error is its ``__context__``).
+            step's error is further down its chain of ``__context__``).
         RedisError: a step failed (the slot was made stable again).
     """
     if _moving(node):

@@ -51,10 +51,11 @@ def _indexes(admin: redis.Redis) -> set[str]:
 
 
 def _held_drops(killer: redis.Redis) -> list[str]:
-    """The ids of the connections whose drop (``FT.DROPINDEX`` or the script) the pause holds."""
+    """The ids of the connections whose drop (``FT.DROPINDEX`` or the script) the pause holds
+    (blocked: flag ``b``; an idle connection whose last command was a drop is not one)."""
     clients = [dict(f.split("=", 1) for f in line.split(" ") if "=" in f)
                for line in killer.execute_command("CLIENT", "LIST").decode().splitlines()]
-    return [c["id"] for c in clients if c.get("cmd", "").lower() in ("ft.dropindex", "eval")]
+    return [c["id"] for c in clients if c.get("cmd", "").lower() in ("ft.dropindex", "eval") and "b" in c["flags"]]
 
 
 def _kill_the_waiting_drop(port: int, before_kill: Callable[[], object]) -> None:

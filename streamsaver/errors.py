@@ -14,6 +14,7 @@ The tree::
     ├── InvalidInputError            (also ValueError) a call's input was rejected before any write
     │   └── ThreadExistsError        copy_thread was refused: the target thread already has a log
     ├── ConcurrentChangeError        a log rewrite (prune, delete_for_runs) kept racing new appends
+    ├── SlotLeftImportingError       drop-stale-indexes could not make a slot it set IMPORTING stable again
     ├── WrongKeyTypeError            a key an append would write holds another type (nothing written)
     ├── StaleWriteOwnerError         a write of a superseded owner of a thread was refused (nothing written)
     ├── EventDecodeError             a stored event cannot be read (unknown type or version, bad field)
@@ -59,6 +60,7 @@ __all__ = [
     "ServerTimeoutError",
     "ServerUnavailableError",
     "SettingsLostError",
+    "SlotLeftImportingError",
     "StaleWriteOwnerError",
     "StreamSaverError",
     "TargetNotEmptyError",
@@ -194,6 +196,20 @@ class ThreadExistsError(InvalidInputError):
 class ConcurrentChangeError(StreamSaverError):
     """A log rewrite gave up: the thread's log changed under it at every attempt; nothing was
     written by the attempts that lost."""
+
+
+class SlotLeftImportingError(StreamSaverError):
+    """`streamsaver drop-stale-indexes` set a slot ``IMPORTING`` on a primary to drop an index
+    there, and could not make it ``STABLE`` again (on the client, then on a connection of its
+    own). The message names the command an operator runs on that primary; until then the
+    primary serves that slot to any client sending ``ASKING``."""
+
+    def __init__(self, node: str, slot: int, failure: Exception) -> None:
+        self.node = node
+        self.slot = slot
+        self.command = f"CLUSTER SETSLOT {slot} STABLE"
+        super().__init__(f"slot {slot} is left IMPORTING on {node} ({failure}): run `{self.command}` on {node} "
+                         f"(redis-cli -h {node.rpartition(':')[0]} -p {node.rpartition(':')[2]} {self.command})")
 
 
 class StaleWriteOwnerError(StreamSaverError):

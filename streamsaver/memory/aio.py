@@ -33,6 +33,7 @@ from streamsaver.drivers.alane import AsyncLane
 from streamsaver.drivers.cluster import aconnect
 from streamsaver.drivers.wire import client_options
 from streamsaver.log.keys import DEFAULT_PREFIX
+from streamsaver.memory.batch_queue import DrainWatchedQueue
 from streamsaver.memory.options import async_embedder, store_core, ttl_config
 from streamsaver.memory.options import local_cache as cache_of
 from streamsaver.memory.runs import current_run, writer_name
@@ -55,6 +56,7 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
     with it into the batch (which another task runs), also when called from another thread."""
 
     supports_ttl = True
+    _aqueue: DrainWatchedQueue  # LangGraph's queue, swapped by `_ensure_task` before the task starts
 
     def __init__(
         self, redis_client: Any, *, prefix: str = DEFAULT_PREFIX, partitions: int | None = None,
@@ -71,6 +73,11 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
                                    name_errors=True)
         self.cache_listener = cache_of(self, redis_client, self.core, local_cache)
 
+    def _ensure_task(self) -> None:
+        if not isinstance(self._aqueue, DrainWatchedQueue):  # LangGraph's __init__ makes a plain one
+            self._aqueue = DrainWatchedQueue()
+        super()._ensure_task()
+
     def close(self) -> None:
         """As `StreamStore.close` (callable from any thread, the event loop's included)."""
         if self.cache_listener is not None:
@@ -85,8 +92,8 @@ class AsyncStreamStore(AsyncBatchedBaseStore):
             # LangGraph's batch loop ends on a falsy item, but only where it waits for a batch's first
             # item (one met while gathering a batch is dropped): so the mark goes in behind an empty queue.
             while not self._aqueue.empty():
-                await asyncio.sleep(0)
-            self._aqueue.put_nowait(None)  # type: ignore[arg-type]
+                await self._aqueue.emptied.wait()  # set when the task took the last item: no polling
+            self._aqueue.put_nowait(None)
             await task
             if not self._aqueue.empty():  # calls made while it closed: a new task serves them
                 self._ensure_task()

@@ -19,9 +19,11 @@ from redis.exceptions import MovedError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from projectors.domain import CHECKPOINTS
+from projectors.store_domain import STORE
 from streamsaver.drivers.cluster import is_cluster
 from streamsaver.log.deployment import keyspace_of
-from streamsaver.log.keys import INDEX_SCHEMA_VERSION, Keyspace
+from streamsaver.log.indexes import index_schema_version
+from streamsaver.log.keys import Keyspace
 from streamsaver.ops.stale_indexes import stale_indexes
 
 __all__ = ["SEVERITIES", "Finding", "diagnose", "worst"]
@@ -100,11 +102,13 @@ def _replicas(r: Any, prefix: str) -> Iterator[Finding]:
 
 
 def _indexes(r: Any, prefix: str) -> Iterator[Finding]:
-    stems = {Keyspace(prefix).index_stem(v): v for v in CHECKPOINTS.view_names}
+    """Each index of the deployment's views (the checkpoint views' and the store's items), its
+    schema version against the code's for that view (`index_schema_version`), and its scan."""
+    stems = {Keyspace(prefix).index_stem(v): v for v in (*CHECKPOINTS.view_names, *STORE.view_names)}
     names = sorted(_text(n) for n in r.execute_command("FT._LIST"))
     ours = [(n, v) for n in names for stem, v in stems.items() if n.startswith(stem)]
     if not ours:
-        yield Finding("indexes", "warning", "no index: no saver has run setup() under this prefix")
+        yield Finding("indexes", "warning", "no index: no saver or store has run setup() under this prefix")
     for name, view in ours:
         version = int(m[1]) if (m := re.search(r":idx:v(\d+)", name)) else 0
         try:
@@ -113,7 +117,7 @@ def _indexes(r: Any, prefix: str) -> Iterator[Finding]:
             continue
         indexing, docs = int(info.get("indexing", 0)), _text(info.get("num_docs", "?"))
         state = f"{name} (view {view}, schema v{version}): {docs} documents"
-        if version < INDEX_SCHEMA_VERSION:
+        if version < index_schema_version(view):
             yield Finding("indexes", "warning", f"{state}, older schema: see the upgrade runbook "
                           "(`streamsaver drop-stale-indexes --superseded` drops it)")
         elif indexing:

@@ -14,13 +14,14 @@ it, ``FT.DROPINDEX`` included. It is dropped on one connection to that primary b
 ``CLUSTER SETSLOT <slot> IMPORTING <owner>`` and ``CLUSTER SETSLOT <slot> STABLE``, after
 ``ASKING`` (a primary importing a slot serves a command for it after ``ASKING``): the slot's owner
 does not change, and only a client that ``ASKING`` itself could be served there meanwhile (no
-primary is migrating that slot: `drop_stale_indexes` refuses while any slot moves).
+primary is migrating that slot: `drop_stale_indexes` refuses while any slot moves). The slot is
+made stable again whatever fails, on a new connection if need be (`streamsaver.ops.slot_window`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from projectors.domain import CHECKPOINTS
@@ -30,8 +31,10 @@ from streamsaver.errors import ConcurrentChangeError
 from streamsaver.log.indexes import index_schema_version
 from streamsaver.log.keys import Keyspace
 from streamsaver.log.routing import Shard, Topology, index_targets, key_slot
+from streamsaver.ops.slot_window import drop_in_importing_window
+from streamsaver.scripts import Script
 
-__all__ = ["StaleIndex", "drop_stale_indexes", "stale_indexes"]
+__all__ = ["KEPT_CURRENT", "StaleIndex", "drop_on_primary", "drop_stale_indexes", "slot_owner", "stale_indexes"]
 
 
 @dataclass(frozen=True)
@@ -128,38 +131,59 @@ def slot_owner(topology: Topology, slot: int, index: str) -> Shard:
     return owner
 
 
-def _moving(connection: Any) -> bool:
-    """Whether the node of `connection` sees a slot migrating or importing (``CLUSTER NODES``)."""
-    nodes = _text(connection.execute_command("CLUSTER", "NODES"))
-    return "->-" in nodes or "-<-" in nodes
+KEPT_CURRENT = "current again on its primary's slot map (its slot moved back, or setup ran on that map)"
+"""Why `drop_stale_indexes` kept an index it was given: the message `kept` receives."""
+
+_DROP_IF_STALE = Script.alone("drop_if_stale")
 
 
-def drop_stale_indexes(client: Any, stale: Sequence[StaleIndex]) -> list[str]:
-    """Drop the `stale` indexes (`FT.DROPINDEX` without ``DD``: the documents stay); the names
-    dropped. An index gone meanwhile is skipped.
+def _drop_if_stale(index: StaleIndex) -> list[Any]:
+    """The call that drops `index` unless its primary's slot map makes it current (``drop_if_stale.lua``)."""
+    tagged = index.name[index.name.rindex(":idx:v"):]
+    tag, _, node_id = tagged[tagged.index("{i") + 2:].partition("}")
+    slots = [key_slot(f"{{i{k}}}".encode()) for k in range(int(tag) + 1)]
+    return ["EVAL", _DROP_IF_STALE.source, 1, index.name, node_id.removeprefix(":"), *slots]
+
+
+def drop_on_primary(client: Any, index: StaleIndex, command: Sequence[Any]) -> Any:
+    """`command`'s reply, sent on `index`'s primary: directly, or in the window of
+    `streamsaver.ops.slot_window` when its name's slot is another primary's on that primary's own
+    slot map now (the plan's owner may have changed).
 
     Raises:
-        ConcurrentChangeError: a slot is migrating or importing on the index's primary (run it
-            again once the move is over).
-        RedisError: a primary refused a command (the slot's state is made stable again first).
+        ConcurrentChangeError: that slot has no primary, or a slot is moving on that primary.
+        SlotLeftImportingError: see `streamsaver.ops.slot_window.drop_in_importing_window`.
+        RedisError: a primary refused a command, or its connection was lost.
+    """
+    node = client.get_node(node_name=index.node).redis_connection
+    if index.slot < 0:  # a name without a hash tag: no slot to ask about
+        return node.execute_command(*command)
+    owner = slot_owner(Topology.from_slots(node.execute_command("CLUSTER", "SLOTS")), index.slot, index.name)
+    now = replace(index, owner=owner.node, owner_id=owner.node_id)
+    return drop_in_importing_window(node, now, command) if now.named_elsewhere else node.execute_command(*command)
+
+
+def drop_stale_indexes(client: Any, stale: Sequence[StaleIndex],
+                       kept: Callable[[StaleIndex, str], object] | None = None) -> list[str]:
+    """Drop the `stale` indexes (`FT.DROPINDEX` without ``DD``: the documents stay); the names
+    dropped. Each is checked to be still stale and dropped in one atomic call on its primary
+    (``drop_if_stale.lua``): one its primary's slot map now makes current again is kept, and
+    `kept` (if given) receives it with `KEPT_CURRENT`. An index gone meanwhile is skipped.
+
+    Raises:
+        ConcurrentChangeError: a slot is migrating or importing on the primary of an index named
+            for another primary's slot, or the slot of an index has no primary (run it again
+            once the cluster settles).
+        SlotLeftImportingError: a drop of one named elsewhere failed and the slot it made
+            ``IMPORTING`` could not be made stable again (the message names the command).
+        RedisError: a primary refused a command, or its connection was lost (the slot's state
+            is made stable again first, on a new connection if need be).
     """
     dropped = []
     for index in stale:
-        node = client.get_node(node_name=index.node).redis_connection
-        if index.name not in {_text(n) for n in node.execute_command("FT._LIST")}:
-            continue
-        if not index.named_elsewhere:
-            node.execute_command("FT.DROPINDEX", index.name)
-        else:
-            if _moving(node):
-                raise ConcurrentChangeError(f"slots are moving on {index.node}: drop {index.name} once they are not")
-            pipe = node.pipeline(transaction=False)  # one connection: ASKING holds for its next command
-            pipe.execute_command("CLUSTER", "SETSLOT", index.slot, "IMPORTING", index.owner_id)
-            pipe.execute_command("ASKING")
-            pipe.execute_command("FT.DROPINDEX", index.name)
-            pipe.execute_command("CLUSTER", "SETSLOT", index.slot, "STABLE")
-            replies = pipe.execute(raise_on_error=False)
-            if errors := [reply for reply in replies if isinstance(reply, Exception)]:
-                raise errors[0]
-        dropped.append(index.name)
+        outcome = int(drop_on_primary(client, index, _drop_if_stale(index)))
+        if outcome == 1:
+            dropped.append(index.name)
+        elif outcome == 0 and kept is not None:
+            kept(index, KEPT_CURRENT)
     return dropped

@@ -27,9 +27,9 @@ from streamsaver.drivers.cluster import is_cluster
 from streamsaver.log.indexes import index_schema_version
 from streamsaver.log.keys import Keyspace
 from streamsaver.log.routing import Topology, index_targets, key_slot
-from streamsaver.ops.stale_indexes import StaleIndex, drop_stale_indexes
+from streamsaver.ops.stale_indexes import StaleIndex, drop_on_primary
 
-__all__ = ["SupersededIndex", "drop_superseded_indexes", "superseded_indexes"]
+__all__ = ["KEPT_NOT_READY", "SupersededIndex", "drop_superseded_indexes", "superseded_indexes"]
 
 _VERSION = re.compile(r"v(\d+)(?::|$)")
 
@@ -128,9 +128,22 @@ def _as_stale(index: SupersededIndex, topology: Topology) -> StaleIndex:
     return StaleIndex(index.node, index.name, slot, owner.node, owner.node_id)
 
 
-def drop_superseded_indexes(client: Any, superseded: Sequence[SupersededIndex]) -> list[str]:
+KEPT_NOT_READY = "the current index on its server is now missing or indexing"
+"""Why `drop_superseded_indexes` kept an index it was given as ready: the message `kept` receives."""
+
+
+def _still_ready(run: Callable[..., Any], index: SupersededIndex, listed: set[str]) -> bool:
+    """Whether `index.current` is still `listed` and has finished its scan (read just before the drop)."""
+    return index.current in listed and _scanned(run, index.current)
+
+
+def drop_superseded_indexes(client: Any, superseded: Sequence[SupersededIndex],
+                            kept: Callable[[SupersededIndex, str], object] | None = None) -> list[str]:
     """Drop those of `superseded` that are `ready` (``FT.DROPINDEX`` without ``DD``); the names
-    dropped. One gone meanwhile is skipped; one not ready is kept.
+    dropped. Right before each drop, the index superseding it is read again: one whose current
+    index is now missing or indexing is kept, and `kept` (if given) receives it with
+    `KEPT_NOT_READY` (a separate read: RediSearch has no conditional drop, and the two names may
+    hash to different slots). One gone meanwhile is skipped; one not ready is kept.
 
     Raises:
         ConcurrentChangeError: a slot is migrating on a primary whose index is named for a
@@ -140,11 +153,22 @@ def drop_superseded_indexes(client: Any, superseded: Sequence[SupersededIndex]) 
     ready = [index for index in superseded if index.ready]
     if not ready:
         return []
-    if not is_cluster(client):
-        listed = {_text(n) for n in client.execute_command("FT._LIST")}
-        for index in ready:
-            if index.name in listed:
-                client.execute_command("FT.DROPINDEX", index.name)
-        return [index.name for index in ready if index.name in listed]
-    topology = Topology.from_slots(client.execute_command("CLUSTER", "SLOTS", target_nodes=client.get_random_node()))
-    return drop_stale_indexes(client, [_as_stale(index, topology) for index in ready])
+    topology = None if not is_cluster(client) else Topology.from_slots(
+        client.execute_command("CLUSTER", "SLOTS", target_nodes=client.get_random_node()))
+    dropped = []
+    for index in ready:
+        run = client.execute_command if topology is None else \
+            client.get_node(node_name=index.node).redis_connection.execute_command
+        listed = {_text(n) for n in run("FT._LIST")}
+        if index.name not in listed:
+            continue
+        if not _still_ready(run, index, listed):
+            if kept is not None:
+                kept(index, KEPT_NOT_READY)
+            continue
+        if topology is None:
+            run("FT.DROPINDEX", index.name)
+        else:
+            drop_on_primary(client, _as_stale(index, topology), ["FT.DROPINDEX", index.name])
+        dropped.append(index.name)
+    return dropped

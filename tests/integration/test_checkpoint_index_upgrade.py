@@ -4,7 +4,8 @@ on ``mt``, checked on the rows). A deployment set up by an older release has the
 documents are the same, so no rebuild: the first `setup()` of this release builds the v5 indexes
 beside them, waits for their scans and warns while v4 remains; listings filtered on ``source`` and
 ``step`` stay exact throughout; ``streamsaver drop-stale-indexes --superseded`` drops v4 once v5
-has finished its scan (and keeps it while v5 is missing), on one server and on a cluster."""
+has finished its scan (and keeps it while v5 is missing, also when v5 goes after the listing), on
+one server and on a cluster."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from streamsaver import StreamSaver
 from streamsaver.cli.main import main
 from streamsaver.log.indexes import field_args
 from streamsaver.log.keys import Keyspace
-from streamsaver.ops.superseded_indexes import drop_superseded_indexes, superseded_indexes
+from streamsaver.ops.superseded_indexes import KEPT_NOT_READY, drop_superseded_indexes, superseded_indexes
 from streamsaver.server.embedded import EmbeddedRedis
 
 V4_FIELDS = [*FIELDS, {"name": "source", "type": "tag", "path": "$.source"},
@@ -138,6 +139,23 @@ def test_a_superseded_index_is_kept_while_the_current_one_is_missing(own_url: st
     saver.setup()  # builds v5 again: now v4 may go
     [found] = superseded_indexes(client, prefix)
     assert found.ready and drop_superseded_indexes(client, [found]) == [older]
+    client.close()
+
+
+def test_a_superseded_index_whose_current_one_went_away_after_the_listing_is_kept(own_url: str, prefix: str) -> None:
+    client = redis.Redis.from_url(own_url)
+    saver = StreamSaver(client, prefix=prefix)
+    saver.setup()
+    _fill(saver, threads=1, steps=2)
+    keyspace = Keyspace(prefix)
+    older = _create_v4(client, keyspace, "full")
+    [found] = superseded_indexes(client, prefix)
+    assert found.ready  # when listed
+    client.execute_command("FT.DROPINDEX", keyspace.index("full"))  # then the current one goes
+    kept: list[tuple[str, str]] = []
+    assert drop_superseded_indexes(client, [found], lambda index, why: kept.append((index.name, why))) == []
+    assert kept == [(older, KEPT_NOT_READY)]
+    assert older in {n.decode() for n in client.execute_command("FT._LIST")}  # still the only index of the view
     client.close()
 
 

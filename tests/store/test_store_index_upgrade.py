@@ -3,7 +3,8 @@
 index; the documents are the same, so no rebuild: the first `setup()` of this release builds
 the v5 index beside it over the items there, waits until that is done, and warns while v4
 remains (an older release's processes keep querying it, and it is kept current); once an
-operator drops it, puts are indexed once again and setup says nothing."""
+operator drops it, puts are indexed once again and setup says nothing. `doctor` reports the
+items index's schema version and warns while the older one remains."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from redis.commands.search.query import Query
 
 from projectors.store import FIELDS, VIEW
 from streamsaver import StreamStore
-from streamsaver.log.indexes import field_args
+from streamsaver.log.indexes import field_args, index_schema_version
 from streamsaver.log.keys import Keyspace
+from streamsaver.ops.doctor import diagnose
 from streamsaver.server.embedded import EmbeddedRedis
 from tests.store.test_store_vectors import DIMS, embed
 
@@ -89,4 +91,29 @@ def test_an_older_deployment_keeps_working_and_is_upgraded_without_a_rebuild(
         upgraded.setup()
     assert not caplog.records
     assert len(upgraded.search(("users",), limit=100)) == 32
+    client.close()
+
+
+def test_doctor_reports_the_items_index_schema_and_warns_while_an_older_one_remains(own_url: str, prefix: str) -> None:
+    client = redis.Redis.from_url(own_url)
+    store = StreamStore(client, prefix=prefix, index=INDEX)  # type: ignore[arg-type]
+    store.setup()
+    for n in range(3):
+        store.put(("users", "u1"), f"k{n}", {"text": f"fact {n}"})
+
+    def items() -> list[tuple[str, str]]:
+        return sorted((f.severity, f.detail) for f in diagnose(client, prefix)  # type: ignore[arg-type]
+                      if f.check == "indexes" and f":{VIEW}:idx:" in f.detail)
+
+    current = f"{prefix}:{VIEW}:idx:v{index_schema_version(VIEW)}"
+    while int(client.ft(current).info()["indexing"]):
+        pass  # a new index scans the whole server's keys (the other tests' too): doctor says so meanwhile
+    assert items() == [("ok", f"{current} (view {VIEW}, schema v{index_schema_version(VIEW)}): 3 documents, indexed")]
+    older = _as_an_older_release(client, prefix)
+    while int(client.ft(older).info()["indexing"]):
+        pass  # the older index has its items (its own scan), as the older release's would
+    StreamStore(client, prefix=prefix, index=INDEX).setup()  # type: ignore[arg-type]
+    [(severity, detail)] = [(s, d) for s, d in items() if d.startswith(older)]
+    assert severity == "warning" and "schema v4" in detail and "--superseded" in detail
+    assert [s for s, d in items() if d.startswith(current)] == ["ok"]
     client.close()

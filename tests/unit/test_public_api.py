@@ -23,7 +23,8 @@ def test_error_tree() -> None:
          "EvictionPolicyError", "IndexConfigMismatchError", "IndexMissingError", "IndexNotReadyError",
          "InlineViewsError", "MiddlewareConfigError",
          "ExportFileError", "InvalidInputError", "MissingModuleError", "PayloadDecodeError", "ReplayJobError",
-         "ServerTimeoutError", "ServerUnavailableError", "SettingsLostError", "StaleWriteOwnerError",
+         "ServerTimeoutError", "ServerUnavailableError", "SettingsLostError", "SlotLeftImportingError",
+         "StaleWriteOwnerError",
          "StreamSaverError", "TargetNotEmptyError", "ThreadExistsError", "WrongKeyTypeError"]
     )
     assert e.StaleWriteOwnerError.is_stale_write_owner_error is True

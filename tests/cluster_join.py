@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import redis
 
 from streamsaver.server.cluster import EmbeddedCluster
-from streamsaver.server.embedded import EmbeddedRedis, free_port
+from streamsaver.server.embedded import EmbeddedRedis
 
 
 def _ok(port: int, nodes: int) -> bool:
@@ -25,9 +25,7 @@ def _ok(port: int, nodes: int) -> bool:
 @contextmanager
 def grown_cluster() -> Iterator[tuple[EmbeddedCluster, EmbeddedRedis]]:
     """A cluster of three primaries of its own, and a fourth node that has joined it without slots."""
-    bus = free_port()
-    extra = EmbeddedRedis(extra_args=["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                                      "--cluster-node-timeout", "2000", "--cluster-port", str(bus)])
+    extra = EmbeddedRedis(cluster=True)
     with EmbeddedCluster(3) as cluster, extra:
         with redis.Redis(port=extra.port) as client:
             client.execute_command("CLUSTER", "MEET", "127.0.0.1", cluster.nodes[0].port, cluster.bus_ports[0])

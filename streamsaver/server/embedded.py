@@ -12,7 +12,8 @@ to run at the next restart) and the server started again; a warning says how muc
 
 The server that answers must be the process it spawned (``INFO`` ``process_id``): another
 server on the port would otherwise be taken for it, used, and shut down by `stop`. A port
-chosen free can be taken before the server binds it; then it tries another.
+chosen free (the client port, or a cluster node's bus port) can be taken before the server binds
+it, by any process's outgoing connection among others; then it tries another.
 
     with EmbeddedRedis() as server:
         saver = StreamSaver(redis.Redis.from_url(server.url))
@@ -53,7 +54,11 @@ logger = logging.getLogger("streamsaver.server")
 
 
 class _PortTaken(Exception):
-    """Another process holds the port the server was to listen on."""
+    """Another process holds `port`, which the server was to listen on."""
+
+    def __init__(self, port: int, why: str) -> None:
+        super().__init__(why)
+        self.port = port
 
 
 class _TornAof(Exception):
@@ -101,6 +106,8 @@ class EmbeddedRedis:
         modules: load RediSearch and RedisJSON (False gives a bare server, for tests of the
             missing-module error).
         startup_timeout: seconds to wait for the server to answer PING.
+        cluster: run as a Redis Cluster node (no slots yet) whose cluster bus listens on a free
+            port, `bus_port` (the default, port + 10000, does not exist for a high port).
     """
 
     def __init__(
@@ -111,6 +118,7 @@ class EmbeddedRedis:
         extra_args: list[str] | None = None,
         startup_timeout: float = 20.0,
         modules: bool = True,
+        cluster: bool = False,
     ) -> None:
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="streamsaver-redis-"))
@@ -119,6 +127,7 @@ class EmbeddedRedis:
         self.extra_args = list(extra_args or [])
         self.startup_timeout = startup_timeout
         self.modules = modules
+        self.bus_port = free_port() if cluster else None
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -147,16 +156,24 @@ class EmbeddedRedis:
                     "--logfile", str(self.data_dir / "redis.log")]
             for module in modules if self.modules else []:
                 args += ["--loadmodule", str(module)]
+            if self.bus_port is not None:
+                args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                         "--cluster-node-timeout", "2000", "--cluster-port", str(self.bus_port)]
             self.process = subprocess.Popen(args + self.extra_args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             try:
                 self._wait_ready()
                 return self
             except _PortTaken as taken:
                 self._reap()
-                if not self._chosen_port or attempt == _PORT_ATTEMPTS:
+                bus = taken.port == self.bus_port
+                if not (bus or self._chosen_port) or attempt == _PORT_ATTEMPTS:
                     self.stop()
-                    raise EmbeddedServerError(f"port {self.port} is held by another process: {taken}") from None
-                self.port, attempt = free_port(), attempt + 1
+                    raise EmbeddedServerError(f"port {taken.port} is held by another process: {taken}") from None
+                if bus:
+                    self.bus_port = free_port()
+                else:
+                    self.port = free_port()
+                attempt += 1
             except _TornAof as torn:
                 self._reap()
                 if cut:  # cut once already: the file Redis names is not one a cut mends
@@ -200,9 +217,10 @@ class EmbeddedRedis:
             while True:
                 if self.process.poll() is not None:
                     log = self._log_tail()
-                    # Only this port: a cluster bus port taken is another error (extra_args).
-                    if any(f":{self.port}:" in line and "Address already in use" in line for line in log.splitlines()):
-                        raise _PortTaken("redis-server could not bind it")
+                    # Only the ports chosen here: a port of `extra_args` taken is another error.
+                    for port in (self.port, self.bus_port):
+                        if any(f":{port}:" in line and "Address already in use" in line for line in log.splitlines()):
+                            raise _PortTaken(port, "redis-server could not bind it")
                     torn = _TORN_AOF.search(log)
                     if torn:
                         raise _TornAof(torn.group(1))
@@ -211,7 +229,8 @@ class EmbeddedRedis:
                     if client.ping():
                         pid = int(client.info("server")["process_id"])
                         if pid != self.process.pid:
-                            raise _PortTaken(f"the server answering there is process {pid}, not {self.process.pid}")
+                            raise _PortTaken(self.port, f"the server answering there is process {pid}, not "
+                                                        f"{self.process.pid}")
                         return
                 except (RedisConnectionError, RedisTimeoutError):
                     # Nothing answers yet, or something that is not Redis holds the port (it

@@ -1,6 +1,6 @@
 """`EmbeddedRedis` uses only the server process it spawned: another server already on the port
 is refused (not used, nor shut down by `stop`), and a free port taken before the server binds
-it is replaced by another."""
+it (its client port, or a cluster node's bus port) is replaced by another."""
 
 from __future__ import annotations
 
@@ -42,6 +42,20 @@ def test_a_chosen_port_taken_before_the_server_binds_it_is_replaced(
         assert server.process is not None and int(client.info("server")["process_id"]) == server.process.pid
 
     assert redis.Redis(port=foreign.port).ping()
+
+
+def test_a_cluster_bus_port_taken_before_the_node_binds_it_is_replaced() -> None:
+    """Any process's outgoing connection can take a port chosen free: a cluster failed to start
+    when one took a node's bus port before the node bound it."""
+    node = EmbeddedRedis(modules=False, cluster=True)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", node.bus_port or 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        assert taken == node.bus_port
+        with node, redis.Redis.from_url(node.url) as client:
+            assert node.bus_port not in (None, taken)
+            assert client.info("cluster")["cluster_enabled"] == 1
 
 
 def test_a_port_held_by_a_silent_listener_is_refused_with_a_clear_error() -> None:

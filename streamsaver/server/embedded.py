@@ -217,8 +217,8 @@ class EmbeddedRedis:
             while True:
                 if self.process.poll() is not None:
                     log = self._log_tail()
-                    # Only the ports chosen here: a port of `extra_args` taken is another error.
-                    for port in (self.port, self.bus_port):
+                    # Only the ports passed here: a port of `extra_args` taken is another error.
+                    for port in [self.port] if self.bus_port is None else [self.port, self.bus_port]:
                         if any(f":{port}:" in line and "Address already in use" in line for line in log.splitlines()):
                             raise _PortTaken(port, "redis-server could not bind it")
                     torn = _TORN_AOF.search(log)

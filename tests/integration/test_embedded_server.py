@@ -78,3 +78,20 @@ def test_stop_shuts_the_server_down_cleanly(extra_args: list[str]) -> None:
     assert process is not None
     server.stop()
     assert process.returncode == 0
+
+
+def test_a_server_writing_its_first_append_only_file_stops_cleanly_once_it_is_written() -> None:
+    """Redis refuses SHUTDOWN (and SIGTERM) while it writes the first append-only file after AOF
+    was turned on, as a replica does after each full sync: `stop` asks again until it is
+    written, where it used to wait 10 s and SIGKILL the server."""
+    server = EmbeddedRedis(modules=False).start()
+    process = server.process
+    assert process is not None
+    with redis.Redis(port=server.port) as client:
+        client.mset({f"k{n}": n for n in range(5)})
+        client.config_set("rdb-key-save-delay", 100_000)  # µs per key: the file takes 0.5 s to write
+        client.config_set("appendonly", "no")
+        client.config_set("appendonly", "yes")
+        assert client.info("persistence")["aof_rewrite_in_progress"] == 1
+    server.stop()
+    assert process.returncode == 0

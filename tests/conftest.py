@@ -6,6 +6,8 @@ Tests share the server: each one owns a unique key prefix. Between test modules,
 session started itself (never a ``REDIS_URL`` one) are flushed: every ``FT.CREATE`` scans the whole
 keyspace in the background, one index after another, so a server holding every earlier module's
 keys and indexes made the scans queue up for minutes and the suite's setups wait on them.
+Under pytest-xdist (``-n 2 --dist loadfile``, the README's command) each worker process starts
+servers of its own, and runs a file's tests in order.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from contextlib import contextmanager
 
 import redis
 
-from streamsaver.server.cluster import EmbeddedCluster
-from streamsaver.server.embedded import EmbeddedRedis, free_port
+from streamsaver.server.cluster import SLOTS, EmbeddedCluster
+from streamsaver.server.embedded import EmbeddedRedis
 
 
 def _ok(port: int, nodes: int) -> bool:
@@ -24,18 +24,31 @@ def _ok(port: int, nodes: int) -> bool:
 
 @contextmanager
 def grown_cluster() -> Iterator[tuple[EmbeddedCluster, EmbeddedRedis]]:
-    """A cluster of three primaries of its own, and a fourth node that has joined it without slots."""
-    bus = free_port()
-    extra = EmbeddedRedis(extra_args=["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                                      "--cluster-node-timeout", "2000", "--cluster-port", str(bus)])
-    with EmbeddedCluster(3) as cluster, extra:
+    """A cluster of three primaries of its own, and a fourth node that has joined it without slots.
+
+    The four meet while the three form: a node reports ``cluster_state:ok`` no sooner than
+    ``cluster-node-timeout`` (2 s) after it last saw too few primaries (Redis's rejoin delay), so
+    the fourth node joining a formed cluster would wait those 2 s again."""
+    cluster, extra = EmbeddedCluster(3), EmbeddedRedis(cluster=True)
+    try:
+        for node in [*cluster.nodes, extra]:
+            node.start()
+        share = SLOTS // len(cluster.nodes)
+        for n, node in enumerate(cluster.nodes):
+            last = SLOTS - 1 if n == len(cluster.nodes) - 1 else (n + 1) * share - 1
+            with redis.Redis(port=node.port) as client:
+                client.execute_command("CLUSTER", "ADDSLOTSRANGE", n * share, last)
         with redis.Redis(port=extra.port) as client:
-            client.execute_command("CLUSTER", "MEET", "127.0.0.1", cluster.nodes[0].port, cluster.bus_ports[0])
+            for node, bus in zip(cluster.nodes, cluster.bus_ports, strict=True):
+                client.execute_command("CLUSTER", "MEET", "127.0.0.1", node.port, bus)
         deadline = time.monotonic() + 30
         while not all(_ok(port, 4) for port in [extra.port, *(node.port for node in cluster.nodes)]):
-            assert time.monotonic() < deadline, "the fourth node did not join"
+            assert time.monotonic() < deadline, "the four nodes did not form a cluster"
             time.sleep(0.05)  # the cluster bus gossips on its own schedule
         yield cluster, extra
+    finally:
+        cluster.stop()
+        extra.stop()
 
 
 def move(cluster: EmbeddedCluster, slot: int, to: EmbeddedRedis) -> None:

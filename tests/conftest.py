@@ -2,7 +2,12 @@
 
 The server is, in order: ``REDIS_URL`` if set; a ``redis:8`` container via testcontainers when
 ``STREAMSAVER_TEST_SERVER=docker``; otherwise the embedded server (``streamsaver[embedded]``).
-Tests never flush the server: each one owns a unique key prefix, so a shared server is safe.
+Tests share the server: each one owns a unique key prefix. Between test modules, the servers the
+session started itself (never a ``REDIS_URL`` one) are flushed: every ``FT.CREATE`` scans the whole
+keyspace in the background, one index after another, so a server holding every earlier module's
+keys and indexes made the scans queue up for minutes and the suite's setups wait on them.
+Under pytest-xdist (``-n 2 --dist loadfile``, the README's command) each worker process starts
+servers of its own, and runs a file's tests in order.
 """
 
 from __future__ import annotations
@@ -15,12 +20,30 @@ from typing import TYPE_CHECKING
 import pytest
 import redis
 import redis.asyncio
-from helpers import async_client, cluster_of, cluster_of_three, sync_client
+import redis.cluster
+from helpers import CLUSTER_URLS, async_client, cluster_of, cluster_of_three, sync_client
 
 from streamsaver import AsyncStreamSaver, StreamSaver
 
 if TYPE_CHECKING:
     from streamsaver.server.cluster import EmbeddedCluster
+
+
+OWN_SERVERS: set[str] = set()
+"""URLs of the single servers the session started (flushed between modules)."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _servers_flushed_after_each_module() -> Iterator[None]:
+    """Flush the session's own servers and clusters once a module is done (its module-scoped
+    fixtures torn down first: an autouse fixture is set up first, so torn down last)."""
+    yield
+    for url in OWN_SERVERS:
+        with redis.Redis.from_url(url) as own:
+            own.flushall()
+    for url in CLUSTER_URLS:
+        with redis.cluster.RedisCluster.from_url(url) as own:
+            own.flushall(target_nodes=redis.cluster.RedisCluster.PRIMARIES)
 
 
 @pytest.fixture(scope="session")
@@ -32,12 +55,17 @@ def redis_url() -> Iterator[str]:
 
         with RedisContainer("redis:8") as container:
             host, port = container.get_container_host_ip(), container.get_exposed_port(6379)
-            yield f"redis://{host}:{port}/0"
+            url = f"redis://{host}:{port}/0"
+            OWN_SERVERS.add(url)
+            yield url
+            OWN_SERVERS.discard(url)
     else:
         from streamsaver.server.embedded import EmbeddedRedis
 
         with EmbeddedRedis() as server:
+            OWN_SERVERS.add(server.url)
             yield server.url
+            OWN_SERVERS.discard(server.url)
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from streamsaver.errors import EmbeddedServerError
-from streamsaver.server.embedded import EmbeddedRedis, free_port
+from streamsaver.server.embedded import EmbeddedRedis
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -52,13 +52,12 @@ class EmbeddedCluster:
         if primaries < 1:
             raise EmbeddedServerError(f"a cluster needs at least one primary, not {primaries}")
         self.startup_timeout = startup_timeout
-        # The bus port is given: the default (port + 10000) does not exist for a high free port.
-        self.bus_ports = [free_port() for _ in range(primaries)]
-        self.nodes = [
-            EmbeddedRedis(extra_args=["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                                      "--cluster-node-timeout", "2000", "--cluster-port", str(bus), *extra_args])
-            for bus in self.bus_ports
-        ]
+        self.nodes = [EmbeddedRedis(cluster=True, extra_args=list(extra_args)) for _ in range(primaries)]
+
+    @property
+    def bus_ports(self) -> list[int]:
+        """The cluster bus port of each node (known once it started)."""
+        return [node.bus_port for node in self.nodes if node.bus_port is not None]
 
     @property
     def url(self) -> str:

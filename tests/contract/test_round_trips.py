@@ -13,7 +13,7 @@ send once, to one node (`TripCounter.total`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -248,13 +248,25 @@ async def test_a_filtered_listing_of_one_thread_is_two_round_trips(
     assert counter.trips == 2
 
 
-@pytest.mark.parametrize("kind", KINDS)
-async def test_a_durable_append_is_still_one_round_trip(
-    redis_url: str, prefix: str, client: redis.Redis, kind: str
-) -> None:
-    """``durability="aof"`` pipelines WAITAOF with the append."""
-    if not all(int(node.info("persistence")["aof_enabled"]) for node in node_clients(client)):
+@pytest.fixture
+def fsync_always(client: redis.Redis) -> Iterator[None]:
+    """``appendfsync always`` on the test server's primaries while a test runs: WAITAOF then
+    answers once the write is on disk, not at the next second's fsync (a second per call)."""
+    nodes = node_clients(client)
+    if not all(int(node.info("persistence")["aof_enabled"]) for node in nodes):
         pytest.skip("the test server runs without AOF, so WAITAOF cannot succeed")
+    before = [node.config_get("appendfsync")["appendfsync"] for node in nodes]
+    for node in nodes:
+        node.config_set("appendfsync", "always")
+    yield
+    for node, policy in zip(nodes, before, strict=True):
+        node.config_set("appendfsync", policy)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.usefixtures("fsync_always")
+async def test_a_durable_append_is_still_one_round_trip(redis_url: str, prefix: str, kind: str) -> None:
+    """``durability="aof"`` pipelines WAITAOF with the append."""
     counter = TripCounter()
     if kind == "sync":
         saver: StreamSaver | AsyncStreamSaver = StreamSaver(

@@ -119,7 +119,7 @@ def test_an_older_deployment_keeps_working_is_upgraded_without_a_rebuild_and_dro
     caplog.clear()
     with caplog.at_level("WARNING", logger="streamsaver.setup"):
         upgraded.setup()
-    assert not caplog.records
+    assert not [r for r in caplog.records if r.name == "streamsaver.setup"]  # caplog sees every thread
     assert len(list(upgraded.list(None, filter={"source": "loop"}))) == 14
     client.close()
 

@@ -19,10 +19,21 @@ from streamsaver.server.embedded import free_port
 from tests.helpers import config, new_checkpoint
 
 
+def _command(*args: str) -> list[str]:
+    """``python -m streamsaver`` with `args`, Ctrl-C raising KeyboardInterrupt as in a terminal.
+
+    A process inherits an ignored SIGINT, and Python keeps it ignored: a suite started in the
+    background of a non-interactive shell (or under nohup) had every Ctrl-C here ignored, and
+    the test waited 30 s for a server that never stopped."""
+    run = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+           "sys.argv[0] = 'streamsaver'; runpy.run_module('streamsaver', run_name='__main__')")
+    return [sys.executable, "-c", run, *args]
+
+
 @contextmanager
 def _server(data_dir: Path, port: int) -> Iterator[tuple[subprocess.Popen[str], str]]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamsaver", "server", "--port", str(port), "--data-dir", str(data_dir)],
+        _command("server", "--port", str(port), "--data-dir", str(data_dir)),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
@@ -60,7 +71,7 @@ def test_a_port_already_served_is_a_one_line_error(tmp_path: Path) -> None:
     port = free_port()
     with _server(tmp_path / "a", port) as (first, _url):
         second = subprocess.run(
-            [sys.executable, "-m", "streamsaver", "server", "--port", str(port), "--data-dir", str(tmp_path / "b")],
+            _command("server", "--port", str(port), "--data-dir", str(tmp_path / "b")),
             capture_output=True, text=True, timeout=60, check=False,
         )
         assert second.returncode == 1

@@ -288,8 +288,13 @@ async def test_a_consumer_joining_a_group_takes_a_share_of_partitions(
         kind: str, client: redis.Redis, aclient: redis.asyncio.Redis, prefix: str) -> None:
     fill(client, prefix, threads=16, per_thread=1, partitions=8)
     seen: dict[str, list[int]] = {"a": [], "b": []}
+    # Leases and roster entries that outlive the test, and a roster heartbeat on every call: the
+    # share moves by release alone, never because an entry lapsed between two calls (with a
+    # 400 ms lease, a loaded machine let b's lapse while the test wrote, and a took everything).
     a, b = (Subscriber(aclient if kind == "async" else client, "audit", lambda e, n=n: seen[n].append(e.partition),
-                       prefix=prefix, name=n, lease_ms=400, batch=1) for n in ("a", "b"))
+                       prefix=prefix, name=n, lease_ms=60_000, batch=1) for n in ("a", "b"))
+    for sub in (a, b):
+        sub.core.heartbeat_s = 0
 
     async def once(sub: Subscriber) -> None:
         await sub.async_run_once() if kind == "async" else sub.run_once()

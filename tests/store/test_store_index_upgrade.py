@@ -89,7 +89,7 @@ def test_an_older_deployment_keeps_working_and_is_upgraded_without_a_rebuild(
     caplog.clear()
     with caplog.at_level("WARNING", logger="streamsaver.setup"):
         upgraded.setup()
-    assert not caplog.records
+    assert not [r for r in caplog.records if r.name == "streamsaver.setup"]  # caplog sees every thread
     assert len(upgraded.search(("users",), limit=100)) == 32
     client.close()
 

@@ -58,7 +58,8 @@ def test_a_primary_losing_a_slot_it_still_holds_keys_of_invalidates_them() -> No
 
 def test_a_replica_invalidates_the_writes_it_applies() -> None:
     key = PREFIX + b"x"
-    with EmbeddedRedis() as primary, EmbeddedRedis() as replica, \
+    # No wait for more replicas before the first sync (5 s by default): there is only one.
+    with EmbeddedRedis(extra_args=["--repl-diskless-sync-delay", "0"]) as primary, EmbeddedRedis() as replica, \
             redis.Redis(port=primary.port) as writer, redis.Redis(port=replica.port) as follower:
         writer.set(key, b"1")
         follower.execute_command("REPLICAOF", "127.0.0.1", primary.port)

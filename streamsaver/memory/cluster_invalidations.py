@@ -36,6 +36,7 @@ moves keys without deleting them visibly (the new atomic slot migration's trim).
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -73,6 +74,7 @@ class ClusterInvalidations:
         self._nodes = TrackedNodes(cache)
         self._outage = Outage()
         self._control: Any = None
+        self._control_guard = threading.Lock()  # the control connection: the supervisor's, shut by `stop`
         self._stopping = threading.Event()
         self._recheck = threading.Event()
         self._guard = threading.Lock()
@@ -88,6 +90,13 @@ class ClusterInvalidations:
         goes dark."""
         self._stopping.set()
         self._recheck.set()
+        with self._control_guard:
+            sock = getattr(self._control, "_sock", None)
+            if sock is not None:
+                try:  # wakes a read of the slot map from a node that does not answer, at once
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    log.debug("the control connection was already closed")
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
         self._retrack(None)
@@ -111,10 +120,12 @@ class ClusterInvalidations:
         (None when none does: the cache stays dark meanwhile)."""
         known = [(primary.host, primary.port) for primary in primaries_of(self.slot_map or ())]
         for address in [None, *known, *self._seeds]:
+            if self._stopping.is_set():
+                return None
             try:
                 if address is not None:
                     self._close_control()
-                    self._control = self._connect(*address)
+                    self._open_control(address)
                 if self._control is None:
                     continue
                 self._control.send_command("CLUSTER", "SLOTS")
@@ -126,8 +137,20 @@ class ClusterInvalidations:
             log.warning("the store's local cache is off until a node of the cluster answers CLUSTER SLOTS")
         return None
 
+    def _open_control(self, address: tuple[str, int]) -> None:
+        """Connect the control connection to `address`, unless `stop` began meanwhile: it is then
+        either connected before `stop` looks (which shuts it) or not kept."""
+        control = self._connect(*address)
+        control.connect()
+        with self._control_guard:
+            if not self._stopping.is_set():
+                self._control, control = control, None
+        if control is not None:
+            control.disconnect()
+
     def _close_control(self) -> None:
-        control, self._control = self._control, None
+        with self._control_guard:
+            control, self._control = self._control, None
         if control is not None:
             control.disconnect()
 

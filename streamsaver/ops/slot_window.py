@@ -59,7 +59,7 @@ def drop_in_importing_window(node: Any, index: NamedElsewhere, command: Sequence
         ConcurrentChangeError: a slot is migrating or importing on `node` (nothing was sent).
         SlotLeftImportingError: a step failed and so did making the slot stable again (the
             step's error is further down its chain of ``__context__``).
-        RedisError: a step failed (the slot was made stable again).
+        RedisError: a step failed (the slot was made stable again; so it is for any exception).
     """
     if _moving(node):
         raise ConcurrentChangeError(f"slots are moving on {index.node}: drop {index.name} once they are not")
@@ -69,7 +69,7 @@ def drop_in_importing_window(node: Any, index: NamedElsewhere, command: Sequence
         pipe.execute_command("ASKING")
         pipe.execute_command(*command)
         reply = pipe.execute()[1]
-    except RedisError:
+    except BaseException:  # Ctrl-C or a bug's error too: the IMPORTING state outlives this process
         make_stable(node, index)
         raise
     make_stable(node, index)

@@ -1,6 +1,6 @@
 """One Redis server reloading its data (``LOADING``: restarted, ``DEBUG RELOAD``): it refuses
 every command it reads while it loads, except the few a loading server runs (``TIME``,
-``INFO``, ``CONFIG``, ``SCRIPT LOAD``: never a script call). A store batch waits until it has
+``INFO``, ``CONFIG``; never a script call, nor ``SCRIPT LOAD``). A store batch waits until it has
 loaded and logs each event once; one that stays loading longer than the driver waits fails with
 `ServerUnavailableError`, nothing written. The lanes return what they read and ``LOADING`` for
 the rest instead of letting the connection's ``Retry`` send the whole request again (a command

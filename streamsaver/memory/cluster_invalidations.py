@@ -129,11 +129,13 @@ class ClusterInvalidations:
                 if self._control is None:
                     continue
                 self._control.send_command("CLUSTER", "SLOTS")
-                return slot_map_of(self._control.read_response())
+                slot_map = slot_map_of(self._control.read_response())
+                self._outage.end(self)
+                return slot_map
             except (RedisError, OSError) as error:
                 self._close_control()
                 log.debug("the slot map could not be read from %s: %s", address or "the last node", error)
-        if self._outage.claim_warning():
+        if self._outage.claim_warning(self):
             log.warning("the store's local cache is off until a node of the cluster answers CLUSTER SLOTS")
         return None
 

@@ -111,24 +111,30 @@ class CacheSink(Protocol):
 
 
 class Outage:
-    """Whether the listeners of one cache warned of the current outage: one warning for all of
-    them (a cluster's runtime ACL user is refused by every primary alike). Shared by the
-    listeners' threads, so claiming the warning is atomic."""
+    """Whether the listeners of one cache (and the cluster's supervisor) warned of the current
+    outage: one warning for all of them (a cluster's runtime ACL user is refused by every primary
+    alike). The outage lasts while any of them is failing: one coming back does not end it for
+    the others. Shared by their threads, so each change is made under a lock."""
 
     def __init__(self) -> None:
         self._warned = False
+        self._failing: set[object] = set()
         self._guard = threading.Lock()
 
-    def claim_warning(self) -> bool:
-        """True for the first caller of this outage only (it logs the warning)."""
+    def claim_warning(self, member: object) -> bool:
+        """`member` is failing: True for the first failure of this outage only (it logs the warning)."""
         with self._guard:
+            self._failing.add(member)
             first, self._warned = not self._warned, True
             return first
 
-    def end(self) -> None:
-        """The outage is over: the next one warns again."""
+    def end(self, member: object) -> None:
+        """`member` is back (or gone): the outage is over once no member is failing, and the next
+        one warns again."""
         with self._guard:
-            self._warned = False
+            self._failing.discard(member)
+            if not self._failing:
+                self._warned = False
 
 
 class InvalidationListener:
@@ -170,6 +176,7 @@ class InvalidationListener:
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
         self._cache.go_dark()
+        self._outage.end(self)  # a listener gone no longer holds its outage open
 
     def _run(self) -> None:
         backoff = _BACKOFF_S[0]
@@ -180,7 +187,7 @@ class InvalidationListener:
             except (RedisError, OSError) as error:
                 if not self._stopping.is_set():
                     # once per outage: a server that refuses tracking would repeat it every backoff
-                    log.log(logging.WARNING if self._outage.claim_warning() else logging.DEBUG,
+                    log.log(logging.WARNING if self._outage.claim_warning(self) else logging.DEBUG,
                             "the store's local cache is off until its invalidation connection is back: %s", error)
             finally:
                 self._cache.go_dark()
@@ -207,7 +214,7 @@ class InvalidationListener:
         connection.read_response()
         connection.read_response()
         self._cache.go_live()
-        self._outage.end()
+        self._outage.end(self)
         pinged: float | None = None
         while not self._stopping.is_set():
             if not connection.can_read(timeout=HEARTBEAT_S):

@@ -342,6 +342,12 @@ def _a_move(saver: StreamSaver | AsyncStreamSaver) -> tuple[Any, Any]:
     return moved, next(shard for shard in shards if shard != moved)
 
 
+def _owner_of(node: redis.Redis, slot: int) -> int:
+    """The port of the primary `node` says owns `slot` (0: none)."""
+    ranges = node.execute_command("CLUSTER", "SLOTS")
+    return next((int(primary[1]) for start, end, primary, *_ in ranges if start <= slot <= end), 0)
+
+
 def _move_slot(cluster: EmbeddedCluster, slot: int, to: str) -> None:
     """Give an empty slot to the node at `to` (``host:port``), telling every node."""
     nodes = {f"127.0.0.1:{node.port}": redis.Redis(port=node.port) for node in cluster.nodes}
@@ -351,6 +357,14 @@ def _move_slot(cluster: EmbeddedCluster, slot: int, to: str) -> None:
         for node in sorted(nodes.values(), key=lambda n: n is not nodes[to]):
             node.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target)
         nodes[to].execute_command("CLUSTER", "BUMPEPOCH")
+        # A node may take in gossip sent before its SETSLOT (the old owner, then of a higher
+        # epoch, claiming the slot) and give the slot back; the target's bumped epoch wins in
+        # the end. Until every node agrees, clients bounce between MOVEDs ("TTL exhausted").
+        deadline = time.monotonic() + 30
+        while not all(_owner_of(node, slot) == nodes[to].connection_pool.connection_kwargs["port"]
+                      for node in nodes.values()):
+            assert time.monotonic() < deadline, f"the nodes never agreed on slot {slot}'s owner"
+            time.sleep(0.01)  # polls the nodes' slot maps (no event to wait on)
     finally:
         for node in nodes.values():
             node.close()

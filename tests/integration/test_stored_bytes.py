@@ -145,12 +145,19 @@ def run_sync(saver: StreamSaver, ttl_saver: StreamSaver, numbers: Iterator[int])
     pause()
     saver.delete_thread("doomed")
 
+    # Both threads are in one partition: a put of one within the millisecond of the other's gets
+    # a feed id (`@inc`, a pointer) one past its own log entry's id, an extra id among its own.
     expiring, pinned = Thread(numbers, "expiring"), Thread(numbers, "pinned")
     for k in range(2):
+        pause()
         ttl_saver.put(*expiring.step("run-t", note=f"t{k}"))
+        pause()
         ttl_saver.put(*pinned.step("run-t", note=f"p{k}"))
+    pause()
     ttl_saver.put_writes(expiring.config(), [("note", "w")], "task-ttl")
+    pause()
     ttl_saver.pin_thread("pinned")
+    pause()
     ttl_saver.put(*pinned.step("run-t", note="after pin"))
 
 

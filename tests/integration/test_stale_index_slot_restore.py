@@ -35,11 +35,17 @@ def cluster() -> Iterator[EmbeddedCluster]:
 @pytest.fixture(scope="module")
 def left_behind(cluster: EmbeddedCluster) -> StaleIndex:
     """A stale index named for a slot its primary gave away (dropped inside ``IMPORTING``)."""
-    saver = StreamSaver(RedisCluster.from_url(cluster.url), prefix="moved")  # type: ignore[arg-type]
+    return _left_behind(cluster, "moved")
+
+
+def _left_behind(cluster: EmbeddedCluster, prefix: str) -> StaleIndex:
+    """Set up deployment `prefix`, move its first index tag's slot away, set it up again: the
+    stale index that names the slot its primary gave away."""
+    saver = StreamSaver(RedisCluster.from_url(cluster.url), prefix=prefix)  # type: ignore[arg-type]
     saver.setup()
     _move_the_first_tag(cluster, saver)
-    StreamSaver(RedisCluster.from_url(cluster.url), prefix="moved").setup()  # type: ignore[arg-type]
-    return next(s for s in stale_indexes(RedisCluster.from_url(cluster.url), "moved") if s.named_elsewhere)
+    StreamSaver(RedisCluster.from_url(cluster.url), prefix=prefix).setup()  # type: ignore[arg-type]
+    return next(s for s in stale_indexes(RedisCluster.from_url(cluster.url), prefix) if s.named_elsewhere)
 
 
 def _importing(admin: redis.Redis) -> bool:
@@ -113,11 +119,7 @@ def test_a_lost_connection_leaves_the_slot_stable_and_the_drop_can_run_again(
 
 def test_a_slot_that_cannot_be_made_stable_is_named_with_its_command(
         cluster: EmbeddedCluster, monkeypatch: pytest.MonkeyPatch) -> None:
-    saver = StreamSaver(RedisCluster.from_url(cluster.url), prefix="again")  # type: ignore[arg-type]
-    saver.setup()
-    _move_the_first_tag(cluster, saver)
-    StreamSaver(RedisCluster.from_url(cluster.url), prefix="again").setup()  # type: ignore[arg-type]
-    index = next(s for s in stale_indexes(RedisCluster.from_url(cluster.url), "again") if s.named_elsewhere)
+    index = _left_behind(cluster, "again")
     admin = redis.Redis(port=int(index.node.rpartition(":")[2]))
     try:
         failed = _drop_with_its_connection_killed(
@@ -143,11 +145,7 @@ def test_an_interrupt_inside_the_window_leaves_the_slot_stable(
     # Ctrl-C (or any error that is not redis-py's) right after IMPORTING took effect: the slot
     # is the node's state and outlives the process, so it is made STABLE before the interrupt
     # goes on (it stayed IMPORTING: only RedisError was handled).
-    saver = StreamSaver(RedisCluster.from_url(cluster.url), prefix="interrupted")  # type: ignore[arg-type]
-    saver.setup()
-    _move_the_first_tag(cluster, saver)
-    StreamSaver(RedisCluster.from_url(cluster.url), prefix="interrupted").setup()  # type: ignore[arg-type]
-    index = next(s for s in stale_indexes(RedisCluster.from_url(cluster.url), "interrupted") if s.named_elsewhere)
+    index = _left_behind(cluster, "interrupted")
     admin = redis.Redis(port=int(index.node.rpartition(":")[2]))
     opened = slot_window._set_importing
 
